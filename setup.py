@@ -1,0 +1,35 @@
+"""Builds the Cython extensions of the matcher; everything else is in pyproject.toml."""
+
+import os
+from glob import glob
+
+import numpy
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+# CAESAR_DEBUG=1 turns bounds checks on (CI builds can use it to catch indexing bugs).
+DEBUG = os.environ.get("CAESAR_DEBUG") == "1"
+
+extensions = [
+    Extension(
+        path[:-4].replace(os.sep, "."),
+        [path],
+        include_dirs=[numpy.get_include()],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        extra_compile_args=["-O3"] if not DEBUG else ["-O0", "-g"],
+    )
+    for path in sorted(glob("services/**/*.pyx", recursive=True))
+]
+
+setup(
+    ext_modules=cythonize(
+        extensions,
+        language_level="3",
+        compiler_directives={
+            "boundscheck": DEBUG,
+            "wraparound": False,
+            "cdivision": True,
+            "initializedcheck": DEBUG,
+        },
+    ),
+)

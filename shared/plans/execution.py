@@ -1,0 +1,74 @@
+"""Per-service execution plans: the compiler's final output (step 5 of the
+pipeline in shared/DESIGN.md), consumed by the deriver, router and matcher.
+
+Owned by the compiler (shared/language); the services read it. Everything here
+is plain frozen data so it pickles to Ray actors and prints in `caesar explain`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from shared.plans.aggregate import AggregatePlan
+from shared.plans.pattern import PatternPlan
+
+Action = Literal["INITIATE", "SWITCH", "TERMINATE"]
+Plan = PatternPlan | AggregatePlan
+
+
+@dataclass(frozen=True)
+class EventTypeDef:
+    name: str
+    fields: dict[str, str]  # attribute -> "int" | "float" | "string" | "bool"
+    ts_field: str
+    topic: str | None  # input topic; None for derived-only types
+    schema_file: str | None  # path under schemas/
+
+
+@dataclass(frozen=True)
+class ContextDef:
+    name: str
+    bit: int  # position in the context bit vector
+    default: bool
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One executable query: a pattern or aggregation plan with the contexts
+    it runs in (after push-down: it receives events only while one holds)."""
+
+    plan: Plan
+    contexts: tuple[str, ...]
+    # Types this stage's output feeds inside the same service (combined plans).
+    feeds: tuple[str, ...] = ()
+    # Output topic for alerts / derived events leaving the service; None = internal.
+    output_topic: str | None = None
+
+
+@dataclass(frozen=True)
+class TransitionStage:
+    """A context deriving query: when `stage` matches for a partition, apply
+    `action` to `context` (SWITCH = terminate the current context(s) of
+    `stage.contexts` and initiate `context`)."""
+
+    stage: Stage
+    action: Action
+    context: str
+
+
+@dataclass(frozen=True)
+class ExecutionPlan:
+    model: str
+    partition_by: tuple[str, ...]
+    event_types: tuple[EventTypeDef, ...]
+    contexts: tuple[ContextDef, ...]
+    # Deriver: helper stages (aggregations/patterns feeding transitions) in
+    # topological order, then the transitions.
+    deriver_stages: tuple[Stage, ...]
+    transitions: tuple[TransitionStage, ...]
+    # Matcher: context processing stages in topological order.
+    matcher_stages: tuple[Stage, ...]
+    # Grouped context windows (section 5.3): original context -> group ids;
+    # partial matches survive between windows of one group.
+    context_groups: dict[str, tuple[str, ...]]

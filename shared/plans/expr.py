@@ -1,0 +1,128 @@
+"""Expression IR shared by the compiler (producer) and the engines (consumers).
+
+The compiler turns WHERE clauses, DERIVE fields and aggregate arguments into
+these nodes; engines compile them further (the Cython matcher into its own
+instruction arrays). User text is never eval'ed: this IR is the only
+executable form of an expression.
+
+Semantics every engine must follow:
+- `Attr(var, name)` reads attribute `name` of the event bound to pattern
+  variable `var`. `var` is None inside aggregation plans (the current event).
+- A missing attribute (the event type has no such field, or the value is null)
+  makes the comparison that reads it false, and makes AND false / OR decide on
+  the other side (SQL-like: unknown is treated as false at the conjunct level).
+- Arithmetic on int and int stays int except `/` which is float division;
+  `%` on ints is Python's modulo. Division or modulo by zero makes the value
+  missing (the enclosing comparison is false) instead of raising.
+- Strings compare only with `=` and `!=` (they are interned codes in batches).
+- `Agg` appears only where a Kleene component is bound: it aggregates over all
+  events bound to that Kleene variable (Cayuga FOLD).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+BinaryOp = Literal["+", "-", "*", "/", "%", "=", "!=", "<", "<=", ">", ">=", "AND", "OR"]
+UnaryOp = Literal["-", "NOT"]
+AggFunc = Literal["count", "count_distinct", "sum", "avg", "min", "max", "first", "last"]
+CallFunc = Literal["abs", "floor", "ceil", "least", "greatest"]
+
+COMPARISONS: frozenset[str] = frozenset({"=", "!=", "<", "<=", ">", ">="})
+ARITHMETIC: frozenset[str] = frozenset({"+", "-", "*", "/", "%"})
+LOGICAL: frozenset[str] = frozenset({"AND", "OR"})
+
+
+@dataclass(frozen=True)
+class Const:
+    value: int | float | str | bool
+
+
+@dataclass(frozen=True)
+class Attr:
+    var: str | None
+    name: str
+
+
+@dataclass(frozen=True)
+class Unary:
+    op: UnaryOp
+    operand: Expr
+
+
+@dataclass(frozen=True)
+class Binary:
+    op: BinaryOp
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
+class Call:
+    func: CallFunc
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class Agg:
+    """Aggregate over the events bound to Kleene variable `var`.
+
+    `arg` is None only for `count`. Inside `arg`, attributes of the iterated
+    events are written with the Kleene variable's own name.
+    """
+
+    func: AggFunc
+    var: str
+    arg: Expr | None
+
+
+Expr = Const | Attr | Unary | Binary | Call | Agg
+
+
+def variables(expr: Expr) -> frozenset[str]:
+    """Pattern variables an expression reads (Agg counts as reading its var)."""
+    match expr:
+        case Const():
+            return frozenset()
+        case Attr(var=var):
+            return frozenset() if var is None else frozenset({var})
+        case Unary(operand=operand):
+            return variables(operand)
+        case Binary(left=left, right=right):
+            return variables(left) | variables(right)
+        case Call(args=args):
+            out: frozenset[str] = frozenset()
+            for arg in args:
+                out |= variables(arg)
+            return out
+        case Agg(var=var, arg=arg):
+            return frozenset({var}) | (variables(arg) if arg is not None else frozenset())
+    raise TypeError(f"not an expression: {expr!r}")
+
+
+def conjuncts(expr: Expr | None) -> tuple[Expr, ...]:
+    """Split a predicate on top-level AND."""
+    if expr is None:
+        return ()
+    if isinstance(expr, Binary) and expr.op == "AND":
+        return conjuncts(expr.left) + conjuncts(expr.right)
+    return (expr,)
+
+
+def render(expr: Expr) -> str:
+    """Readable text for explain output and error messages."""
+    match expr:
+        case Const(value=value):
+            return repr(value) if isinstance(value, str) else str(value)
+        case Attr(var=var, name=name):
+            return name if var is None else f"{var}.{name}"
+        case Unary(op=op, operand=operand):
+            return f"NOT {render(operand)}" if op == "NOT" else f"-{render(operand)}"
+        case Binary(op=op, left=left, right=right):
+            return f"({render(left)} {op} {render(right)})"
+        case Call(func=func, args=args):
+            return f"{func}({', '.join(render(a) for a in args)})"
+        case Agg(func=func, var=var, arg=arg):
+            return f"{func}({var if arg is None else render(arg)})"
+    raise TypeError(f"not an expression: {expr!r}")
