@@ -20,6 +20,14 @@ app = typer.Typer(
 )
 err = Console(stderr=True)
 
+
+@app.command()
+def version() -> None:
+    """Print the CAESAR version."""
+    from importlib.metadata import version as dist_version
+
+    typer.echo(dist_version("caesar-cep"))
+
 # Modules that define commands with `@app.command()` on the app passed to `register`.
 COMMAND_MODULES = (
     "shared.cli.explain_cmd",  # explain
