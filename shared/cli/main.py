@@ -48,28 +48,18 @@ def _register_all() -> None:
         module.register(app)
 
 
+@app.callback()
+def _root() -> None:
+    """CAESAR: context-aware complex event processing on Kafka and Ray."""
+
+
 def main() -> None:
     _register_all()
     try:
-        app(standalone_mode=False)
+        app()  # standalone: typer/click print usage errors and exit themselves
     except CaesarError as exc:
-        err.print(f"[bold red]error:[/bold red] {exc}")
+        err.print(f"[bold red]error:[/bold red] {exc}", highlight=False)
         sys.exit(2)
-    except (typer.Exit, SystemExit) as exc:
-        code = getattr(exc, "exit_code", None)
-        if code is None:
-            code = getattr(exc, "code", 0)
-        sys.exit(code or 0)
-    except typer.Abort:
-        err.print("aborted")
-        sys.exit(130)
-    except Exception as exc:  # click usage errors come through here too
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
 
 
 if __name__ == "__main__":
