@@ -1,0 +1,138 @@
+"""The deriver: runs the context deriving queries per stream partition and
+keeps each partition's context bit vector (section 6.2 of the CAESAR paper).
+
+Input: transactions and scheduler progress, in order, from one bus partition.
+Output: context changes (every change of a partition's vector, stamped with
+the time from which it holds for later transactions: windows are half-open
+(ti, tt], so a change at ts affects transactions at t > ts) and deriver
+progress D: every change with ts < D has been emitted. The router routes a
+transaction at t once D >= t.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from services.matcher.processor import (
+    EngineFactory,
+    StageGraph,
+    StageOutput,
+    default_engine_factory,
+)
+from services.router.contexts import ContextResolver, StageActivation
+from services.scheduler.messages import Alert, ContextChange, Progress, Transaction
+from shared.errors import PlanError
+from shared.plans.execution import ExecutionPlan
+
+NEVER = -(2**62)
+
+
+@dataclass
+class DeriverOutput:
+    changes: list[ContextChange] = field(default_factory=list)
+    alerts: list[Alert] = field(default_factory=list)
+    progress: Progress | None = None
+
+
+class DeriverProcessor:
+    def __init__(self, plan: ExecutionPlan,
+                 engine_factory: EngineFactory = default_engine_factory) -> None:
+        self.plan = plan
+        self.resolver = ContextResolver(plan)
+        stages = list(plan.deriver_stages) + [t.stage for t in plan.transitions]
+        schemas = {t.name: dict(t.fields) for t in plan.event_types}
+        self.graph = StageGraph(stages, schemas, engine_factory)
+        self.activation = StageActivation(self.resolver, stages)
+        self.transitions = {t.stage.plan.plan_id: t for t in plan.transitions}
+        for t in plan.transitions:
+            if t.context not in self.resolver.bits:
+                raise PlanError(f"transition {t.stage.plan.plan_id} names unknown context "
+                                f"{t.context!r}")
+        self.raw: dict[int, int] = {}  # partition -> bits of non-default contexts
+        self.keys: dict[int, str] = {}
+        self.done_before = NEVER  # D: all changes with ts < D emitted
+
+    def vector(self, partition: int) -> int:
+        return self.resolver.effective(self.raw.get(partition, 0))
+
+    def process(self, items: Sequence[Transaction | Progress]) -> DeriverOutput:
+        out = DeriverOutput()
+        step: list[Transaction] = []
+        for item in items:
+            if isinstance(item, Transaction):
+                if step and step[0].ts != item.ts:
+                    self._step(step, out)
+                    step = []
+                step.append(item)
+            elif isinstance(item, Progress):
+                if step:
+                    self._step(step, out)
+                    step = []
+                if item.watermark > self.done_before:
+                    self._apply(self.graph.advance(item.watermark), out)
+                    self.done_before = item.watermark
+                    out.progress = Progress(self.done_before, "deriver")
+            else:
+                raise TypeError(f"deriver cannot process {type(item).__name__}")
+        if step:
+            self._step(step, out)
+        return out
+
+    def _step(self, txns: list[Transaction], out: DeriverOutput) -> None:
+        ts = txns[0].ts
+        for t in txns:
+            self.keys[t.partition] = t.key
+        # What became final before ts may change contexts that hold at ts.
+        self._apply(self.graph.advance(ts), out)
+        items = [(t, self.activation.active(self.vector(t.partition))) for t in txns]
+        self._apply(self.graph.step(ts, items), out)
+        self.done_before = max(self.done_before, ts + 1)
+        out.progress = Progress(self.done_before, "deriver")
+
+    def _apply(self, outputs: list[StageOutput], out: DeriverOutput) -> None:
+        floor = self.done_before
+        fired = []
+        for o in outputs:
+            pid = o.stage.plan.plan_id
+            if pid in self.transitions:
+                fired.append((max(o.record["_ts"], floor), o))
+            elif o.stage.output_topic is not None:
+                rec = o.record
+                out.alerts.append(Alert(
+                    plan_id=pid, event_type=rec["type"], partition=rec["_p"], key=rec["_key"],
+                    start_ts=o.start_ts, end_ts=o.end_ts, topic=o.stage.output_topic,
+                    fields={k: v for k, v in rec.items() if k != "type" and not k.startswith("_")}))
+        fired.sort(key=lambda f: f[0])  # stable: transition order within one ts
+        for ts, o in fired:
+            t = self.transitions[o.stage.plan.plan_id]
+            part = o.record["_p"]
+            before = self.raw.get(part, 0)
+            bit = 1 << self.resolver.bits[t.context]
+            if t.action == "INITIATE":
+                after = before | bit
+            elif t.action == "TERMINATE":
+                after = before & ~bit
+            else:  # SWITCH: end the contexts this query ran in, start the new one
+                ended = 0
+                for name in o.stage.contexts:
+                    ended |= self.resolver.mask(name)
+                after = (before & ~ended) | bit
+            after &= ~self.resolver.default_mask
+            if after == before:
+                continue
+            self.raw[part] = after
+            vector = self.resolver.effective(after)
+            out.changes.append(ContextChange(part, self.keys.get(part, o.record["_key"]), ts,
+                                             vector, self.resolver.names(vector)))
+
+    # state for the store
+    def snapshot(self) -> dict:
+        return {"raw": dict(self.raw), "keys": dict(self.keys), "done_before": self.done_before,
+                "graph": self.graph.snapshot(self.keys)}
+
+    def restore(self, state: dict) -> None:
+        self.raw = dict(state["raw"])
+        self.keys = dict(state["keys"])
+        self.done_before = state["done_before"]
+        self.graph.restore(state["graph"])

@@ -1,0 +1,334 @@
+"""Windowed aggregation executor for `shared.plans.aggregate.AggregatePlan`.
+
+Windows are aligned to multiples of `slide`: [start, start + size). Events are
+added in batches; per batch the work is numpy-vectorized: every event is
+expanded to the windows that contain it, rows are grouped on
+(partition, group-by values, window start) with one `np.unique`, and each
+aggregate is reduced per group with ufunc `reduceat`. Only the per-group merge
+into the open-window table is a Python loop (one step per group, not per event).
+A window is emitted once the watermark reaches its end (no event with
+ts < end can follow), stamped with ts = end (the plan's `emit_ts`).
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from shared.errors import PlanError
+from shared.events.batch import StringPool
+from shared.plans.aggregate import AggregatePlan
+from shared.plans.expr import Attr, Binary, Call, Const, Expr, Unary
+
+STATE_VERSION = 1
+
+
+# ---------------------------------------------------------------- expressions
+def eval_columns(expr: Expr, cols: Mapping[str, np.ndarray], missing: Mapping[str, np.ndarray],
+                 n: int, strings: StringPool) -> tuple[np.ndarray, np.ndarray]:
+    """Evaluate `expr` over columns; returns (values, missing mask).
+
+    Follows shared/plans/expr.py: a comparison reading a missing value is
+    false (not missing); division by zero makes the value missing; strings are
+    interned codes, so only = and != make sense on them.
+    """
+    none = np.zeros(n, dtype=bool)
+    match expr:
+        case Const(value=value):
+            if isinstance(value, str):
+                return np.full(n, strings.code(value), dtype=np.int64), none
+            if isinstance(value, bool):
+                return np.full(n, value, dtype=bool), none
+            return np.full(n, value), none
+        case Attr(name=name):
+            if name not in cols:
+                return np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool)
+            return cols[name], missing.get(name, none)
+        case Unary(op=op, operand=operand):
+            v, m = eval_columns(operand, cols, missing, n, strings)
+            if op == "NOT":
+                return ~(v.astype(bool)) & ~m, none
+            return -v, m
+        case Binary(op=op, left=left, right=right):
+            lv, lm = eval_columns(left, cols, missing, n, strings)
+            rv, rm = eval_columns(right, cols, missing, n, strings)
+            if op == "AND":
+                return lv.astype(bool) & rv.astype(bool) & ~lm & ~rm, none
+            if op == "OR":
+                return (lv.astype(bool) & ~lm) | (rv.astype(bool) & ~rm), none
+            both = lm | rm
+            if op in ("=", "!=", "<", "<=", ">", ">="):
+                cmp = {"=": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
+                       ">": np.greater, ">=": np.greater_equal}[op]
+                return cmp(lv, rv) & ~both, none
+            with np.errstate(divide="ignore", invalid="ignore"):
+                if op == "+":
+                    return lv + rv, both
+                if op == "-":
+                    return lv - rv, both
+                if op == "*":
+                    return lv * rv, both
+                zero = rv == 0
+                safe = np.where(zero, 1, rv)
+                if op == "/":
+                    return np.true_divide(lv, safe), both | zero
+                if op == "%":
+                    return np.mod(lv, safe), both | zero
+        case Call(func=func, args=args):
+            vals = [eval_columns(a, cols, missing, n, strings) for a in args]
+            m = np.zeros(n, dtype=bool)
+            for _, am in vals:
+                m = m | am
+            if func == "abs":
+                return np.abs(vals[0][0]), m
+            if func == "floor":
+                return np.floor(vals[0][0]).astype(np.int64), m
+            if func == "ceil":
+                return np.ceil(vals[0][0]).astype(np.int64), m
+            if func in ("least", "greatest"):
+                red = np.minimum if func == "least" else np.maximum
+                out = vals[0][0]
+                for v, _ in vals[1:]:
+                    out = red(out, v)
+                return out, m
+    raise PlanError(f"expression not supported in an aggregation: {expr!r}")
+
+
+def columns_from_records(records: Sequence[Mapping[str, Any]], names: Sequence[str],
+                         strings: StringPool) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Column arrays for `names` (strings interned, None -> missing mask)."""
+    cols: dict[str, np.ndarray] = {}
+    missing: dict[str, np.ndarray] = {}
+    for name in names:
+        values = [r.get(name) for r in records]
+        mask = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
+        sample = next((v for v in values if v is not None), None)
+        if isinstance(sample, str):
+            arr = np.fromiter((-1 if v is None else strings.code(v) for v in values),
+                              dtype=np.int64, count=len(values))
+        elif isinstance(sample, float):
+            arr = np.fromiter((0.0 if v is None else v for v in values), dtype=np.float64,
+                              count=len(values))
+        else:
+            arr = np.fromiter((0 if v is None else v for v in values), dtype=np.int64,
+                              count=len(values))
+        cols[name] = arr
+        if mask.any():
+            missing[name] = mask
+    return cols, missing
+
+
+def attributes(expr: Expr | None) -> set[str]:
+    match expr:
+        case None | Const():
+            return set()
+        case Attr(name=name):
+            return {name}
+        case Unary(operand=operand):
+            return attributes(operand)
+        case Binary(left=left, right=right):
+            return attributes(left) | attributes(right)
+        case Call(args=args):
+            out: set[str] = set()
+            for a in args:
+                out |= attributes(a)
+            return out
+    raise PlanError(f"expression not supported in an aggregation: {expr!r}")
+
+
+# ---------------------------------------------------------------- executor
+@dataclass
+class _Acc:
+    """Accumulators of one (partition, group, window)."""
+
+    count: list[int]
+    total: list[float]
+    low: list[float]
+    high: list[float]
+    distinct: list[set]
+
+
+class AggregateExecutor:
+    """Runs one AggregatePlan over batches of events of its source type."""
+
+    def __init__(self, plan: AggregatePlan, strings: StringPool | None = None) -> None:
+        if plan.size <= 0 or plan.slide <= 0:
+            raise PlanError(f"{plan.plan_id}: window size and slide must be positive")
+        self.plan = plan
+        self.strings = strings or StringPool()
+        needed: set[str] = set(plan.group_by)
+        for spec in plan.aggregates:
+            needed |= attributes(spec.arg)
+        for cond in plan.where:
+            needed |= attributes(cond)
+        self._needed = sorted(needed)
+        self._windows_per_event = -(-plan.size // plan.slide)
+        # (partition, group values..., window start) -> _Acc
+        self._open: dict[tuple, _Acc] = {}
+        self._keys: dict[int, str] = {}  # partition id -> readable key
+        self._string_group = [False] * len(plan.group_by)
+        self.watermark = -(2**62)
+
+    # -- input
+    def add(self, records: Sequence[Mapping[str, Any]], ts: np.ndarray,
+            partitions: np.ndarray, keys: Mapping[int, str] | None = None) -> None:
+        """Add events (dicts of the source type) with their ts and partition ids."""
+        n = len(records)
+        if n == 0:
+            return
+        if keys:
+            self._keys.update(keys)
+        plan = self.plan
+        cols, missing = columns_from_records(records, self._needed, self.strings)
+        for i, g in enumerate(plan.group_by):
+            if any(isinstance(r.get(g), str) for r in records[:1]):
+                self._string_group[i] = True
+        keep = np.ones(n, dtype=bool)
+        for cond in plan.where:
+            v, _ = eval_columns(cond, cols, missing, n, self.strings)
+            keep &= v.astype(bool)
+        keep &= ts >= self.watermark  # windows already emitted cannot change
+        if not keep.all():
+            idx = np.nonzero(keep)[0]
+            ts, partitions = ts[idx], partitions[idx]
+            cols = {k: v[idx] for k, v in cols.items()}
+            missing = {k: v[idx] for k, v in missing.items()}
+            n = len(idx)
+            if n == 0:
+                return
+        # Expand each event to the windows containing it: starts s = k*slide
+        # with s <= ts < s + size.
+        last_start = (ts // plan.slide) * plan.slide
+        w = self._windows_per_event
+        rep = np.repeat(np.arange(n), w)
+        starts = np.repeat(last_start, w) - np.tile(np.arange(w) * plan.slide, n)
+        inside = starts + plan.size > np.repeat(ts, w)
+        rep, starts = rep[inside], starts[inside]
+        key_cols = [partitions[rep]]
+        for g in plan.group_by:
+            col = cols[g][rep]
+            key_cols.append(col.view(np.int64) if col.dtype == np.float64 else col.astype(np.int64))
+        key_cols.append(starts)
+        keys_matrix = np.stack(key_cols, axis=1)
+        order = np.lexsort(keys_matrix.T[::-1])
+        keys_sorted = keys_matrix[order]
+        rows = rep[order]
+        change = np.ones(len(order), dtype=bool)
+        change[1:] = np.any(keys_sorted[1:] != keys_sorted[:-1], axis=1)
+        bounds = np.nonzero(change)[0]
+        group_keys = keys_sorted[bounds]
+        counts = np.diff(np.append(bounds, len(order)))
+        per_agg = []
+        for spec in plan.aggregates:
+            if spec.arg is None:
+                per_agg.append((counts, None, None, None, None))
+                continue
+            v, m = eval_columns(spec.arg, cols, missing, n, self.strings)
+            v = np.asarray(v)[rows]
+            valid = ~np.asarray(m)[rows]
+            vf = v.astype(np.float64)
+            cnt = np.add.reduceat(valid.astype(np.int64), bounds)
+            tot = np.add.reduceat(np.where(valid, vf, 0.0), bounds)
+            lo = np.minimum.reduceat(np.where(valid, vf, np.inf), bounds)
+            hi = np.maximum.reduceat(np.where(valid, vf, -np.inf), bounds)
+            dist = None
+            if spec.func == "count_distinct":
+                ends = np.append(bounds[1:], len(rows))
+                dist = [set(v[s:e][valid[s:e]].tolist()) for s, e in zip(bounds, ends, strict=True)]
+            per_agg.append((cnt, tot, lo, hi, dist))
+        na = len(plan.aggregates)
+        for gi, key in enumerate(map(tuple, group_keys.tolist())):
+            acc = self._open.get(key)
+            if acc is None:
+                acc = _Acc([0] * na, [0.0] * na, [np.inf] * na, [-np.inf] * na,
+                           [set() for _ in range(na)])
+                self._open[key] = acc
+            for ai, (cnt, tot, lo, hi, dist) in enumerate(per_agg):
+                acc.count[ai] += int(cnt[gi])
+                if tot is not None:
+                    acc.total[ai] += float(tot[gi])
+                    acc.low[ai] = min(acc.low[ai], float(lo[gi]))
+                    acc.high[ai] = max(acc.high[ai], float(hi[gi]))
+                if dist is not None:
+                    acc.distinct[ai] |= dist[gi]
+
+    # -- output
+    def advance(self, watermark: int) -> list[dict[str, Any]]:
+        """Close windows with end <= watermark; rows ordered by (end, partition, group)."""
+        if watermark <= self.watermark:
+            return []
+        self.watermark = watermark
+        plan = self.plan
+        closing = sorted(k for k in self._open if k[-1] + plan.size <= watermark)
+        closing.sort(key=lambda k: (k[-1], k[:-1]))
+        out: list[dict[str, Any]] = []
+        for key in closing:
+            acc = self._open.pop(key)
+            row: dict[str, Any] = {"type": plan.output_type}
+            for i, g in enumerate(plan.group_by):
+                raw = key[1 + i]
+                row[g] = self.strings.string(raw) if self._string_group[i] else raw
+            for ai, spec in enumerate(plan.aggregates):
+                row[spec.name] = self._value(spec.func, spec.arg is None, acc, ai)
+            row["ts"] = key[-1] + plan.size
+            row["_partition"] = key[0]
+            row["_key"] = self._keys.get(key[0], "")
+            row["_window_start"] = key[-1]
+            if self._having(row):
+                out.append(row)
+        return out
+
+    @staticmethod
+    def _value(func: str, star: bool, acc: _Acc, ai: int) -> Any:
+        count = acc.count[ai]
+        if func == "count":
+            return count
+        if func == "count_distinct":
+            return len(acc.distinct[ai])
+        if count == 0:
+            return None
+        if func == "sum":
+            total = acc.total[ai]
+            return int(total) if float(total).is_integer() else total
+        if func == "avg":
+            return acc.total[ai] / count
+        if func == "min":
+            return _num(acc.low[ai])
+        if func == "max":
+            return _num(acc.high[ai])
+        raise PlanError(f"aggregate function {func} not supported in windowed aggregation")
+
+    def _having(self, row: dict[str, Any]) -> bool:
+        if not self.plan.having:
+            return True
+        names = set()
+        for cond in self.plan.having:
+            names |= attributes(cond)
+        cols, missing = columns_from_records([row], sorted(names), self.strings)
+        return all(bool(eval_columns(c, cols, missing, 1, self.strings)[0][0])
+                   for c in self.plan.having)
+
+    # -- state for the store
+    def snapshot(self) -> bytes:
+        strings = [self.strings.string(i) for i in range(len(self.strings))]
+        return pickle.dumps((STATE_VERSION, self._open, self._keys, self._string_group,
+                             self.watermark, strings))
+
+    def restore(self, state: bytes) -> None:
+        version, opened, keys, string_group, watermark, strings = pickle.loads(state)
+        if version != STATE_VERSION:
+            raise PlanError(f"aggregate state version {version} is not {STATE_VERSION}")
+        pool = StringPool()
+        for s in strings:
+            pool.code(s)
+        self.strings = pool
+        self._open, self._keys = opened, keys
+        self._string_group, self.watermark = string_group, watermark
+
+
+def _num(value: float) -> int | float:
+    return int(value) if float(value).is_integer() else value
