@@ -1,0 +1,77 @@
+"""The CAESAR language: parser, semantic checks, phases 1 and 2, optimizer,
+physical planning and explain.
+
+    parse(text, file)        -> Model AST (positions on every node)
+    compile_phases(text)     -> Compilation (query set, unoptimized and
+                                optimized algebra plans, execution plans)
+    compile_model(text|path) -> ExecutionPlan (optimized)
+
+Every failure on user input is a shared.errors.ModelError subclass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from shared.errors import CaesarError, ModelError, SourcePosition
+from shared.language.algebra import AlgebraPlan, phase2
+from shared.language.ast import Model
+from shared.language.errors import LanguageError, ModelStructureError
+from shared.language.optimizer import RULES, optimize
+from shared.language.parser import parse
+from shared.language.phase1 import QuerySet, query_set
+from shared.language.physical import physical_plan
+from shared.language.semantics import check
+from shared.plans.execution import ExecutionPlan
+
+__all__ = ["Compilation", "compile_model", "compile_phases", "parse", "RULES", "LanguageError"]
+
+
+@dataclass(frozen=True)
+class Compilation:
+    query_set: QuerySet
+    unoptimized: AlgebraPlan
+    optimized: AlgebraPlan
+    execution: ExecutionPlan = field(repr=False)
+
+    def unoptimized_execution(self) -> ExecutionPlan:
+        """The execution plan of the unoptimized algebra plan (for equivalence tests)."""
+        return physical_plan(self.unoptimized)
+
+
+def _read(text_or_path: str | Path, file: str | None) -> tuple[str, str]:
+    if isinstance(text_or_path, Path) or (
+            isinstance(text_or_path, str) and "\n" not in text_or_path
+            and text_or_path.endswith(".caesar")):
+        path = Path(text_or_path)
+        try:
+            return path.read_text(encoding="utf-8"), file or str(path)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ModelError(f"cannot read model file {path}: {exc}",
+                             SourcePosition(str(path), 1, 1)) from None
+    return text_or_path, file or "<model>"
+
+
+def compile_phases(text_or_path: str | Path, file: str | None = None,
+                   rules=RULES) -> Compilation:
+    text, name = _read(text_or_path, file)
+    model = parse(text, name)
+    try:
+        checked = check(model)
+        qs = query_set(checked)
+        unoptimized = phase2(qs)
+        optimized = optimize(unoptimized, rules)
+        return Compilation(qs, unoptimized, optimized, physical_plan(optimized))
+    except CaesarError:
+        raise
+    except RecursionError:
+        raise ModelStructureError("the model nests too deeply to compile",
+                                  SourcePosition(name, 1, 1)) from None
+
+
+def compile_model(text_or_path: str | Path, file: str | None = None) -> ExecutionPlan:
+    return compile_phases(text_or_path, file).execution
+
+
+__all__ += ["Model", "ModelError"]

@@ -7,7 +7,7 @@ is plain frozen data so it pickles to Ray actors and prints in `caesar explain`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from shared.plans.aggregate import AggregatePlan
@@ -72,3 +72,8 @@ class ExecutionPlan:
     # Grouped context windows (section 5.3): original context -> group ids;
     # partial matches survive between windows of one group.
     context_groups: dict[str, tuple[str, ...]]
+    # Grouped window id -> the original contexts holding in it (added by the
+    # compiler; a non-overlapping context is its own group).
+    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Query dropped by sub-plan sharing -> the plan id that computes it.
+    shared: dict[str, str] = field(default_factory=dict)

@@ -1,0 +1,32 @@
+"""The optimizer: one rule per module, each `rule(plan) -> plan`, run in the
+order of RULES (section 5 of the CAESAR paper plus classic filter rules)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from shared.language.algebra import AlgebraPlan
+from shared.language.optimizer.context_window_grouping import group_context_windows
+from shared.language.optimizer.context_window_pushdown import push_down_context_windows
+from shared.language.optimizer.filter_merge import merge_filters
+from shared.language.optimizer.filter_pushdown import push_down_filters
+from shared.language.optimizer.shared_subplans import share_subplans
+
+Rule = Callable[[AlgebraPlan], AlgebraPlan]
+
+RULES: tuple[tuple[str, Rule], ...] = (
+    ("context_window_pushdown", push_down_context_windows),
+    ("filter_pushdown", push_down_filters),
+    ("filter_merge", merge_filters),
+    ("context_window_grouping", group_context_windows),
+    ("shared_subplans", share_subplans),
+)
+
+
+def optimize(plan: AlgebraPlan, rules: Sequence[tuple[str, Rule]] = RULES) -> AlgebraPlan:
+    from dataclasses import replace
+
+    for name, rule in rules:
+        plan = rule(plan)
+        plan = replace(plan, applied=plan.applied + (name,))
+    return plan

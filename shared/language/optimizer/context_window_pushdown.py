@@ -1,0 +1,32 @@
+"""Context window push-down (CAESAR paper section 5.2, Theorem 1).
+
+Every CW operator moves to the bottom of its combined plan, directly above
+the streams (input streams, and derived streams a consumer reads), so no operator of the plan runs while none of its contexts
+holds. A producer nested under a consumer gets the consumer's contexts
+intersected with its own: a query declared for every context that only feeds
+a congestion query now runs only during congestion.
+"""
+
+from __future__ import annotations
+
+from shared.language.algebra import CW, AlgebraPlan, Op, Stream, children, with_children
+
+
+def push_down_context_windows(plan: AlgebraPlan) -> AlgebraPlan:
+    order = {c.name: i for i, c in enumerate(plan.query_set.model.contexts)}
+
+    def push(op: Op, ctx: frozenset[str] | None) -> Op:
+        if isinstance(op, CW):
+            here = frozenset(op.contexts)
+            return push(op.child, here if ctx is None else ctx & here)
+        if isinstance(op, Stream):
+            if op.producers:
+                # The consumer keeps a window on the derived stream too, and the
+                # producers get the same (narrowed) window on their own inputs.
+                op = Stream(op.types, tuple(push(p, ctx) for p in op.producers))
+            if ctx is None:
+                return op
+            return CW(tuple(sorted(ctx, key=order.__getitem__)), op)
+        return with_children(op, tuple(push(k, ctx) for k in children(op)))
+
+    return plan.with_roots((qid, push(root, None)) for qid, root in plan.roots)
