@@ -333,6 +333,14 @@ class MatcherProcessor:
         self.alerts_emitted += len(out.alerts)
         return out
 
+    def snapshot(self) -> dict:
+        return {"graph": self.graph.snapshot(list(self.graph._keys)),
+                "watermark": self.watermark}
+
+    def restore(self, state: dict) -> None:
+        self.graph.restore(state["graph"])
+        self.watermark = state["watermark"]
+
     def _alerts(self, outputs: Iterable[StageOutput]) -> list[Alert]:
         alerts = []
         for o in outputs:

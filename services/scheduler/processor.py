@@ -75,6 +75,14 @@ class SchedulerProcessor:
         self._release(END_OF_TIME, out)
         return out
 
+    def advance_idle(self) -> SchedulerOutput:
+        """The inputs went quiet: release everything seen so far (what arrives
+        later with a ts at or below it will be late)."""
+        out = SchedulerOutput()
+        if self.buffer:
+            self._release(max(self.buffer) + 1, out)
+        return out
+
     def register_source(self, topic: str, partition: int) -> None:
         """Hold the watermark back until this source partition has spoken."""
         self.max_ts.setdefault((topic, partition), NEVER)

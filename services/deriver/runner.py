@@ -1,0 +1,92 @@
+"""Binds DeriverProcessor to the bus: transactions partition j -> context
+changes and deriver progress, both on partition j of the compacted
+context-changes topic (one topic, so the router sees every change before the
+progress that covers it)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from services.deriver.processor import DeriverProcessor
+from services.matcher.processor import default_engine_factory
+from services.scheduler.messages import Progress, Transaction
+from services.scheduler.wire import (
+    CHANGE,
+    DERIVED,
+    PROGRESS,
+    TXN,
+    alert_record,
+    change_record,
+    progress_from,
+    progress_record,
+    txn_from,
+)
+from services.store.loop import SeqFilter, ServiceConfig
+from shared.bus.records import OutRecord, Record, TopicPartition
+
+PROGRESS_KEY = b"__progress__"
+
+
+class DeriverHandler:
+    def __init__(self, cfg: ServiceConfig) -> None:
+        self.cfg = cfg
+        self.codec = cfg.codec
+        factory = cfg.engine_factory or default_engine_factory
+        self.procs = {j: DeriverProcessor(cfg.plan, factory) for j in cfg.partitions}
+        self.seen = SeqFilter()
+        self.change_seq: dict[int, int] = defaultdict(int)
+
+    def inputs(self) -> list[TopicPartition]:
+        return [TopicPartition(self.cfg.topics.transactions, j) for j in self.cfg.partitions]
+
+    def handle(self, records: Sequence[Record]) -> list[OutRecord]:
+        by_partition: dict[int, list[Transaction | Progress]] = defaultdict(list)
+        for r in records:
+            schema, value = self.codec.decode(r.value)
+            if schema == TXN:
+                txn, seq = txn_from(value)
+                if self.seen.fresh(txn.partition, seq):
+                    by_partition[r.partition].append(txn)
+            elif schema == PROGRESS:
+                by_partition[r.partition].append(progress_from(value))
+        out: list[OutRecord] = []
+        topic = self.cfg.topics.context_changes
+        for j, items in by_partition.items():
+            proc = self.procs[j]
+            before = {}
+            result = proc.process(items)
+            for c in result.changes:
+                previous = before.get(c.partition, None)
+                self.change_seq[c.partition] += 1
+                rec = change_record(c, self.change_seq[c.partition],
+                                    previous if previous is not None else -1)
+                before[c.partition] = c.vector
+                out.append(OutRecord(topic, self.codec.encode(CHANGE, rec), c.key.encode(),
+                                     partition=j))
+            for a in result.alerts:
+                out.append(OutRecord(self.cfg.topics.alerts, self.codec.encode(
+                    DERIVED, alert_record(a)), a.key.encode()))
+            if result.progress is not None:
+                out.append(OutRecord(topic, self.codec.encode(
+                    PROGRESS, progress_record(result.progress, self.cfg.actor_id, j)),
+                    PROGRESS_KEY, partition=j))
+        return out
+
+    def idle(self, idle_s: float) -> list[OutRecord]:
+        return []
+
+    def snapshot(self) -> Any:
+        return {"procs": {j: p.snapshot() for j, p in self.procs.items()},
+                "seen": dict(self.seen.last), "change_seq": dict(self.change_seq)}
+
+    def restore(self, state: Any) -> None:
+        for j, s in state["procs"].items():
+            if j in self.procs:
+                self.procs[j].restore(s)
+        self.seen.last.update(state["seen"])
+        self.change_seq.update(state["change_seq"])
+
+    def event_time(self) -> int:
+        return max((p.done_before for p in self.procs.values()), default=0)

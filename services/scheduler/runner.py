@@ -1,0 +1,131 @@
+"""Binds SchedulerProcessor to the bus: input topic partition j -> one
+processor -> transactions (+ progress) on partition j of the transactions
+topic, dead letters to the dead-letter topic. Input topics must be keyed by
+the stream partition key (all events of one stream partition arrive through
+one partition index), as the DESIGN's data flow requires."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from services.scheduler.messages import InputRecord, Progress, Transaction
+from services.scheduler.processor import SchedulerOutput, SchedulerProcessor
+from services.scheduler.wire import (
+    DEAD,
+    PROGRESS,
+    TXN,
+    dead_record,
+    progress_record,
+    register_input_schemas,
+    txn_record,
+)
+from services.store.loop import ServiceConfig
+from shared.bus.records import OutRecord, Record, TopicPartition
+from shared.codecs import CodecError
+
+
+class SchedulerHandler:
+    def __init__(self, cfg: ServiceConfig) -> None:
+        self.cfg = cfg
+        self.codec = cfg.codec
+        schema_names = register_input_schemas(self.codec.repository, cfg.plan)
+        self.type_by_schema = {v: k for k, v in schema_names.items()}
+        for t in cfg.plan.event_types:
+            if t.schema_file:
+                self.type_by_schema.setdefault(_schema_name_of(t.schema_file, t.name), t.name)
+        self.short_names = {t.name for t in cfg.plan.event_types}
+        self.procs = {j: SchedulerProcessor(cfg.plan, cfg.allowance) for j in cfg.partitions}
+        for j, proc in self.procs.items():
+            for topic in cfg.input_topics():
+                proc.register_source(topic, j)
+        self.seq: dict[int, int] = defaultdict(int)
+        self.max_ts = -(2**62)
+
+    def inputs(self) -> list[TopicPartition]:
+        return [TopicPartition(t, j) for t in self.cfg.input_topics() for j in self.cfg.partitions]
+
+    def decode(self, rec: Record) -> InputRecord:
+        raw = rec.value or b""
+        if rec.value is None:
+            return InputRecord(rec.topic, rec.partition, rec.offset, None, raw, "empty record")
+        try:
+            schema, value = self.codec.decode(rec.value)
+        except CodecError as exc:
+            return InputRecord(rec.topic, rec.partition, rec.offset, None, raw, str(exc))
+        except Exception as exc:  # fastavro raises plain errors on truncated data
+            return InputRecord(rec.topic, rec.partition, rec.offset, None, raw,
+                               f"{type(exc).__name__}: {exc}")
+        name = self.type_by_schema.get(schema) or schema.rsplit(".", 1)[-1]
+        if name in self.short_names and "type" not in value:
+            value["type"] = name
+        return InputRecord(rec.topic, rec.partition, rec.offset, value, raw)
+
+    def handle(self, records: Sequence[Record]) -> list[OutRecord]:
+        by_partition: dict[int, list[InputRecord]] = defaultdict(list)
+        for r in records:
+            by_partition[r.partition].append(self.decode(r))
+        out: list[OutRecord] = []
+        for j, recs in by_partition.items():
+            out += self._encode(j, self.procs[j].process(recs))
+        return out
+
+    def idle(self, idle_s: float) -> list[OutRecord]:
+        if self.cfg.idle_flush_s is None or idle_s < self.cfg.idle_flush_s:
+            return []
+        out: list[OutRecord] = []
+        for j, proc in self.procs.items():
+            if proc.buffer:
+                out += self._encode(j, proc.advance_idle())
+        return out
+
+    def _encode(self, j: int, result: SchedulerOutput) -> list[OutRecord]:
+        topic = self.cfg.topics.transactions
+        out: list[OutRecord] = []
+        for item in result.transactions:
+            if isinstance(item, Transaction):
+                self.seq[item.partition] += 1
+                self.max_ts = max(self.max_ts, item.ts)
+                out.append(OutRecord(topic, self.codec.encode(
+                    TXN, txn_record(item, self.seq[item.partition])), item.key.encode(),
+                    partition=j))
+            elif isinstance(item, Progress):
+                out.append(OutRecord(topic, self.codec.encode(
+                    PROGRESS, progress_record(item, self.cfg.actor_id, j)), b"__progress__",
+                    partition=j))
+        for d in result.dead_letters:
+            out.append(OutRecord(self.cfg.topics.dead_letters,
+                                 self.codec.encode(DEAD, dead_record(d, "scheduler")), None))
+        return out
+
+    def snapshot(self) -> Any:
+        return {"procs": {j: p.snapshot() for j, p in self.procs.items()},
+                "seq": dict(self.seq), "max_ts": self.max_ts}
+
+    def restore(self, state: Any) -> None:
+        for j, s in state["procs"].items():
+            if j in self.procs:
+                self.procs[j].restore(s)
+        self.seq.update(state["seq"])
+        self.max_ts = state["max_ts"]
+
+    def event_time(self) -> int:
+        return self.max_ts
+
+
+def _schema_name_of(schema_file: str, default: str) -> str:
+    import json
+    from pathlib import Path
+
+    from shared.codecs.schemas import default_schema_dir
+
+    path = Path(schema_file)
+    if not path.is_absolute():
+        path = default_schema_dir() / schema_file if not path.exists() else path
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return default
+    ns = raw.get("namespace")
+    return f"{ns}.{raw['name']}" if ns else raw["name"]
