@@ -1,0 +1,132 @@
+"""Each error class: message, found/expected and position (line, column)."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.errors import ModelError
+from shared.language import compile_model, errors
+
+HEAD = """MODEL m
+TIME UNIT SECONDS
+PARTITION BY seg
+EVENT R(ts INT, vid INT, seg INT, spd INT, lane STRING) FROM TOPIC "r"
+EVENT S(ts INT, vid INT, seg INT) FROM TOPIC "s"
+"""
+# HEAD has 5 lines: the model body starts on line 6.
+
+CASES = [
+    # (id, body, error class, line, column, words in the message)
+    ("syntax", "DERIVE A(r.vid) PATTERN R r WHERE r.vid >", errors.ModelSyntaxError, 6, 42,
+     ["found end of model", "expected"]),
+    ("syntax-token", "DERIVE A(r.vid) PATTERN R r WHERE )", errors.ModelSyntaxError, 6, 35,
+     ["found ')'", "expected"]),
+    ("syntax-char", "DERIVE A(r.vid) PATTERN R r WHERE r.vid $ 1", errors.ModelSyntaxError, 6, 41,
+     ["unexpected character", "'$'"]),
+    ("reserved", "SITUATION Slow", errors.ReservedFeatureError, 6, 1, ["SITUATION is reserved"]),
+    ("unknown-type", "DERIVE A(r.vid) PATTERN Rx r", errors.UnknownNameError, 6, 25,
+     ["unknown event type Rx", "expected A, R, S"]),
+    ("unknown-attr", "DERIVE A(r.vid) PATTERN R r WHERE r.speed > 3", errors.UnknownNameError,
+     6, 35, ["R has no attribute speed", "found r.speed"]),
+    ("unknown-var", "DERIVE A(q.vid) PATTERN R r", errors.UnknownNameError, 6, 10,
+     ["unknown pattern variable q"]),
+    ("unknown-context", "DEFAULT CONTEXT c {}\nDERIVE A(r.vid) PATTERN R r CONTEXT nowhere",
+     errors.UnknownNameError, 7, 29, ["unknown context nowhere", "expected c"]),
+    ("switch-undefined", "DEFAULT CONTEXT c {\n  SWITCH CONTEXT jam PATTERN R r\n}",
+     errors.UnknownNameError, 7, 18, ["SWITCH to undefined context jam", "expected c"]),
+    ("type-mismatch", "DERIVE A(r.vid) PATTERN R r WHERE r.lane > 3", errors.ModelTypeError,
+     6, 42, ["cannot compare string with int"]),
+    ("type-arith", "DERIVE A(r.vid) PATTERN R r WHERE r.lane + 1 = 2", errors.ModelTypeError,
+     6, 35, ["'+' needs numbers", "found a value of type string"]),
+    ("type-condition", "DERIVE A(r.vid) PATTERN R r WHERE r.vid + 1", errors.ModelTypeError,
+     6, 41, ["a condition must be true or false"]),
+    ("negation-inseparable",
+     "DERIVE A(r.vid) PATTERN SEQ(R r, NOT S a, NOT S b, R q) WHERE a.vid = b.vid",
+     errors.PatternError, 6, 69, ["more than one negated variable", "found a, b"]),
+    ("negation-end-needs-within", "DERIVE A(r.vid) PATTERN SEQ(R r, NOT S s)",
+     errors.PatternError, 6, 34, ["needs WITHIN"]),
+    ("negated-output", "DERIVE A(s.vid) PATTERN SEQ(R r, NOT S s, R q)", errors.PatternError,
+     6, 10, ["s is negated"]),
+    ("kleene-bare", "DERIVE A(r.vid) PATTERN SEQ(R r, S+ k) WHERE k.vid > 1",
+     errors.PatternError, 6, 46, ["Kleene variable", "through an aggregate"]),
+    ("strategy", "DERIVE A(r.vid) PATTERN R r STRATEGY greedy", errors.PatternError, 6, 38,
+     ["unknown event selection strategy greedy", "skip_till_next_match"]),
+    ("window-within-zero", "DERIVE A(r.vid) PATTERN SEQ(R r, S s) WITHIN 0 SECONDS",
+     errors.WindowError, 6, 46, ["WITHIN must be positive"]),
+    ("window-aggregate-zero", "DERIVE C(count(*) AS n) FROM R WINDOW TUMBLING 0 MINUTES",
+     errors.WindowError, 6, 48, ["WINDOW size must be positive"]),
+    ("window-fraction", "DERIVE A(r.vid) PATTERN SEQ(R r, S s) WITHIN 500 MILLISECONDS",
+     errors.WindowError, 6, 46, ["not a whole number of SECONDS"]),
+    ("window-slide", "DERIVE C(count(*) AS n) FROM R WINDOW SLIDING 1 MINUTE EVERY 2 MINUTES",
+     errors.WindowError, 6, 62, ["cannot slide by more than its size"]),
+    ("duplicate-var", "DERIVE A(r.vid) PATTERN SEQ(R r, R r)", errors.DuplicateNameError, 6, 34,
+     ["pattern variable r is bound twice"]),
+    ("duplicate-field", "DERIVE A(r.vid, r.vid) PATTERN R r", errors.DuplicateNameError, 6, 17,
+     ["DERIVE field vid is given twice"]),
+    ("no-default", "CONTEXT a {}", errors.ModelStructureError, 6, 9,
+     ["no DEFAULT CONTEXT"]),
+    ("cycle", "DERIVE A(b.vid) PATTERN B b\nDERIVE B(a.vid) PATTERN A a",
+     errors.ModelStructureError, 6, 1, ["cycle"]),
+    ("derived-mismatch", "DERIVE A(r.vid) PATTERN R r\nDERIVE A(s.seg) PATTERN S s",
+     errors.SchemaMismatchError, 7, 1, ["DERIVE A produces fields (seg int)"]),
+    ("equivalence-missing", "DERIVE A(r.vid) PATTERN SEQ(R r, S s) WHERE [spd]",
+     errors.UnknownNameError, 6, 45, ["S has no attribute spd"]),
+    ("partition", "EVENT T(ts INT, x INT) FROM TOPIC \"t\"", errors.UnknownNameError, 3, 1,
+     ["PARTITION BY attribute seg is missing from input event type T"]),
+]
+
+
+@pytest.mark.parametrize(("body", "cls", "line", "column", "words"),
+                         [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_error(body: str, cls: type, line: int, column: int, words: list[str]) -> None:
+    with pytest.raises(cls) as info:
+        compile_model(HEAD + body, "model.caesar")
+    err = info.value
+    assert isinstance(err, ModelError)
+    assert err.position is not None
+    assert (err.position.file, err.position.line, err.position.column) == \
+        ("model.caesar", line, column), str(err)
+    for word in words:
+        assert word in err.message, err.message
+    rendered = str(err)
+    assert rendered.startswith(f"model.caesar:{line}:{column}: ")
+    # The source line and a caret under the column.
+    lines = rendered.splitlines()
+    assert lines[-1].index("^") - 2 == column - 1
+
+
+def test_schema_mismatch(tmp_path) -> None:
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemas" / "r.avsc").write_text(
+        '{"type": "record", "name": "R", "fields": [{"name": "ts", "type": "long"},'
+        ' {"name": "vid", "type": "string"}]}')
+    model = tmp_path / "m.caesar"
+    model.write_text('EVENT R(ts INT, vid INT) FROM TOPIC "r" SCHEMA "schemas/r.avsc"\n'
+                     "DERIVE A(r.vid) PATTERN R r\n")
+    with pytest.raises(errors.SchemaMismatchError) as info:
+        compile_model(model)
+    assert "vid of R is int but schemas/r.avsc says string" in info.value.message
+    assert (info.value.position.line, info.value.position.column) == (1, 7)
+
+
+def test_schema_agreement_passes(tmp_path) -> None:
+    (tmp_path / "r.avsc").write_text(
+        '{"type": "record", "name": "R", "fields": [{"name": "ts", "type": "long"},'
+        ' {"name": "vid", "type": ["null", "int"]}]}')
+    model = tmp_path / "m.caesar"
+    model.write_text('EVENT R(ts INT, vid INT) FROM TOPIC "r" SCHEMA "r.avsc"\n'
+                     "DERIVE A(r.vid) PATTERN R r\n")
+    assert compile_model(model).matcher_stages[0].plan.plan_id == "q1"
+
+
+def test_cli_prints_error_without_traceback(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    model = tmp_path / "bad.caesar"
+    model.write_text("DERIVE A(r.vid) PATTERN R r\n")
+    proc = subprocess.run([sys.executable, "-m", "shared.cli.main", "explain", str(model)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "bad.caesar:1:25" in proc.stderr and "unknown event type R" in proc.stderr
+    assert "Traceback" not in proc.stderr
