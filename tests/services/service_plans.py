@@ -22,7 +22,7 @@ def _single(plan_id: str, var: str, where, out_type: str, fields: dict) -> Patte
     )
 
 
-def two_context_plan(*, with_aggregate: bool = False) -> ExecutionPlan:
+def two_context_plan(*, with_aggregate: bool = False, topic: str = "pos") -> ExecutionPlan:
     """Contexts: clear (default) and congestion, per road segment.
 
     - INITIATE congestion when a car reports spd < 40 (runs in clear), or, with
@@ -60,7 +60,7 @@ def two_context_plan(*, with_aggregate: bool = False) -> ExecutionPlan:
     return ExecutionPlan(
         model="two_contexts",
         partition_by=("seg",),
-        event_types=(EventTypeDef("Pos", POS_FIELDS, "ts", "pos", None),),
+        event_types=(EventTypeDef("Pos", POS_FIELDS, "ts", topic, None),),
         contexts=(ContextDef("clear", 0, True), ContextDef("congestion", 1, False)),
         deriver_stages=deriver_stages,
         transitions=(TransitionStage(Stage(start, ("clear",)), "INITIATE", "congestion"),

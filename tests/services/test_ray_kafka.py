@@ -1,0 +1,104 @@
+"""The services as Ray actors on a real Kafka broker (integration)."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+from service_plans import pos, two_context_plan
+
+from services.embedded.bus_pipeline import produce_inputs, read_alerts, read_dead_letters
+from services.embedded.pipeline import EmbeddedPipeline
+from services.matcher.reference import ReferenceEngine
+from services.ray_runtime.deployment import Deployment
+from services.store.loop import ServiceConfig
+from shared.bus.records import OutRecord
+from shared.codecs import make_codec
+from shared.settings import KafkaSettings, Settings, TopicSettings
+
+pytestmark = pytest.mark.integration
+
+
+def stream(n, segs=4, seed=3):
+    rnd = random.Random(seed)
+    return [pos(t // 4, rnd.randrange(100), rnd.randrange(segs), float(rnd.randrange(0, 100)))
+            for t in range(n)]
+
+
+def setup(kafka_bootstrap, unique_name, partitions):
+    plan = two_context_plan(topic=unique_name("pos"))
+    p = unique_name("caesar")
+    topics = TopicSettings(partitions=partitions, transactions=f"{p}.txn",
+                           context_changes=f"{p}.ctx", progress=f"{p}.progress",
+                           alerts=f"{p}.alerts", derived=f"{p}.derived",
+                           dead_letters=f"{p}.dead", checkpoints=f"{p}.ckpt",
+                           changelog_prefix=f"{p}.changelog.", input_prefix=f"{p}.in.")
+    settings = Settings(kafka=KafkaSettings(bootstrap_servers=kafka_bootstrap, linger_ms=2,
+                                            poll_timeout_s=0.1), topics=topics)
+    cfg = ServiceConfig(plan, topics, make_codec(settings), tuple(range(partitions)), "test")
+    dep = Deployment(plan, settings, actors_per_service=1,
+                     options={"idle_flush_s": 1.0, "engine_factory": ReferenceEngine,
+                              "group_prefix": p, "commit_interval_s": 0.3})
+    return plan, cfg, dep
+
+
+def wait_for_alerts(bus, cfg, expected, timeout_s=90.0):
+    deadline = time.monotonic() + timeout_s
+    got = []
+    while time.monotonic() < deadline:
+        got = read_alerts(bus, cfg)
+        if {a.identity() for a in got} >= expected:
+            time.sleep(1.0)  # let stragglers (duplicates) arrive before counting
+            return read_alerts(bus, cfg)
+        time.sleep(0.5)
+    return got
+
+
+def test_two_contexts_on_kafka_and_ray_equal_embedded_with_dead_letter(
+        kafka_bootstrap, kafka_bus, ray_session, unique_name):
+    plan, cfg, dep = setup(kafka_bootstrap, unique_name, partitions=2)
+    events = stream(1200)
+    expected = EmbeddedPipeline(plan, engine_factory=ReferenceEngine).run_values(events)
+    want = {a.identity() for a in expected.alerts}
+    dep.start()
+    try:
+        produce_inputs(kafka_bus, cfg, events[:600])
+        p = kafka_bus.producer()
+        p.produce([OutRecord(cfg.input_topics()[0], b"\xc3\x01not-avro", b"1", partition=1)])
+        p.flush()
+        produce_inputs(kafka_bus, cfg, events[600:])
+        got = wait_for_alerts(kafka_bus, cfg, want)
+        assert {a.identity() for a in got} == want
+        assert len(got) == len(want), "no duplicates in a run without failures"
+        dead = read_dead_letters(kafka_bus, cfg)
+        assert [(d["reason"], d["partition"]) for d in dead] == [("UNDECODABLE", 1)]
+        assert dead[0]["value"] == b"\xc3\x01not-avro" and dead[0]["detail"]
+    finally:
+        stats = dep.stop()
+    assert all(s["error"] is None for ss in stats.values() for s in ss)
+
+
+def test_killed_actor_is_restarted_and_alerts_are_complete(
+        kafka_bootstrap, kafka_bus, ray_session, unique_name, capsys):
+    plan, cfg, dep = setup(kafka_bootstrap, unique_name, partitions=2)
+    events = stream(1600, seed=5)
+    expected = EmbeddedPipeline(plan, engine_factory=ReferenceEngine).run_values(events)
+    want = {a.identity() for a in expected.alerts}
+    dep.start()
+    try:
+        produce_inputs(kafka_bus, cfg, events[:800])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not read_alerts(kafka_bus, cfg):
+            time.sleep(0.5)
+        for service in ("matcher", "deriver"):
+            dep.kill(service)
+        produce_inputs(kafka_bus, cfg, events[800:])
+        got = wait_for_alerts(kafka_bus, cfg, want, timeout_s=120)
+        assert {a.identity() for a in got} == want, "alerts missing after the restart"
+        stats = dep.stats()
+        assert stats["matcher"][0]["restored_from"], "the restarted matcher restored a checkpoint"
+        with capsys.disabled():
+            print(f"\nkill test: {len(want)} distinct alerts, {len(got) - len(want)} duplicates")
+    finally:
+        dep.stop()
