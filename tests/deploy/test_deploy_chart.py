@@ -349,3 +349,23 @@ def test_the_example_model_parses() -> None:
     text = (CHART / "files" / "model.caesar").read_text()
     model = parse(text, "helm/caesar/files/model.caesar")
     assert model is not None
+
+
+def test_the_values_in_docs_deploy_md_install_cleanly(helm: Path, tmp_path: Path) -> None:
+    """The walkthrough's values file and --set commands render valid manifests."""
+    import re
+
+    doc = (CHART.parents[1] / "docs" / "deploy.md").read_text()
+    block = re.search(r"`my-values.yaml`:\n\n```yaml\n(.*?)```", doc, re.S)
+    assert block, "docs/deploy.md lost its my-values.yaml example"
+    values = tmp_path / "my-values.yaml"
+    values.write_text(block.group(1))
+    commands = re.findall(r"```bash\n(helm (?:install|upgrade) .*?)```", doc, re.S)
+    assert len(commands) >= 3
+    for command in commands:
+        sets = dict(m.split("=", 1) for m in re.findall(r"--set (\S+=\S+)", command))
+        docs = render([values], sets=sets)
+        assert [str(p) for d in docs for p in validate_manifest(d)] == []
+        if "ray.workers.maxReplicas" in sets:
+            (group,) = one(docs, "RayCluster")["spec"]["workerGroupSpecs"]
+            assert group["maxReplicas"] == int(sets["ray.workers.maxReplicas"])
