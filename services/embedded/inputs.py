@@ -36,7 +36,12 @@ def read_events(path: Path, plan: ExecutionPlan, fmt: str = "auto",
         raise CaesarError(f"input file {path} does not exist")
     fmt = detect_format(path) if fmt == "auto" else fmt
     if fmt == "jsonl":
-        yield from _jsonl(path)
+        inputs = [t for t in plan.event_types if t.topic is not None] or list(plan.event_types)
+        default = inputs[0].name if len(inputs) == 1 else None
+        for value, error, raw in _jsonl(path):
+            if value is not None and default is not None and type_field not in value:
+                value[type_field] = default  # a file of one event type needs no type field
+            yield value, error, raw
     elif fmt == "csv":
         yield from _csv(path, plan, type_field)
     else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -15,6 +16,7 @@ from rich.table import Table
 from shared.errors import CaesarError
 from shared.plans.execution import ExecutionPlan
 
+MAX_DEAD_SHOWN = 20
 out = Console()
 err = Console(stderr=True)
 
@@ -64,9 +66,13 @@ def register(app: typer.Typer) -> None:
         printer(pipe.finish())
         elapsed = time.perf_counter() - started
         res = pipe.result
-        for dl in res.dead_letters:
-            err.print(f"[yellow]dead letter[/yellow] ({dl.reason}) offset {dl.offset}: "
+        for dl in res.dead_letters[:MAX_DEAD_SHOWN]:
+            err.print(f"[yellow]dead letter[/yellow] ({dl.reason}) record {dl.offset}: "
                       f"{dl.detail}", markup=True, highlight=False)
+        if len(res.dead_letters) > MAX_DEAD_SHOWN:
+            reasons = Counter(d.reason for d in res.dead_letters)
+            err.print(f"... {len(res.dead_letters) - MAX_DEAD_SHOWN} more dead letters "
+                      f"(all: {dict(reasons)})")
         err.print(f"{count} events, {len(res.alerts)} alerts, {len(res.context_changes)} "
                   f"context changes, {len(res.dead_letters)} dead letters in {elapsed:.2f}s")
 
