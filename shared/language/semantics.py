@@ -132,6 +132,8 @@ class _Checker:
         for block in m.contexts:
             located.extend((q, block.name) for q in block.queries)
         located.extend((q, None) for q in m.queries)
+        # Queries are numbered q1, q2, ... in the order they appear in the text.
+        located.sort(key=lambda item: (item[0].pos.line, item[0].pos.column))
         self.default_strategy = self.strategy(m.strategy, m.strategy_pos) if m.strategy else \
             "skip_till_any_match"
         checked = self.queries(located, types, contexts, names)

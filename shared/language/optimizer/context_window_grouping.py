@@ -95,6 +95,8 @@ def infer_overlaps(qs: QuerySet) -> set[frozenset[str]]:
                     cands.add(s)
                 for x in cands:
                     pair = frozenset((x, t))
+                    if default in pair:  # the default holds only when nothing else does
+                        continue
                     if x != t and pair not in overlaps:
                         overlaps.add(pair)
                         changed = True
