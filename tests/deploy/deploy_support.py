@@ -160,9 +160,9 @@ def validate_manifest(doc: dict[str, Any]) -> list[Invalid]:
 
 
 def pod_specs(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """The pod specs a workload manifest will create (Jobs, RayCluster groups)."""
+    """The pod specs a workload manifest will create (Jobs, Deployments, Ray groups)."""
     kind = doc["kind"]
-    if kind == "Job":
+    if kind in ("Job", "Deployment"):
         return [doc["spec"]["template"]["spec"]]
     if kind == "RayCluster":
         spec = doc["spec"]

@@ -32,12 +32,12 @@ VALUE_SETS = {"default": DEFAULT, "sasl-tls-3-workers": SASL_TLS,
               "no-spark-autoscaling": NO_SPARK, "mtls-client-cert": MTLS}
 EXPECTED_KINDS = {
     "default": {"ServiceAccount": 1, "Role": 1, "RoleBinding": 1, "ConfigMap": 1,
-                "RayCluster": 1, "SparkApplication": 2, "Job": 2},
+                "RayCluster": 1, "Deployment": 1, "SparkApplication": 2, "Job": 1},
     "sasl-tls-3-workers": {"ServiceAccount": 1, "Role": 1, "RoleBinding": 1, "ConfigMap": 1,
-                           "RayCluster": 1, "SparkApplication": 2, "Job": 2},
-    "no-spark-autoscaling": {"RayCluster": 1, "Job": 1},
+                           "RayCluster": 1, "Deployment": 1, "SparkApplication": 2, "Job": 1},
+    "no-spark-autoscaling": {"RayCluster": 1, "Deployment": 1},
     "mtls-client-cert": {"ServiceAccount": 1, "Role": 1, "RoleBinding": 1, "ConfigMap": 1,
-                         "RayCluster": 1, "SparkApplication": 1, "Job": 2},
+                         "RayCluster": 1, "Deployment": 1, "SparkApplication": 1, "Job": 1},
 }
 
 
@@ -81,6 +81,7 @@ def test_default_values_run_the_example_model(rendered: dict) -> None:
     cluster = one(docs, "RayCluster")
     assert cluster["spec"]["rayVersion"] == "2.60.0"
     assert cluster["spec"]["enableInTreeAutoscaling"] is False
+    assert "upgradeStrategy" not in cluster["spec"]  # works with older KubeRay too
     (group,) = cluster["spec"]["workerGroupSpecs"]
     # Autoscaling off: the group is pinned at `replicas`.
     assert (group["replicas"], group["minReplicas"], group["maxReplicas"]) == (2, 2, 2)
@@ -89,17 +90,21 @@ def test_default_values_run_the_example_model(rendered: dict) -> None:
     mounts = {m["name"]: m["mountPath"] for m in head["containers"][0]["volumeMounts"]}
     assert mounts == {"model": "/model"}
 
-    deploy = one(docs, "Job", "-deploy")
-    assert deploy["metadata"]["annotations"]["helm.sh/hook"] == "post-install,post-upgrade"
-    command = deploy["spec"]["template"]["spec"]["containers"][0]["command"]
-    assert command == ["caesar", "deploy", "/model/model.caesar", "--ray-address",
-                       "ray://caesar-head-svc.streams.svc:10001"]
+    driver = one(docs, "Deployment", "-driver")
+    assert driver["spec"]["replicas"] == 1
+    assert driver["spec"]["strategy"]["type"] == "Recreate"  # never two drivers at once
+    pod = driver["spec"]["template"]["spec"]
+    assert pod["containers"][0]["command"] == [
+        "caesar", "deploy", "/model/model.caesar", "--ray-address",
+        "ray://caesar-head-svc.streams.svc:10001"]
+    assert "caesar-head-svc.streams.svc:6379" in pod["initContainers"][0]["command"][2]
     topics = one(docs, "Job", "-topics")
-    # Topics first (weight -5), then the deploy (weight 5).
-    assert int(topics["metadata"]["annotations"]["helm.sh/hook-weight"]) < int(
-        deploy["metadata"]["annotations"]["helm.sh/hook-weight"])
-    assert topics["spec"]["template"]["spec"]["containers"][0]["command"][:3] == [
-        "caesar", "topics", "create"]
+    # Topics before anything of the release starts or changes.
+    assert topics["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
+    assert topics["spec"]["template"]["spec"]["containers"][0]["command"] == [
+        "caesar", "topics", "--create", "--event-type", "PositionReport",
+        "--store", "scheduler", "--store", "deriver", "--store", "router", "--store", "matcher"]
+    assert "volumes" not in topics["spec"]["template"]["spec"]  # a pre-install hook mounts nothing of the release
 
     apps = {a["metadata"]["name"]: a for a in by_kind(docs, "SparkApplication")}
     assert set(apps) == {"caesar-producer", "caesar-alert-consumer"}
@@ -114,11 +119,13 @@ def test_default_values_run_the_example_model(rendered: dict) -> None:
 def test_sasl_over_tls_with_three_workers(rendered: dict) -> None:
     docs = rendered["sasl-tls-3-workers"]
     cluster = one(docs, "RayCluster")
+    assert cluster["spec"]["upgradeStrategy"] == {"type": "Recreate"}
     (group,) = cluster["spec"]["workerGroupSpecs"]
     assert (group["replicas"], group["minReplicas"], group["maxReplicas"]) == (3, 3, 3)
     assert group["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "4"
 
-    workloads = by_kind(docs, "RayCluster") + by_kind(docs, "Job") + by_kind(docs, "SparkApplication")
+    workloads = (by_kind(docs, "RayCluster") + by_kind(docs, "Job") + by_kind(docs, "Deployment")
+                 + by_kind(docs, "SparkApplication"))
     checked = 0
     for doc in workloads:
         for container in all_containers(doc):
@@ -141,9 +148,9 @@ def test_sasl_over_tls_with_three_workers(rendered: dict) -> None:
             assert mounts["kafka-tls"]["mountPath"] == "/etc/caesar/kafka-tls"
             assert mounts["kafka-tls"]["readOnly"] is True
             checked += 1
-    # head + worker + topics + deploy + 2 x (driver + executor)
+    # head + worker + topics job + driver + 2 x (Spark driver + executor)
     assert checked == 8
-    for doc in by_kind(docs, "RayCluster") + by_kind(docs, "Job"):
+    for doc in by_kind(docs, "RayCluster") + by_kind(docs, "Job") + by_kind(docs, "Deployment"):
         for spec in pod_specs(doc):
             volumes = {v["name"]: v for v in spec["volumes"]}
             assert volumes["kafka-tls"]["secret"]["secretName"] == "kafka-ca"
@@ -160,14 +167,16 @@ def test_no_spark_autoscaling_existing_model(rendered: dict) -> None:
     assert by_kind(docs, "SparkApplication") == []
     assert by_kind(docs, "ServiceAccount") == []
     assert by_kind(docs, "ConfigMap") == []  # the user's ConfigMap holds the model
-    assert [j["metadata"]["name"] for j in by_kind(docs, "Job")] == ["caesar-deploy"]  # topics.create: false
+    assert by_kind(docs, "Job") == []  # topics.create: false
     cluster = one(docs, "RayCluster")
     assert cluster["spec"]["enableInTreeAutoscaling"] is True
     assert cluster["spec"]["autoscalerOptions"]["upscalingMode"] == "Conservative"
     assert cluster["spec"]["autoscalerOptions"]["idleTimeoutSeconds"] == 120
     (group,) = cluster["spec"]["workerGroupSpecs"]
     assert (group["replicas"], group["minReplicas"], group["maxReplicas"]) == (2, 1, 6)
-    for spec in pod_specs(cluster) + pod_specs(by_kind(docs, "Job")[0]):
+    driver = one(docs, "Deployment", "-driver")
+    assert driver["spec"]["template"]["metadata"]["annotations"]["caesar/model-configmap"] == "fraud-model"
+    for spec in pod_specs(cluster) + pod_specs(driver):
         (model,) = [v for v in spec["volumes"] if v["name"] == "model"]
         assert model["configMap"] == {"name": "fraud-model",
                                       "items": [{"key": "fraud.caesar", "path": "model.caesar"}]}
@@ -247,10 +256,10 @@ def test_model_from_set_file_and_upgrade_redeploys(helm: Path, tmp_path: Path) -
     docs_a = render(set_files={"model.text": first})
     docs_b = render(set_files={"model.text": second})
     assert one(docs_a, "ConfigMap", "-model")["data"]["model.caesar"] == "MODEL a;\nEVENT A(x INT);"
-    # A new model changes the deploy job (a hook run on every upgrade) but not the
+    # A new model restarts the driver (which redeploys the services) but not the
     # Ray pods: upgrading the model does not restart the cluster.
-    checksum = [one(d, "Job", "-deploy")["metadata"]["annotations"]["checksum/model"]
-                for d in (docs_a, docs_b)]
+    checksum = [one(d, "Deployment", "-driver")["spec"]["template"]["metadata"]["annotations"]
+                ["checksum/model"] for d in (docs_a, docs_b)]
     assert checksum[0] != checksum[1]
     assert one(docs_a, "RayCluster") == one(docs_b, "RayCluster")
 
@@ -281,6 +290,7 @@ def test_notes_say_where_to_publish_and_consume(helm: Path, tmp_path: Path) -> N
     assert "fraud.alerts" in notes
     assert "Spark jobs" not in notes
     assert "create these topics yourself" in notes
+    assert "rollout restart deployment/caesar-driver" in notes
 
 
 BAD_VALUES = {
@@ -369,3 +379,31 @@ def test_the_values_in_docs_deploy_md_install_cleanly(helm: Path, tmp_path: Path
         if "ray.workers.maxReplicas" in sets:
             (group,) = one(docs, "RayCluster")["spec"]["workerGroupSpecs"]
             assert group["maxReplicas"] == int(sets["ray.workers.maxReplicas"])
+
+
+def test_commands_match_the_caesar_cli(rendered: dict) -> None:
+    """The commands the chart runs parse with the real `caesar` CLI (options exist)."""
+    import click
+    import typer
+
+    from shared.cli import main as cli
+
+    cli._register_all()
+    group = typer.main.get_command(cli.app)
+    commands = []
+    for name, docs in rendered.items():
+        for doc in by_kind(docs, "Job") + by_kind(docs, "Deployment"):
+            for container in doc["spec"]["template"]["spec"]["containers"]:
+                commands.append((name, container["command"]))
+    assert len(commands) == 7  # 3 topic jobs + 4 drivers
+    for name, command in commands:
+        assert command[0] == "caesar"
+        sub = group.get_command(click.Context(group), command[1])
+        assert sub is not None, f"{name}: no `caesar {command[1]}` command"
+        ctx = sub.make_context(command[1], list(command[2:]))
+        if command[1] == "topics":
+            assert ctx.params["create"] is True
+            assert ctx.params["event_type"] or ctx.params["store"]
+        else:
+            assert str(ctx.params["model"]) == "/model/model.caesar"
+            assert ctx.params["ray_address"].startswith("ray://")

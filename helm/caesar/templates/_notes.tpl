@@ -22,16 +22,16 @@ CONSUME results from:
 Internal topics (do not write to them): {{ .Values.topics.names.transactions }},
 {{ .Values.topics.names.contextChanges }}, {{ .Values.topics.names.progress }}, {{ .Values.topics.names.checkpoints }}, {{ .Values.topics.names.changelogPrefix }}*
 {{- if .Values.topics.create }}
-They were created by the job {{ include "caesar.fullname" . }}-topics with {{ .Values.topics.partitions }} partitions, replication factor {{ .Values.topics.replicationFactor }}.
+The job {{ include "caesar.fullname" . }}-topics created the missing ones ({{ .Values.topics.partitions }} partitions, replication factor {{ .Values.topics.replicationFactor }}).
 {{- else }}
-topics.create is false: create these topics yourself before sending events.
+topics.create is false: create these topics yourself (or let the services create them).
 {{- end }}
 
-Model: {{ include "caesar.modelPath" . }} from ConfigMap {{ include "caesar.modelConfigMap" . }}; deployed on the Ray cluster
-{{ include "caesar.fullname" . }} by the job {{ include "caesar.fullname" . }}-deploy ({{ include "caesar.rayAddress" . }}).
+Model: {{ include "caesar.modelPath" . }} from ConfigMap {{ include "caesar.modelConfigMap" . }}, run on the Ray cluster
+{{ include "caesar.fullname" . }} by the driver deployment/{{ include "caesar.fullname" . }}-driver ({{ include "caesar.rayAddress" . }}).
 
   kubectl -n {{ .Release.Namespace }} get raycluster {{ include "caesar.fullname" . }}
-  kubectl -n {{ .Release.Namespace }} logs job/{{ include "caesar.fullname" . }}-deploy
+  kubectl -n {{ .Release.Namespace }} logs deployment/{{ include "caesar.fullname" . }}-driver   # service stats
   kubectl -n {{ .Release.Namespace }} port-forward svc/{{ include "caesar.rayHeadService" . }} 8265   # Ray dashboard
 {{- if .Values.spark.enabled }}
 
@@ -45,4 +45,7 @@ Spark jobs (Spark operator):
 {{- end }}
 
 Upgrade the model:  helm upgrade {{ .Release.Name }} <chart> --reuse-values --set-file model.text=new-model.caesar
+{{- if .Values.model.existingConfigMap }}
+(after changing ConfigMap {{ .Values.model.existingConfigMap }} yourself: kubectl -n {{ .Release.Namespace }} rollout restart deployment/{{ include "caesar.fullname" . }}-driver)
+{{- end }}
 {{- end }}
