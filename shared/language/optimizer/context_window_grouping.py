@@ -155,7 +155,11 @@ def grouped_windows(comp: list[str], qs: QuerySet, overlaps) -> list[tuple[str, 
         windows = [UserWindow(c, starts.index(c), n + ends.index(c), (c,)) for c in comp]
         for g in listing1(windows):
             key = tuple(c for c in comp if c in g.contexts)
-            if key not in found:
+            # The scenario's ends are free, but contexts that never overlap (one
+            # switches to the other) cannot hold together: keep cliques only.
+            clique = all(frozenset((a, b)) in overlaps
+                         for i, a in enumerate(key) for b in key[i + 1:])
+            if clique and key not in found:
                 found.append(key)
     return found
 
