@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -27,7 +27,12 @@ from shared.errors import ConfigError
 CACHE_DIR = Path(os.environ.get("CAESAR_CACHE", Path.home() / ".cache" / "caesar"))
 
 
-class SecuritySettings(BaseModel):
+class _Section(BaseModel):
+    # A misspelt key is an error, not a silently ignored setting.
+    model_config = ConfigDict(extra="forbid")
+
+
+class SecuritySettings(_Section):
     """Client security, passed through to every Kafka client (librdkafka names)."""
 
     protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
@@ -62,7 +67,7 @@ class SecuritySettings(BaseModel):
         return conf
 
 
-class KafkaSettings(BaseModel):
+class KafkaSettings(_Section):
     bootstrap_servers: str = "127.0.0.1:9092"
     security: SecuritySettings = Field(default_factory=SecuritySettings)
     # When set, records use Confluent Schema Registry framing instead of
@@ -84,7 +89,7 @@ class KafkaSettings(BaseModel):
                 **self.security.client_config()}
 
 
-class TopicSettings(BaseModel):
+class TopicSettings(_Section):
     """Topic names. Input topics: `inputs[event_type]` or `input_prefix + event_type`."""
 
     inputs: dict[str, str] = Field(default_factory=dict)
@@ -110,7 +115,7 @@ class TopicSettings(BaseModel):
         return self.changelog_prefix + store
 
 
-class RaySettings(BaseModel):
+class RaySettings(_Section):
     # None = start an in-process local Ray; "auto" = the cluster `caesar up` started;
     # "ray://host:10001" or "host:6379" for a remote cluster.
     address: str | None = None
@@ -118,7 +123,7 @@ class RaySettings(BaseModel):
     actors_per_service: int = Field(1, ge=1)
 
 
-class LocalRuntimeSettings(BaseModel):
+class LocalRuntimeSettings(_Section):
     """What `caesar up` starts on this machine."""
 
     runtime_dir: Path = CACHE_DIR / "run"
