@@ -36,7 +36,12 @@ def register(app: typer.Typer) -> None:
             raise ModelError(f"cannot read model file: {exc}",
                              SourcePosition(str(model), 1, 1)) from None
         compiled = compile_phases(text, str(model))
-        rendered = explain_dot(compiled) if format == ExplainFormat.dot else explain_text(compiled)
+        try:
+            rendered = explain_dot(compiled) if format == ExplainFormat.dot \
+                else explain_text(compiled)
+        except RecursionError:
+            raise ModelError("the plan nests too deeply to print",
+                             SourcePosition(str(model), 1, 1)) from None
         if output is None:
             typer.echo(rendered, nl=False)
         else:

@@ -88,12 +88,16 @@ def parse(text: str, file: str = "<model>") -> ast.Model:
         raise _syntax_error(exc, text, file) from None
     except _ReservedSeen as seen:
         raise _reserved(seen.token, file, text) from None
+    except RecursionError:
+        raise _too_deep(file) from None
     except LarkError as exc:  # defensive: any other lark failure is still a model error
         raise ModelSyntaxError(f"cannot parse model: {exc}", SourcePosition(file, 1, 1)) from None
     try:
         return _ToAst(file, text).transform(tree)
     except LanguageError:
         raise
+    except RecursionError:
+        raise _too_deep(file) from None
     except LarkError as exc:
         inner = getattr(exc, "orig_exc", None)
         if isinstance(inner, LanguageError):
@@ -124,6 +128,11 @@ def _syntax_error(exc: UnexpectedInput, text: str, file: str) -> LanguageError:
         return ModelSyntaxError("model ends too early", pos, text, found="end of model",
                                 expected=_expected(set(exc.expected)))
     return ModelSyntaxError(f"cannot parse model: {exc}", pos, text)
+
+
+def _too_deep(file: str) -> LanguageError:
+    return ModelSyntaxError("the model nests too deeply (parentheses, SEQ or NOT)",
+                            SourcePosition(file, 1, 1), expected="less nesting")
 
 
 def _reserved(token: Token, file: str, text: str) -> LanguageError:

@@ -143,3 +143,11 @@ def test_generated_models_fail_only_with_model_errors(text: str) -> None:
 @given(st.text(max_size=200))
 def test_arbitrary_text_fails_only_with_model_errors(text: str) -> None:
     _compile(text)
+
+
+def test_deep_nesting_is_a_model_error() -> None:
+    head = 'EVENT R(ts INT, x INT) FROM TOPIC "r"\n'
+    for body in ["DERIVE A(r.x) PATTERN " + "SEQ(" * 500 + "R r" + ")" * 500,
+                 "DERIVE A(r.x) PATTERN R r WHERE " + "NOT " * 3000 + "TRUE",
+                 "DERIVE A(r.x) PATTERN R r WHERE " + " + ".join(["1"] * 5000) + " = r.x"]:
+        _compile(head + body)
