@@ -108,9 +108,14 @@ def test_default_values_run_the_example_model(rendered: dict) -> None:
 
     apps = {a["metadata"]["name"]: a for a in by_kind(docs, "SparkApplication")}
     assert set(apps) == {"caesar-producer", "caesar-alert-consumer"}
-    assert apps["caesar-producer"]["spec"]["arguments"] == ["jobs.linear_road.producer"]
-    assert apps["caesar-alert-consumer"]["spec"]["arguments"] == ["jobs.linear_road.alert_consumer"]
+    assert apps["caesar-producer"]["spec"]["arguments"] == [
+        "jobs.linear_road.produce", "--bootstrap", "kafka:9092", "--topic",
+        "caesar.input.PositionReport", "--generate", "xways=1,duration_s=10800", "--speed", "1"]
+    assert apps["caesar-alert-consumer"]["spec"]["arguments"][:4] == [
+        "jobs.linear_road.consume_alerts", "--bootstrap", "kafka:9092", "--out"]
     for app in apps.values():
+        driver_env = env_of(app["spec"]["driver"])
+        assert driver_env["CAESAR_SPARK_MASTER"]["value"] == "k8s://https://kubernetes.default.svc:443"
         assert app["spec"]["mainApplicationFile"] == "local:///opt/caesar/bin/run_module.py"
         assert app["spec"]["sparkVersion"] == "4.3.0"
         assert app["spec"]["driver"]["serviceAccount"] == "caesar-spark"
@@ -156,7 +161,10 @@ def test_sasl_over_tls_with_three_workers(rendered: dict) -> None:
             assert volumes["kafka-tls"]["secret"]["secretName"] == "kafka-ca"
             assert spec["imagePullSecrets"] == [{"name": "registry-credentials"}]
     producer = one(docs, "SparkApplication", "-producer")
-    assert producer["spec"]["arguments"] == ["jobs.linear_road.producer", "--rate", "5000"]
+    assert producer["spec"]["arguments"] == [
+        "jobs.linear_road.produce", "--bootstrap",
+        "b-1.kafka.internal:9096,b-2.kafka.internal:9096,b-3.kafka.internal:9096",
+        "--lr-file", "/data/lr.txt", "--speed", "0"]
     assert producer["spec"]["executor"]["instances"] == 2
     no_plain_secret = yaml.safe_dump_all(docs)
     assert "password:" not in no_plain_secret.lower()
@@ -282,7 +290,7 @@ def test_notes_say_where_to_publish_and_consume(helm: Path, tmp_path: Path) -> N
     publish, consume = notes.index("PUBLISH"), notes.index("CONSUME")
     assert publish < notes.index("caesar.input.PositionReport") < consume
     assert consume < notes.index("caesar.alerts") and consume < notes.index("caesar.dead-letters")
-    assert "caesar-producer: python -m jobs.linear_road.producer" in notes
+    assert "caesar-producer: python -m jobs.linear_road.produce" in notes
     assert "4 partitions, replication factor 3" in notes
 
     notes = _notes(helm, tmp_path / "b", NO_SPARK)
@@ -407,3 +415,13 @@ def test_commands_match_the_caesar_cli(rendered: dict) -> None:
         else:
             assert str(ctx.params["model"]) == "/model/model.caesar"
             assert ctx.params["ray_address"].startswith("ray://")
+
+
+def test_spark_job_modules_exist() -> None:
+    """The default Spark jobs are modules of jobs/ with a main() (python -m works)."""
+    import importlib
+
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    for job in values["spark"]["jobs"].values():
+        module = importlib.import_module(job["module"])
+        assert callable(getattr(module, "main", None)), f"{job['module']} has no main()"

@@ -78,16 +78,21 @@ def test_services_image_matches_the_pins() -> None:
 
 def test_spark_image_matches_the_pins() -> None:
     pins = pyproject_pins()
+    text = (DOCKER / "spark" / "Dockerfile").read_text()
+    assert f"ARG SPARK_CONNECTOR_VERSION={pins['pyspark']}" in text
     ns = {"m": "http://maven.apache.org/POM/4.0.0"}
     pom = ET.parse(DOCKER / "spark" / "pom.xml").getroot()
     assert pom.find("m:properties/m:spark.version", ns).text == pins["pyspark"]
     artifacts = {d.find("m:artifactId", ns).text.replace("${scala.binary.version}", "2.13")
                  for d in pom.findall("m:dependencies/m:dependency", ns)}
+    # kafka-clients and commons-pool2 come with the connector's POM.
     assert artifacts == {"spark-sql-kafka-0-10_2.13", "spark-token-provider-kafka-0-10_2.13",
-                         "spark-avro_2.13", "kafka-clients", "commons-pool2"}
+                         "spark-avro_2.13"}
+    required = re.search(r"--require ([^&]+)&&", text.replace("\\\n", " "))
+    assert required, "the Dockerfile must check the merged jars with --require"
+    assert set(required.group(1).split()) == artifacts | {"kafka-clients", "commons-pool2"}
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     assert values["spark"]["sparkVersion"] == pins["pyspark"]
-    text = (DOCKER / "spark" / "Dockerfile").read_text()
     runtime_user = re.findall(r"^USER\s+(\S+)", text, re.M)[-1]
     assert runtime_user == str(values["sparkPodSecurityContext"]["runAsUser"])
     assert "python3.11/site-packages/pyspark" in text  # SPARK_HOME = the pinned pyspark
@@ -132,8 +137,51 @@ def test_merge_jars_adds_only_what_spark_lacks(tmp_path: Path) -> None:
     assert not (dest / "slf4j-api-2.0.9.jar").exists()
     # Run again: nothing new to add is an error (the build would bake no connector).
     assert merge_jars.main([str(src), str(dest)]) == 1
-    with pytest.raises(ValueError, match="NAME-VERSION.jar"):
-        merge_jars.artifact_of("no-version.jar")
+
+
+def test_merge_jars_links_and_requires(tmp_path: Path) -> None:
+    src, dest, links = tmp_path / "src", tmp_path / "dest", tmp_path / "links"
+    for folder in (src, dest, links):
+        folder.mkdir()
+    (dest / "spark-core_2.13-4.3.0.jar").write_bytes(b"")
+    (src / "spark-sql-kafka-0-10_2.13-4.3.0.jar").write_bytes(b"kafka")
+    args = [str(src), str(dest), "--link-dir", str(links), "--require"]
+    assert merge_jars.main([*args, "spark-sql-kafka-0-10_2.13", "spark-core_2.13"]) == 0
+    assert (links / "spark-sql-kafka-0-10_2.13-4.3.0.jar").read_bytes() == b"kafka"
+    (links / "spark-sql-kafka-0-10_2.13-4.3.0.jar").unlink()
+    (dest / "spark-sql-kafka-0-10_2.13-4.3.0.jar").unlink()
+    assert merge_jars.main([*args, "spark-avro_2.13"]) == 1  # a required jar is missing
+
+
+@pytest.mark.parametrize(("jar", "artifact"), [
+    ("kafka-clients-3.9.2.jar", "kafka-clients"),
+    ("zstd-jni-1.5.7-7.jar", "zstd-jni"),
+    ("spark-sql-kafka-0-10_2.13-4.3.0.jar", "spark-sql-kafka-0-10_2.13"),
+    ("spark-token-provider-kafka-0-10_2.13-4.1.1.jar", "spark-token-provider-kafka-0-10_2.13"),
+    ("scala-parallel-collections_2.13-1.2.0.jar", "scala-parallel-collections_2.13"),
+    ("netty-tcnative-boringssl-static-2.0.76.Final-linux-x86_64.jar", "netty-tcnative-boringssl-static"),
+    ("log4j-slf4j2-impl-2.25.4.jar", "log4j-slf4j2-impl"),
+    ("spark-avro_2.13-4.3.0-preview1.jar", "spark-avro_2.13"),
+])
+def test_artifact_names(jar: str, artifact: str) -> None:
+    assert merge_jars.artifact_of(jar) == artifact
+
+
+def test_artifact_names_reject_unversioned() -> None:
+    for name in ("no-version.jar", "kafka-clients-3.9.2.zip"):
+        with pytest.raises(ValueError, match="NAME-VERSION.jar"):
+            merge_jars.artifact_of(name)
+
+
+def test_merge_jars_on_pysparks_real_jars(tmp_path: Path) -> None:
+    """The real pyspark jar names: every one is understood, and the connector is not among them."""
+    import pyspark
+
+    jars = sorted(p.name for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar"))
+    assert len(jars) > 100
+    shipped = {merge_jars.artifact_of(name) for name in jars}
+    assert {"spark-core_2.13", "slf4j-api", "zstd-jni", "scala-library"} <= shipped
+    assert not shipped & {"spark-sql-kafka-0-10_2.13", "kafka-clients", "commons-pool2", "spark-avro_2.13"}
 
 
 def test_run_module_runs_a_job_module_with_its_arguments(tmp_path: Path) -> None:
