@@ -384,6 +384,9 @@ def test_the_values_in_docs_deploy_md_install_cleanly(helm: Path, tmp_path: Path
         sets = dict(m.split("=", 1) for m in re.findall(r"--set (\S+=\S+)", command))
         docs = render([values], sets=sets)
         assert [str(p) for d in docs for p in validate_manifest(d)] == []
+        producer = one(docs, "SparkApplication", "-producer")["spec"]["arguments"]
+        # The producer writes where the services read: the model's FROM TOPIC name.
+        assert producer[producer.index("--topic") + 1] == "lr-position-reports"
         if "ray.workers.maxReplicas" in sets:
             (group,) = one(docs, "RayCluster")["spec"]["workerGroupSpecs"]
             assert group["maxReplicas"] == int(sets["ray.workers.maxReplicas"])

@@ -71,6 +71,14 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default (printf "%s-spark" (include "caesar.fullname" .)) .Values.spark.serviceAccount.name }}
 {{- end }}
 
+{{/* The input topic of an event type: (list $root "EventType") -> topics.inputs[EventType]
+     or inputPrefix + EventType, as CAESAR resolves it (shared/settings.py). */}}
+{{- define "caesar.inputTopic" -}}
+{{- $root := index . 0 }}{{ $event := index . 1 }}
+{{- $t := $root.Values.topics }}
+{{- if hasKey $t.inputs $event }}{{ get $t.inputs $event }}{{ else }}{{ printf "%s%s" $t.inputPrefix $event }}{{ end }}
+{{- end }}
+
 {{- define "caesar.tlsMountPath" -}}/etc/caesar/kafka-tls{{- end }}
 
 {{/* Cross-field rules JSON Schema cannot state; each fails with the value to fix. */}}

@@ -9,7 +9,7 @@ PARTITION BY fields, e.g. "<xway>:<dir>"):
 {{- range $event, $topic := .Values.topics.inputs }}
   {{ $topic }}    <- {{ $event }} events
 {{- end }}
-{{- if not (or .Values.model.text .Values.model.existingConfigMap) }}
+{{- if not (or .Values.model.text .Values.model.existingConfigMap (hasKey .Values.topics.inputs "PositionReport")) }}
   {{ .Values.topics.inputPrefix }}PositionReport    <- PositionReport events (the chart's example model)
 {{- end }}
   {{ .Values.topics.inputPrefix }}<EventType>    <- any {{ if .Values.topics.inputs }}other {{ end }}EVENT the model declares
