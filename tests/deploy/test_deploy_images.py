@@ -4,6 +4,7 @@ jar merging, the module launcher, the Spark entry point)."""
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
@@ -18,7 +19,11 @@ import yaml
 from deploy_support import CHART, ROOT
 
 DOCKER = ROOT / "docker"
-DOCKERFILES = sorted(DOCKER.glob("*/Dockerfile"))
+SKIP_DIRS = {".venv", ".git", "build", "node_modules", ".cache"}
+# Every Dockerfile of the repository (the images live in docker/<image>/Dockerfile).
+DOCKERFILES = sorted(p for p in ROOT.rglob("*Dockerfile*")
+                     if p.is_file() and not p.name.endswith(".dockerignore")
+                     and not SKIP_DIRS & set(p.relative_to(ROOT).parts))
 HADOLINT = Path(sys.executable).parent / "hadolint"
 sys.path.insert(0, str(DOCKER / "tools"))
 import merge_jars  # noqa: E402
@@ -38,7 +43,38 @@ def pyproject_pins() -> dict[str, str]:
 
 
 def test_there_are_two_images() -> None:
-    assert [p.parent.name for p in DOCKERFILES] == ["services", "spark"]
+    assert [p.relative_to(ROOT).as_posix() for p in DOCKERFILES] == [
+        "docker/services/Dockerfile", "docker/spark/Dockerfile"]
+
+
+def _copy_sources(dockerfile: Path) -> list[str]:
+    """Sources of the COPY instructions that read the build context (not --from=stage)."""
+    text = dockerfile.read_text().replace("\\\n", " ")
+    sources: list[str] = []
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts or parts[0] != "COPY" or any(p.startswith("--from=") for p in parts):
+            continue
+        args = [p for p in parts[1:] if not p.startswith("--")]
+        sources += args[:-1]
+    return sources
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.parent.name)
+def test_build_context_has_what_copy_needs(dockerfile: Path) -> None:
+    """No Docker engine here: check statically that each COPY source exists in the
+    repository (the context is its root) and is not excluded by the Dockerfile's
+    .dockerignore (which ignores everything, then re-includes with `!`)."""
+    ignore = dockerfile.with_name(dockerfile.name + ".dockerignore")
+    lines = [ln.strip() for ln in ignore.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+    assert lines[0] == "**"
+    included = [ln[1:] for ln in lines if ln.startswith("!")]
+    sources = _copy_sources(dockerfile)
+    assert sources
+    for source in sources:
+        assert (ROOT / source).exists(), f"{dockerfile.parent.name}: COPY {source}: not in the repository"
+        assert any(source == pat or pat == f"{source}/**" or fnmatch.fnmatch(source, pat)
+                   for pat in included), f"{dockerfile.parent.name}: COPY {source} is ignored"
 
 
 @pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.parent.name)
