@@ -259,13 +259,13 @@ def _entrypoint(args: list[str], env: dict[str, str]) -> subprocess.CompletedPro
 def test_spark_entrypoint_driver_mode(tmp_path: Path) -> None:
     env = {**_fake_tools(tmp_path), "SPARK_DRIVER_BIND_ADDRESS": "10.0.0.7"}
     proc = _entrypoint(["driver", "--properties-file", "/opt/spark/conf/spark.properties",
-                        "local:///opt/caesar/bin/run_module.py", "jobs.linear_road.producer"], env)
+                        "local:///opt/caesar/bin/run_module.py", "jobs.linear_road.produce"], env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[:-1] == [
         "spark-submit", "--conf", "spark.driver.bindAddress=10.0.0.7",
         "--conf", "spark.executorEnv.SPARK_DRIVER_POD_IP=10.0.0.7", "--deploy-mode", "client",
         "--properties-file", "/opt/spark/conf/spark.properties",
-        "local:///opt/caesar/bin/run_module.py", "jobs.linear_road.producer"]
+        "local:///opt/caesar/bin/run_module.py", "jobs.linear_road.produce"]
 
 
 def test_spark_entrypoint_executor_mode(tmp_path: Path) -> None:
