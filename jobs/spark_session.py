@@ -39,6 +39,8 @@ def spark_session(app_name: str, master: str | None = None, kafka: bool = False,
     """
     from pyspark.sql import SparkSession
 
+    # Python workers must run this interpreter (the venv with fastavro and the project).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
@@ -49,7 +51,6 @@ def spark_session(app_name: str, master: str | None = None, kafka: bool = False,
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.execution.pythonUDF.arrow.enabled", "false")
-        .config("spark.pyspark.python", sys.executable)
         .config("spark.driver.memory", os.environ.get("CAESAR_SPARK_DRIVER_MEMORY", "1g"))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.ansi.enabled", "true")

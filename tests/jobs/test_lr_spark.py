@@ -1,0 +1,162 @@
+"""Spark side of Linear Road, for real (local mode): the Spark SQL validator agrees
+exactly with the Python oracle of SPEC.md, and detects what is wrong with actual
+alerts; producer -> real Kafka broker -> streaming consumer -> Parquet round trip.
+
+One SparkSession for the module (Spark allows one per process), with the Kafka
+connector jars on it."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from jobs.linear_road import expected_sql, oracle
+from jobs.linear_road.avro import (
+    ACCIDENT_ALERT,
+    POSITION_REPORT,
+    SPARK_DDL,
+    TOLL_NOTIFICATION,
+    encode,
+)
+from jobs.linear_road.generator import GeneratorConfig, generate
+from jobs.linear_road.validate import (
+    compare,
+    reports_from_lr_file,
+    reports_from_topic,
+    validate,
+)
+
+pytestmark = pytest.mark.integration
+
+SHORT = GeneratorConfig(duration_s=600, cars_per_direction=300, seed=3)
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from jobs.spark_session import spark_session
+
+    session = spark_session("caesar-tests-jobs", kafka=True, shuffle_partitions=2)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def short_run():
+    return list(generate(SHORT))
+
+
+def test_spark_sql_equals_python_oracle(spark, short_run):
+    df = spark.createDataFrame(short_run, SPARK_DDL[POSITION_REPORT])
+    tolls, alerts = expected_sql.expected_outputs(spark, df)
+    reference = oracle.expected_outputs(short_run)
+    assert sorted(tuple(r) for r in tolls.collect()) == sorted(reference.tolls)
+    assert sorted(tuple(r) for r in alerts.collect()) == sorted(reference.alerts)
+    accidents = sorted((r.xway, r.dir, r.lane, r.pos, r.td, r.tc)
+                       for r in expected_sql.accidents(spark).collect())
+    assert accidents == sorted(
+        (a.xway, a.dir, a.lane, a.pos, a.detected, None if a.cleared == oracle.INF else a.cleared)
+        for a in reference.accidents)
+    # The run is a meaningful check: positive tolls, alerts and an accident that clears.
+    assert any(t.toll > 0 for t in reference.tolls) and reference.alerts
+    assert any(a.tc is not None for a in expected_sql.accidents(spark).collect())
+
+
+def test_validator_finds_missing_extra_and_different(spark, short_run, tmp_path):
+    reference = oracle.expected_outputs(short_run)
+    tolls = [t._asdict() for t in reference.tolls]
+    alerts = [a._asdict() for a in reference.alerts]
+    # Corrupt the "actual" outputs: drop one toll, change one, duplicate one, add an alert.
+    changed = next(t for t in tolls if t["toll"] > 0)
+    tolls = [t for t in tolls if t is not tolls[0]]
+    changed["toll"] += 2
+    tolls.append(dict(tolls[5]))
+    alerts.append({**alerts[0], "time": alerts[0]["time"] + 1})
+    for name, rows, schema in (("TollNotification", tolls, TOLL_NOTIFICATION),
+                               ("AccidentAlert", alerts, ACCIDENT_ALERT)):
+        spark.createDataFrame([{**r, "ingest_ms": 0} for r in rows], SPARK_DDL[schema]) \
+            .write.parquet(str(tmp_path / name))
+    lr_file = tmp_path / "run.lr"
+    lr_file.write_text("".join(r.to_lr_line() + "\n" for r in short_run))
+    result = validate(spark, reports_from_lr_file(spark, lr_file), tmp_path)
+    toll_cmp, alert_cmp = result.types
+    assert (toll_cmp.missing, toll_cmp.extra, toll_cmp.duplicates, toll_cmp.different) == (1, 0, 1, 1)
+    assert (alert_cmp.missing, alert_cmp.extra, alert_cmp.duplicates, alert_cmp.different) == (0, 1, 0, 0)
+    assert not result.ok and "DIFFERENCES FOUND" in result.summary()
+    assert result.positive_tolls > 0 and result.accidents >= 1
+    # The right outputs compare clean.
+    clean = compare(spark.createDataFrame([t._asdict() for t in reference.tolls],
+                                          SPARK_DDL[TOLL_NOTIFICATION].replace(", ingest_ms BIGINT", "")),
+                    expected_sql.expected_outputs(spark, reports_from_lr_file(spark, lr_file))[0],
+                    "TollNotification", ("vid", "time", "xway", "dir", "seg", "lav", "toll"))
+    assert clean.ok and clean.expected == len(reference.tolls)
+
+
+def _create_topics(bootstrap: str, *names: str) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(n, num_partitions=2, replication_factor=1)
+                                   for n in names])
+    for future in futures.values():
+        future.result(30)
+
+
+def test_produce_then_consume_round_trip(spark, kafka_bootstrap, unique_name, tmp_path: Path):
+    from confluent_kafka import Producer
+
+    from jobs.linear_road.consume_alerts import AlertConsumer
+    from jobs.linear_road.produce import produce
+
+    reports = list(generate(GeneratorConfig(duration_s=240, cars_per_direction=40, seed=5)))
+    input_topic, toll_topic, alert_topic = (unique_name("lr-in"), unique_name("lr-toll"),
+                                            unique_name("lr-acc"))
+    _create_topics(kafka_bootstrap, input_topic, toll_topic, alert_topic)
+    seen = []
+    stats = produce(spark, reports, kafka_bootstrap, input_topic, speed=240.0,
+                    progress=seen.append)
+    assert stats.records == len(reports) and stats.simulated_s == reports[-1].time + 1
+    assert len(seen) == stats.slices >= 2
+    # The input topic holds exactly the reports, keyed by (xway, dir), Avro-decodable by Spark.
+    keyed = spark.read.format("kafka").option("kafka.bootstrap.servers", kafka_bootstrap) \
+        .option("subscribe", input_topic).option("startingOffsets", "earliest").load()
+    keys = {(r.key.decode()) for r in keyed.select("key").distinct().collect()}
+    assert keys == {"0:0", "0:1"}
+    back = reports_from_topic(spark, kafka_bootstrap, input_topic)
+    assert sorted(tuple(r) for r in back.collect()) == sorted(reports)
+
+    # Alerts as the pipeline would publish them: the oracle's outputs for this input,
+    # carrying the input's Kafka timestamp; plus one garbage record.
+    reference = oracle.expected_outputs(reports)
+    now_ms = int(time.time() * 1000)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    tolls = [{**t._asdict(), "ingest_ms": now_ms - 1000} for t in reference.tolls]
+    alerts = [{**a._asdict(), "ingest_ms": now_ms - 2000} for a in reference.alerts][:50]
+    for value in encode(TOLL_NOTIFICATION, tolls):
+        producer.produce(toll_topic, value, key=b"0:0")
+    for value in encode(ACCIDENT_ALERT, alerts):
+        producer.produce(alert_topic, value, key=b"0:0")
+    producer.produce(toll_topic, b"not avro", key=b"0:0")
+    producer.flush(30)
+
+    out = tmp_path / "alerts"
+    consumer = AlertConsumer(spark, kafka_bootstrap, out,
+                             {TOLL_NOTIFICATION: toll_topic, ACCIDENT_ALERT: alert_topic},
+                             trigger_s=0.5)
+    try:
+        consumer.wait_idle(idle_s=3, max_s=120, min_records=len(tolls) + len(alerts))
+    finally:
+        consumer.stop()
+    summary = consumer.summary()
+    counts = {t.name: t.count for t in summary.types}
+    assert counts == {"TollNotification": len(tolls), "AccidentAlert": len(alerts)}
+    assert summary.undecodable == 1
+    toll_summary = summary.types[0]
+    assert 1000 <= toll_summary.p50_ms <= toll_summary.p99_ms <= toll_summary.max_ms
+    assert summary.overall.count == len(tolls) + len(alerts)
+    assert summary.overall.max_ms >= 2000
+    assert "p99 ms" in summary.render()
+    written = spark.read.parquet(str(out / "TollNotification")).drop(
+        "ingest_ms", "alert_kafka_ts", "batch_id")
+    assert sorted(tuple(r) for r in written.collect()) == sorted(reference.tolls)
