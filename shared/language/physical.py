@@ -156,6 +156,12 @@ def physical_plan(plan: AlgebraPlan) -> ExecutionPlan:
     ex = _Extractor(model)
     root_ids = [ex.query(root) for _, root in plan.roots]
     order = [c.name for c in model.contexts]
+    # Contexts per service: a helper stage in the deriver runs only where the
+    # transitions need it, in the matcher only where the processing queries do.
+    by_service: dict[str, _Extractor] = {"deriver": _Extractor(model), "matcher": _Extractor(model)}
+    for _, root in plan.roots:
+        service = "deriver" if isinstance(root, CX) else "matcher"
+        by_service[service].query(root)
 
     def ctx_tuple(ctxs: set[str]) -> tuple[str, ...]:
         return tuple(c for c in order if c in ctxs)
@@ -180,8 +186,8 @@ def physical_plan(plan: AlgebraPlan) -> ExecutionPlan:
     matcher_ids = closure(processing)
     consumed = {t for q in ex.queries.values() for d in q.deps for t in [ex.queries[d].output_type]}
 
-    def stage(qid: str, members: list[str]) -> Stage:
-        q = ex.queries[qid]
+    def stage(qid: str, members: list[str], service: str) -> Stage:
+        q = by_service[service].queries[qid]
         feeds_here = any(qid in ex.queries[m].deps for m in members)
         external = q.transition is None and q.output_type not in consumed
         return Stage(plan=q.plan, contexts=ctx_tuple(q.contexts),
@@ -193,7 +199,8 @@ def physical_plan(plan: AlgebraPlan) -> ExecutionPlan:
     for qid in deriving:
         q = ex.queries[qid]
         assert q.transition is not None
-        transitions.append(TransitionStage(stage(qid, deriver_members), q.transition[0],  # type: ignore[arg-type]
+        transitions.append(TransitionStage(stage(qid, deriver_members, "deriver"),
+                                           q.transition[0],  # type: ignore[arg-type]
                                            q.transition[1]))
     groups = {g.gid: g.contexts for g in plan.groups} or {c: (c,) for c in order}
     context_groups = {c: tuple(gid for gid, cs in groups.items() if c in cs) for c in order}
@@ -206,8 +213,8 @@ def physical_plan(plan: AlgebraPlan) -> ExecutionPlan:
     return ExecutionPlan(
         model=model.name, partition_by=model.partition_by, event_types=event_types,
         contexts=contexts,
-        deriver_stages=tuple(stage(q, deriver_members) for q in deriver_ids),
+        deriver_stages=tuple(stage(q, deriver_members, "deriver") for q in deriver_ids),
         transitions=tuple(transitions),
-        matcher_stages=tuple(stage(q, matcher_ids) for q in matcher_ids),
+        matcher_stages=tuple(stage(q, matcher_ids, "matcher") for q in matcher_ids),
         context_groups=context_groups, groups=groups,
         shared=dict(plan.shared))
