@@ -74,6 +74,23 @@ def test_every_rendered_manifest_is_valid(rendered: dict, name: str) -> None:
     assert problems == []
 
 
+@pytest.mark.parametrize("k8s", ["1.27.0", "1.32.0", "1.37.0"])
+def test_core_manifests_valid_on_every_supported_kubernetes(rendered: dict, k8s: str) -> None:
+    """Chart.yaml says kubeVersion >=1.27: the core kinds validate from 1.27 to the
+    newest Kubernetes kubernetes-validate knows."""
+    import kubernetes_validate
+
+    for name, docs in rendered.items():
+        for doc in docs:
+            if doc["kind"] in ("RayCluster", "SparkApplication"):
+                continue
+            try:
+                kubernetes_validate.validate(doc, k8s, strict=True)
+            except kubernetes_validate.ValidationError as err:
+                pytest.fail(f"{name}: {doc['kind']}/{doc['metadata']['name']} on {k8s}: "
+                            f"{'/'.join(map(str, err.path))}: {err.message}")
+
+
 def test_default_values_run_the_example_model(rendered: dict) -> None:
     docs = rendered["default"]
     model = one(docs, "ConfigMap", "-model")["data"]["model.caesar"]
