@@ -445,3 +445,15 @@ def test_spark_job_modules_exist() -> None:
     for job in values["spark"]["jobs"].values():
         module = importlib.import_module(job["module"])
         assert callable(getattr(module, "main", None)), f"{job['module']} has no main()"
+
+
+def test_chart_packages_with_its_files(helm: Path, tmp_path: Path) -> None:
+    import tarfile
+
+    run_helm("package", str(CHART), "--destination", str(tmp_path))
+    (archive,) = tmp_path.glob("caesar-*.tgz")
+    with tarfile.open(archive) as tar:
+        names = set(tar.getnames())
+    assert {"caesar/Chart.yaml", "caesar/values.yaml", "caesar/values.schema.json",
+            "caesar/files/model.caesar", "caesar/templates/NOTES.txt"} <= names
+    assert not any("crd-schemas" in n for n in names)  # validation copies, not installable CRDs
