@@ -119,14 +119,44 @@ def test_schema_agreement_passes(tmp_path) -> None:
     assert compile_model(model).matcher_stages[0].plan.plan_id == "q1"
 
 
-def test_cli_prints_error_without_traceback(tmp_path) -> None:
-    import subprocess
+def _caesar(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
+    """Run the `caesar` entry point in-process (as the console script does)."""
     import sys
 
+    from shared.cli import main as cli
+
+    monkeypatch.setattr(sys, "argv", ["caesar", *args])
+    with pytest.raises(SystemExit) as info:
+        cli.main()
+        raise SystemExit(0)
+    out = capsys.readouterr()
+    return int(info.value.code or 0), out.out, out.err
+
+
+def test_cli_prints_error_without_traceback(tmp_path, monkeypatch, capsys) -> None:
     model = tmp_path / "bad.caesar"
     model.write_text("DERIVE A(r.vid) PATTERN R r\n")
-    proc = subprocess.run([sys.executable, "-m", "shared.cli.main", "explain", str(model)],
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2
-    assert "bad.caesar:1:25" in proc.stderr and "unknown event type R" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    code, _, err = _caesar(monkeypatch, capsys, "explain", str(model))
+    assert code == 2
+    flat = " ".join(err.split())
+    assert "bad.caesar:1:25" in flat and "unknown event type R" in flat
+    assert "Traceback" not in err
+
+
+def test_cli_explain_text_and_dot(tmp_path, monkeypatch, capsys) -> None:
+    from pathlib import Path
+
+    model = Path(__file__).parent / "data" / "figure3.caesar"
+    code, out, err = _caesar(monkeypatch, capsys, "explain", str(model))
+    assert code == 0, err
+    assert out.index("== phase 2: plan before optimization ==") < \
+        out.index("== plan after optimization ==")
+    assert "CW[congestion]" in out and "INITIATE accident" in out
+    dot = tmp_path / "plan.dot"
+    code, out, err = _caesar(monkeypatch, capsys, "explain", str(model), "--format", "dot",
+                             "--output", str(dot))
+    assert code == 0, err
+    text = dot.read_text()
+    assert text.startswith("digraph caesar {") and text.rstrip().endswith("}")
+    assert 'subgraph "cluster_before"' in text and 'subgraph "cluster_after"' in text
+    assert text.count("{") == text.count("}")
