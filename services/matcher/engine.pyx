@@ -789,11 +789,11 @@ cdef class CythonEngine:
                         part.pending = keep
                     if p.within >= 0:
                         bound = wm - p.within
-                        for s in part.stacks:
-                            s.prune(bound)
-                        if part.runs:
+                        if part.runs:  # before pruning: runs point into the stacks
                             part.runs = [r for r in part.runs
                                          if self._run_first_ts(part, p, r) > bound]
+                        for s in part.stacks:
+                            s.prune(bound)
                     if part.empty():
                         del keyed[key]
                 if not keyed:
@@ -1011,11 +1011,11 @@ cdef class CythonEngine:
             part.pending = keep
         if p.within >= 0:
             bound = self._ts - p.within
+            if part.runs:  # before pruning: runs point into the stacks
+                part.runs = [r for r in part.runs if self._run_first_ts(part, p, r) > bound]
             for s in part.stacks:
                 if s.n > s.head and s.ts[s.head] <= bound:
                     s.prune(bound)
-            if part.runs:
-                part.runs = [r for r in part.runs if self._run_first_ts(part, p, r) > bound]
         # negated events: kept for start/middle negation probes
         for c in range(p.ncomp):
             if p.negated[c] and (mask & (1 << c)) and p.nextpos[c] >= 0:
