@@ -9,6 +9,7 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from shared.errors import CaesarError
 
@@ -58,7 +59,8 @@ def main() -> None:
     try:
         app()  # standalone: typer/click print usage errors and exit themselves
     except CaesarError as exc:
-        err.print(f"[bold red]error:[/bold red] {exc}", highlight=False)
+        # The message is user text (e.g. a model line with `[attr]`), not markup.
+        err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False)
         sys.exit(2)
 
 

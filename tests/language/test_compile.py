@@ -14,8 +14,9 @@ from shared.plans.pattern import PatternPlan
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
-MODELS = [HERE / "data" / "figure3.caesar", HERE / "data" / "overlap.caesar",
-          ROOT / "examples" / "linear_road" / "model.caesar"]
+MODELS = [HERE / "data" / "figure3.caesar", HERE / "data" / "overlap.caesar"] + [
+    ROOT / "examples" / name / "model.caesar"
+    for name in ("linear_road", "hospital_hygiene", "aggressive_driving")]
 
 BASE = """MODEL t
 TIME UNIT MILLISECONDS
@@ -61,7 +62,7 @@ CONTEXT jam {
     assert optimized["q4"].contexts == ("jam",)
 
 
-@pytest.mark.parametrize("path", MODELS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_optimizer_keeps_every_predicate(path: Path) -> None:
     compiled = compile_phases(path)
     before = _stages(compiled.unoptimized_execution())
@@ -85,7 +86,7 @@ def test_optimizer_keeps_every_predicate(path: Path) -> None:
         assert set(stage.contexts) <= allowed
 
 
-@pytest.mark.parametrize("path", MODELS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_conjuncts_read_at_most_one_negated_variable(path: Path) -> None:
     plan = compile_model(path)
     for stage in plan.matcher_stages + plan.deriver_stages + tuple(t.stage for t in

@@ -14,7 +14,8 @@ from shared.language.formatter import format_model
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "language.md"
 BLOCKS = re.findall(r"```caesar\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)
-MODELS = [ROOT / "examples" / "linear_road" / "model.caesar",
+MODELS = [ROOT / "examples" / name / "model.caesar"
+          for name in ("linear_road", "hospital_hygiene", "aggressive_driving")] + [
           Path(__file__).parent / "data" / "figure3.caesar"]
 
 
@@ -32,7 +33,7 @@ def test_doc_example_round_trips(index: int) -> None:
     assert format_model(again) == printed
 
 
-@pytest.mark.parametrize("path", MODELS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_model_files_round_trip(path: Path) -> None:
     model = parse(path.read_text(encoding="utf-8"), str(path))
     assert parse(format_model(model)) == model

@@ -24,6 +24,8 @@ MODELS = {
     "figure3": HERE / "data" / "figure3.caesar",
     "overlap": HERE / "data" / "overlap.caesar",
     "linear_road": ROOT / "examples" / "linear_road" / "model.caesar",
+    "hospital_hygiene": ROOT / "examples" / "hospital_hygiene" / "model.caesar",
+    "aggressive_driving": ROOT / "examples" / "aggressive_driving" / "model.caesar",
 }
 UPDATE = os.environ.get("CAESAR_UPDATE_GOLDEN") == "1"
 
