@@ -18,6 +18,10 @@ fi
 command -v mvn >/dev/null || { echo "error: Maven (mvn) is needed to fetch the Kafka jars; install it (apt-get install maven)" >&2; exit 1; }
 command -v java >/dev/null || { echo "error: Java 17+ is needed to run the Kafka broker" >&2; exit 1; }
 
+# CAESAR_MAVEN_REPO: a separate local Maven repository (e.g. to measure a cold fetch).
+MVN=(mvn -B -q -Dstyle.color=never)
+if [ -n "${CAESAR_MAVEN_REPO:-}" ]; then MVN+=("-Dmaven.repo.local=$CAESAR_MAVEN_REPO"); fi
+
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 cat > "$WORK/pom.xml" <<POM
@@ -43,13 +47,15 @@ cat > "$WORK/pom.xml" <<POM
 POM
 
 echo "fetching org.apache.kafka:kafka_2.13:$KAFKA_VERSION (+ log4j-slf4j-impl $LOG4J_VERSION) from Maven Central"
-mvn -B -q -f "$WORK/pom.xml" dependency:tree -DoutputFile="$WORK/tree.txt" -Dscope=runtime
-echo "dependency tree:"
+"${MVN[@]}" -f "$WORK/pom.xml" dependency:tree -DoutputFile="$WORK/tree.txt" -Dscope=runtime 2>&1 \
+  | sed "s/\x1b\[[0-9;]*m//g"
+echo "dependency tree (mvn dependency:tree, runtime scope):"
 sed 's/^/  /' "$WORK/tree.txt"
+echo "copying $(grep -c ':jar:' "$WORK/tree.txt") jars to $LIBS"
 mkdir -p "$CACHE"
 rm -rf "$LIBS.partial"
-mvn -B -q -f "$WORK/pom.xml" dependency:copy-dependencies \
-  -DincludeScope=runtime -DoutputDirectory="$LIBS.partial"
+"${MVN[@]}" -f "$WORK/pom.xml" dependency:copy-dependencies \
+  -DincludeScope=runtime -DoutputDirectory="$LIBS.partial" 2>&1 | sed "s/\x1b\[[0-9;]*m//g"
 rm -rf "$LIBS"
 mv "$LIBS.partial" "$LIBS"
 cp "$WORK/tree.txt" "$CACHE/dependency-tree.txt"
