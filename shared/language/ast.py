@@ -170,6 +170,7 @@ class EventDecl:
     timestamp: str | None = None
     topic: str | None = None
     schema: str | None = None
+    output_topic: str | None = None  # TO TOPIC: where derived events of this type go
     pos: SourcePosition = _pos()
 
 

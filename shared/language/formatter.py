@@ -111,6 +111,8 @@ def format_event(e: ast.EventDecl) -> str:
         text += f" TIMESTAMP {e.timestamp}"
     if e.topic is not None:
         text += f' FROM TOPIC "{e.topic}"'
+    if e.output_topic is not None:
+        text += f' TO TOPIC "{e.output_topic}"'
     if e.schema is not None:
         text += f' SCHEMA "{e.schema}"'
     return text + ";"

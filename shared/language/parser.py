@@ -227,11 +227,13 @@ class _ToAst(Transformer):
         for c in children[1:]:
             if isinstance(c, _Tagged):
                 if c.tag in opts:
-                    raise ModelSyntaxError(f"{c.tag.upper()} is given twice for event {name}",
+                    raise ModelSyntaxError(f"{c.tag.upper().replace('_', ' ')} is given twice "
+                                           f"for event {name}",
                                            c.pos, self.text)
                 opts[c.tag] = c.value
         return ast.EventDecl(name=name, fields=tuple(fields), timestamp=opts.get("timestamp"),
                              topic=opts.get("topic"), schema=opts.get("schema"),
+                             output_topic=opts.get("output_topic"),
                              pos=self._tpos(children[0]))
 
     def field_decl(self, meta, children):
@@ -243,6 +245,9 @@ class _ToAst(Transformer):
 
     def topic_opt(self, meta, children):
         return _Tagged("topic", _string(children[0]), self._pos(meta))
+
+    def output_topic_opt(self, meta, children):
+        return _Tagged("output_topic", _string(children[0]), self._pos(meta))
 
     def schema_opt(self, meta, children):
         return _Tagged("schema", _string(children[0]), self._pos(meta))

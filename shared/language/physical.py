@@ -41,9 +41,13 @@ class _Query:
     transition: tuple[str, str] | None = None
 
 
-def output_topic(model: str, event_type: str) -> str:
-    """Kafka topic for a derived event type that leaves the matcher."""
-    return f"{model}.{event_type}"
+def output_topic(model: CheckedModel, event_type: str) -> str:
+    """Kafka topic for a derived event type that leaves the service: its
+    `TO TOPIC` if declared, else `<model>.<EventType>`."""
+    declared = model.event_types.get(event_type)
+    if declared is not None and declared.output_topic is not None:
+        return declared.output_topic
+    return f"{model.name}.{event_type}"
 
 
 class _Extractor:
@@ -192,7 +196,7 @@ def physical_plan(plan: AlgebraPlan) -> ExecutionPlan:
         external = q.transition is None and q.output_type not in consumed
         return Stage(plan=q.plan, contexts=ctx_tuple(q.contexts),
                      feeds=(q.output_type,) if feeds_here else (),
-                     output_topic=output_topic(model.name, q.output_type) if external else None)
+                     output_topic=output_topic(model, q.output_type) if external else None)
 
     deriver_members = deriver_ids + deriving
     transitions = []

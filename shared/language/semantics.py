@@ -44,6 +44,7 @@ class EventType:
     schema_file: str | None
     derived: bool
     pos: SourcePosition
+    output_topic: str | None = None
 
 
 @dataclass(frozen=True)
@@ -173,8 +174,13 @@ class _Checker:
                                decl.pos, found=fields[ts], expected="int")
             if decl.schema is not None:
                 self.check_schema(decl, fields)
+            if decl.topic is not None and decl.output_topic is not None:
+                raise self.err(ModelStructureError, f"{decl.name} is read FROM TOPIC, so no query "
+                               "derives it and it cannot go TO TOPIC", decl.pos,
+                               found="FROM TOPIC and TO TOPIC",
+                               expected="FROM TOPIC for input types, TO TOPIC for derived types")
             types[decl.name] = EventType(decl.name, fields, ts, decl.topic, decl.schema, False,
-                                         decl.pos)
+                                         decl.pos, decl.output_topic)
         return types
 
     def check_schema(self, decl: ast.EventDecl, fields: dict[str, str]) -> None:

@@ -186,3 +186,21 @@ def test_time_units_convert_to_ticks() -> None:
     text = BASE.replace("MILLISECONDS", "MINUTES") + \
         "DERIVE A(r.vid) PATTERN SEQ(R r, S s) WITHIN 2 HOURS\n"
     assert compile_model(text).matcher_stages[0].plan.within == 120
+
+
+def test_declared_output_topic() -> None:
+    text = BASE + """EVENT Toll(vid INT, toll INT) TO TOPIC "tolls"
+DERIVE Toll(r.vid, 0 AS toll) PATTERN R r
+"""
+    (stage,) = compile_model(text).matcher_stages
+    assert stage.output_topic == "tolls"
+
+
+def test_linear_road_outputs_go_to_the_spec_topics() -> None:
+    plan = compile_model(ROOT / "examples" / "linear_road" / "model.caesar")
+    topics = {s.plan.output.event_type: s.output_topic for s in plan.matcher_stages
+              if s.output_topic is not None}
+    assert topics == {"TollNotification": "lr-tolls", "AccidentAlert": "lr-accident-alerts"}
+    inputs = {t.name: t.topic for t in plan.event_types if t.topic}
+    assert inputs == {"PositionReport": "lr-position-reports"}
+    assert plan.partition_by == ("xway", "dir")

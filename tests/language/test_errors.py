@@ -71,6 +71,8 @@ CASES = [
      errors.SchemaMismatchError, 7, 1, ["DERIVE A produces fields (seg int)"]),
     ("equivalence-missing", "DERIVE A(r.vid) PATTERN SEQ(R r, S s) WHERE [spd]",
      errors.UnknownNameError, 6, 45, ["S has no attribute spd"]),
+    ("input-to-topic", "EVENT T(ts INT, seg INT) FROM TOPIC \"t\" TO TOPIC \"u\"",
+     errors.ModelStructureError, 6, 7, ["cannot go TO TOPIC"]),
     ("partition", "EVENT T(ts INT, x INT) FROM TOPIC \"t\"", errors.UnknownNameError, 3, 1,
      ["PARTITION BY attribute seg is missing from input event type T"]),
 ]
