@@ -604,7 +604,9 @@ cdef class _Group:
     cdef public int comp
     cdef public list filters
     cdef public list members   # (PlanRT, comp index)
-    cdef public object mapping  # per member: int32 layout->type column map
+    cdef public object mapping
+    cdef public int[::1] slots   # members, as arrays for the hot loop
+    cdef public int[::1] comps
 
     def __init__(self, PlanRT rep, int comp, list filters):
         self.rep = rep
@@ -620,12 +622,19 @@ cdef class CythonEngine:
     cdef dict _by_id
     cdef dict _parts          # slot -> {partition -> {eqkey -> Part}}
     cdef dict _type_cols      # type -> tuple of attribute names (batch matrix layout)
-    cdef dict _groups_by_type  # type -> list of _Group (unindexed)
-    cdef dict _index_by_type   # type -> list of (type col, {value -> [_Group]}, const info)
-    cdef dict _maps           # (slot, comp, type) -> int32 array layout col -> type col
+    cdef dict _tid            # type -> dense id
+    cdef list _type_groups    # by type id: unindexed _Group list
+    cdef list _type_index     # by type id: [(type col, {value -> [_Group]})]
+    cdef list _maps           # ((slot * MAXC) + comp) * ntypes + tid -> col map (None = identity)
+    cdef int _ntypes
     cdef list _strict         # plans with strict contiguity (see every event)
     cdef object _pool
     cdef list _out
+    cdef long* _masks         # per plan slot: components the current event reaches
+    cdef int* _hits
+    cdef int _nhit
+    cdef u8[::1] _act
+    cdef bint _use_act
     # current event (valid while one event is dispatched)
     cdef i64 _ts, _seq, _partition
     cdef double* _row_v
@@ -635,6 +644,14 @@ cdef class CythonEngine:
     cdef PlanRT _plan
     cdef i64 _last_local
     cdef int _last_comp
+
+    def __cinit__(self, *args, **kwargs):
+        self._masks = NULL
+        self._hits = NULL
+
+    def __dealloc__(self):
+        free(self._masks)
+        free(self._hits)
 
     def __init__(self, plans):
         cdef PlanRT p
@@ -655,17 +672,25 @@ cdef class CythonEngine:
             for comp in p.cp.comps:
                 for t in comp.types:
                     self._type_cols.setdefault(t, ())
-        self._maps = {}
+        self._tid = {t: i for i, t in enumerate(sorted(self._type_cols))}
+        self._ntypes = len(self._tid) + 1  # last id: types no plan names
+        self._maps = [None] * (len(self._plans) * MAXC * self._ntypes)
         for p in self._plans:
             for c, comp in enumerate(p.cp.comps):
                 for t in comp.types:
                     cols = self._type_cols[t]
-                    self._maps[(p.slot, c, t)] = np.array(
-                        [cols.index(a) if a in cols else -1 for a in comp.layout] or [0],
-                        dtype=np.int32)
+                    mp = [cols.index(a) if a in cols else -1 for a in comp.layout]
+                    if mp != list(range(len(mp))):
+                        self._maps[(p.slot * MAXC + c) * self._ntypes + self._tid[t]] = \
+                            np.array(mp or [0], dtype=np.int32)
         self._strict = [p for p in self._plans if p.strategy == 2]
-        self._groups_by_type = {}
-        self._index_by_type = {}
+        self._type_groups = [[] for _ in range(self._ntypes)]
+        self._type_index = [[] for _ in range(self._ntypes)]
+        self._masks = <long*> malloc((len(self._plans) + 1) * sizeof(long))
+        self._hits = <int*> malloc((len(self._plans) + 1) * sizeof(int))
+        for slot in range(len(self._plans) + 1):
+            self._masks[slot] = 0
+        self._nhit = 0
 
     def _build_dispatch(self, pool):
         """Group (type, pushed filters) across plans; constant equality
@@ -685,9 +710,11 @@ cdef class CythonEngine:
                         g.mapping = (t, comp.const_eq)
                         groups[gkey] = g
                     g.members.append((p, c))
-        self._groups_by_type = {}
-        self._index_by_type = {}
+        index_by_type = {}
+        self._type_groups = [[] for _ in range(self._ntypes)]
         for (t, _fk), g in groups.items():
+            g.slots = np.array([m[0].slot for m in g.members], dtype=np.int32)
+            g.comps = np.array([m[1] for m in g.members], dtype=np.int32)
             const_eq = g.mapping[1]
             g.mapping = None
             cols = self._type_cols[t]
@@ -695,11 +722,13 @@ cdef class CythonEngine:
                 attr, value = const_eq
                 key = float(pool.code(value)) if isinstance(value, str) else float(value)
                 col = cols.index(attr)
-                idx = self._index_by_type.setdefault(t, {})
+                idx = index_by_type.setdefault(t, {})
                 idx.setdefault(col, {}).setdefault(key, []).append(g)
             else:
-                self._groups_by_type.setdefault(t, []).append(g)
-        self._index_by_type = {t: list(d.items()) for t, d in self._index_by_type.items()}
+                self._type_groups[self._tid[t]].append(g)
+        self._type_index = [[] for _ in range(self._ntypes)]
+        for t, d in index_by_type.items():
+            self._type_index[self._tid[t]] = list(d.items())
 
     # -- protocol ---------------------------------------------------------
 
@@ -710,20 +739,28 @@ cdef class CythonEngine:
             self._pool = pool
             self._build_dispatch(pool)
         self._out = []
-        act = None
-        if active is not None:
-            act = np.zeros(len(self._plans), dtype=np.uint8)
+        self._use_act = active is not None
+        if self._use_act:
+            act = np.zeros(len(self._plans) + 1, dtype=np.uint8)
             for pid in active:
                 p = self._by_id.get(pid)
                 if p is not None:
                     act[p.slot] = 1
-        tnames, mats, kinds, tss, seqs, parts = [], [], [], [], [], []
+            self._act = act
+        # only types some plan reads (strict contiguity: every event counts)
+        tids, mats, kinds, tss, seqs, parts = [], [], [], [], [], []
+        width = 1
         for t, cols in batch.by_type.items():
-            names = self._type_cols.get(t)
-            if names is None:
+            tid = self._tid.get(t)
+            if tid is None:
                 if not self._strict:
                     continue
+                tid = self._ntypes - 1
                 names = ()
+            else:
+                if not (self._strict or self._type_groups[tid] or self._type_index[tid]):
+                    continue
+                names = self._type_cols[t]
             n = len(cols)
             if n == 0:
                 continue
@@ -743,19 +780,36 @@ cdef class CythonEngine:
                 nm = cols.nulls.get(a)
                 if nm is not None:
                     kin[nm, j] = K_MISSING
-            tnames.append(t)
+            width = max(width, mat.shape[1])
+            tids.append(tid)
             mats.append(mat)
             kinds.append(kin)
             tss.append(np.asarray(cols.ts, dtype=np.int64))
             seqs.append(np.asarray(cols.seq, dtype=np.int64))
             parts.append(np.asarray(cols.partition, dtype=np.int64))
-        if not tnames:
+        if not tids:
             return []
+        # merge the types back into one arrival-ordered stream
         all_seq = np.concatenate(seqs)
+        ne = all_seq.shape[0]
         order = np.argsort(all_seq, kind="stable")
-        tidx = np.concatenate([np.full(len(s), i, dtype=np.int32) for i, s in enumerate(seqs)])[order]
-        ridx = np.concatenate([np.arange(len(s), dtype=np.int64) for s in seqs])[order]
-        self._run_batch(tnames, mats, kinds, tss, seqs, parts, tidx, ridx, act)
+        where = np.empty(ne, dtype=np.int64)
+        where[order] = np.arange(ne, dtype=np.int64)
+        ev_vals = np.zeros((ne, width), dtype=np.float64)
+        ev_kinds = np.zeros((ne, width), dtype=np.uint8)
+        ev_tid = np.empty(ne, dtype=np.int32)
+        ev_ts = np.concatenate(tss)[order]
+        ev_seq = all_seq[order]
+        ev_part = np.concatenate(parts)[order]
+        off = 0
+        for i in range(len(tids)):
+            n = mats[i].shape[0]
+            at = where[off:off + n]
+            ev_vals[at, :mats[i].shape[1]] = mats[i]
+            ev_kinds[at, :mats[i].shape[1]] = kinds[i]
+            ev_tid[at] = tids[i]
+            off += n
+        self._run_batch(ev_vals, ev_kinds, ev_tid, ev_ts, ev_seq, ev_part)
         out = self._out
         self._out = []
         return out
@@ -857,91 +911,80 @@ cdef class CythonEngine:
 
     # -- event loop -------------------------------------------------------
 
-    cdef _run_batch(self, list tnames, list mats, list kinds, list tss, list seqs, list parts,
-                    int[::1] tidx, i64[::1] ridx, object act):
-        cdef Py_ssize_t e, ne = tidx.shape[0]
-        cdef int t
-        cdef i64 r
-        cdef double[:, ::1] mat
-        cdef u8[:, ::1] kin
-        cdef i64[::1] ts, sq, pt
-        cdef u8[::1] actv
-        cdef bint use_act = act is not None
-        if use_act:
-            actv = act
-        typed = []
-        for t in range(len(tnames)):
-            typed.append((mats[t], kinds[t], tss[t], seqs[t], parts[t],
-                          self._groups_by_type.get(tnames[t], []),
-                          self._index_by_type.get(tnames[t], []), tnames[t]))
-        cdef list plans_hit
-        cdef dict masks
+    @cython.boundscheck(False)
+    cdef _run_batch(self, double[:, ::1] vals, u8[:, ::1] kinds, int[::1] tids,
+                    i64[::1] ts, i64[::1] seq, i64[::1] part):
+        cdef Py_ssize_t e, ne = tids.shape[0]
+        cdef int tid, h, slot, col
         cdef _Group g
         cdef PlanRT p
-        cdef int c
+        cdef long m
+        cdef list groups, index
         for e in range(ne):
-            t = tidx[e]
-            r = ridx[e]
-            mat_o, kin_o, ts_o, sq_o, pt_o, groups, index, tname = typed[t]
-            mat = mat_o
-            kin = kin_o
-            ts = ts_o
-            sq = sq_o
-            pt = pt_o
-            self._ts = ts[r]
-            self._seq = sq[r]
-            self._partition = pt[r]
-            self._row_v = &mat[r, 0]
-            self._row_k = &kin[r, 0]
-            masks = {}
-            plans_hit = []
+            tid = tids[e]
+            self._ts = ts[e]
+            self._seq = seq[e]
+            self._partition = part[e]
+            self._row_v = &vals[e, 0]
+            self._row_k = &kinds[e, 0]
+            self._nhit = 0
+            groups = self._type_groups[tid]
             for g in groups:
-                self._offer(g, tname, masks, plans_hit, use_act, actv if use_act else None)
-            for col, table in index:
-                if kin[r, col] == K_MISSING:
-                    continue
-                hit = table.get(mat[r, col])
-                if hit is not None:
-                    for g in hit:
-                        self._offer(g, tname, masks, plans_hit, use_act, actv if use_act else None)
+                self._offer(g, tid)
+            index = self._type_index[tid]
+            if index:
+                for col, table in index:
+                    if kinds[e, col] == K_MISSING:
+                        continue
+                    hit = table.get(vals[e, col])
+                    if hit is not None:
+                        for g in hit:
+                            self._offer(g, tid)
             for p in self._strict:
-                if (not use_act or actv[p.slot]) and p.slot not in masks:
-                    masks[p.slot] = 0
-                    plans_hit.append(p)
-            for p in plans_hit:
-                self._on_plan(p, masks[p.slot], tname)
+                if (not self._use_act or self._act[p.slot]) and self._masks[p.slot] == 0:
+                    self._hits[self._nhit] = p.slot
+                    self._nhit += 1
+                    self._masks[p.slot] = 1 << MAXC  # present, reaches no component
+            for h in range(self._nhit):
+                slot = self._hits[h]
+                m = self._masks[slot] & ((1 << MAXC) - 1)
+                self._masks[slot] = 0
+                self._on_plan(<PlanRT> self._plans[slot], m, tid)
 
-    cdef _offer(self, _Group g, str tname, dict masks, list plans_hit, bint use_act, object actv):
-        cdef PlanRT rep = g.rep, p
-        cdef int c = g.comp, i
-        cdef u8[::1] av
+    cdef int _offer(self, _Group g, int tid) except -1:
+        cdef PlanRT rep = g.rep
+        cdef int c = g.comp, i, slot
         cdef Env env
         if g.filters:
-            self._extract(rep, c, tname)
+            self._extract(rep, c, tid)
             env.vals[c] = rep.scratch[c]
             env.kinds[c] = rep.scratch_k[c]
             env.width[c] = rep.width[c]
             env.row[c] = 0
             for f in g.filters:
                 if not _holds(rep, f, &env):
-                    return
-        if use_act:
-            av = actv
-        for p, c in g.members:
-            if use_act and not av[p.slot]:
+                    return 0
+        for i in range(g.slots.shape[0]):
+            slot = g.slots[i]
+            if self._use_act and not self._act[slot]:
                 continue
-            m = masks.get(p.slot)
-            if m is None:
-                masks[p.slot] = 1 << c
-                plans_hit.append(p)
-            else:
-                masks[p.slot] = m | (1 << c)
+            if self._masks[slot] == 0:
+                self._hits[self._nhit] = slot
+                self._nhit += 1
+            self._masks[slot] |= 1 << g.comps[i]
+        return 0
 
-    cdef void _extract(self, PlanRT p, int c, str tname) noexcept:
-        cdef int[::1] mp = self._maps[(p.slot, c, tname)]
+    cdef int _extract(self, PlanRT p, int c, int tid) except -1:
+        mp_o = self._maps[(p.slot * MAXC + c) * self._ntypes + tid]
+        cdef int[::1] mp
         cdef int j, w = p.width[c], src
         cdef double* dv = p.scratch[c]
         cdef u8* dk = p.scratch_k[c]
+        if mp_o is None:
+            memcpy(dv, self._row_v, w * sizeof(double))
+            memcpy(dk, self._row_k, w * sizeof(u8))
+            return 0
+        mp = mp_o
         for j in range(w):
             src = mp[j]
             if src < 0:
@@ -950,6 +993,7 @@ cdef class CythonEngine:
             else:
                 dv[j] = self._row_v[src]
                 dk[j] = self._row_k[src]
+        return 0
 
     cdef object _eqkey(self, PlanRT p, int c):
         cdef int j, col
@@ -980,7 +1024,7 @@ cdef class CythonEngine:
             keyed[key] = part
         return <Part> part
 
-    cdef _on_plan(self, PlanRT p, long mask, str tname):
+    cdef _on_plan(self, PlanRT p, long mask, int tname):
         cdef int c, k, first = -1
         cdef Part part
         cdef Stack s
