@@ -204,3 +204,22 @@ def test_linear_road_outputs_go_to_the_spec_topics() -> None:
     inputs = {t.name: t.topic for t in plan.event_types if t.topic}
     assert inputs == {"PositionReport": "lr-position-reports"}
     assert plan.partition_by == ("xway", "dir")
+
+
+def test_push_down_drops_a_producer_that_never_meets_its_consumer() -> None:
+    text = BASE + """
+DEFAULT CONTEXT a {
+  DERIVE X(r.vid) PATTERN R r
+  SWITCH CONTEXT b PATTERN S s
+}
+CONTEXT b {
+  DERIVE X(r.vid) PATTERN R r WHERE r.spd > 2
+  DERIVE Y(x.vid) PATTERN X x
+  SWITCH CONTEXT a PATTERN S s
+}
+"""
+    compiled = compile_phases(text)
+    assert set(_stages(compiled.unoptimized_execution())) == {"q1", "q3", "q4"}
+    optimized = _stages(compiled.execution)
+    assert set(optimized) == {"q3", "q4"}
+    assert all(s.contexts == ("b",) for s in optimized.values())

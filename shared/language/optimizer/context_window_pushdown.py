@@ -1,15 +1,28 @@
 """Context window push-down (CAESAR paper section 5.2, Theorem 1).
 
 Every CW operator moves to the bottom of its combined plan, directly above
-the streams (input streams, and derived streams a consumer reads), so no operator of the plan runs while none of its contexts
-holds. A producer nested under a consumer gets the consumer's contexts
-intersected with its own: a query declared for every context that only feeds
-a congestion query now runs only during congestion.
+the streams (input streams, and derived streams a consumer reads), so no
+operator of the plan runs while none of its contexts holds. A producer nested
+under a consumer gets the consumer's contexts intersected with its own: a
+query declared for every context that only feeds a congestion query now runs
+only during congestion, and a producer whose contexts never meet its
+consumer's is dropped from that consumer's plan (its events could never
+reach it).
 """
 
 from __future__ import annotations
 
 from shared.language.algebra import CW, AlgebraPlan, Op, Stream, children, with_children
+
+
+def _own_contexts(op: Op) -> frozenset[str]:
+    """Contexts of the topmost context window of a (not yet pushed) plan."""
+    while not isinstance(op, CW):
+        kids = children(op)
+        if len(kids) != 1:
+            return frozenset()
+        op = kids[0]
+    return frozenset(op.contexts)
 
 
 def push_down_context_windows(plan: AlgebraPlan) -> AlgebraPlan:
@@ -23,7 +36,11 @@ def push_down_context_windows(plan: AlgebraPlan) -> AlgebraPlan:
             if op.producers:
                 # The consumer keeps a window on the derived stream too, and the
                 # producers get the same (narrowed) window on their own inputs.
-                op = Stream(op.types, tuple(push(p, ctx) for p in op.producers))
+                # A producer whose contexts never meet the consumer's cannot
+                # feed it: it is dropped from this stream.
+                live = [p for p in op.producers
+                        if ctx is None or ctx & _own_contexts(p) or not _own_contexts(p)]
+                op = Stream(op.types, tuple(push(p, ctx) for p in live))
             if ctx is None:
                 return op
             return CW(tuple(sorted(ctx, key=order.__getitem__)), op)
