@@ -56,9 +56,13 @@ def produce_inputs(bus: Bus, cfg: ServiceConfig, values: Iterable[Mapping[str, A
     """Encode input events (Avro, the model's input schemas) onto the input topics,
     keyed by the stream partition key."""
     from services.scheduler.messages import partition_key
+    from services.scheduler.runner import _schema_name_of
 
     repo = cfg.codec.repository
     names = register_input_schemas(repo, cfg.plan)
+    for t in cfg.plan.event_types:
+        if t.schema_file:  # the model names the schema its producers use
+            names[t.name] = _schema_name_of(t.schema_file, names[t.name])
     types = {t.name: t for t in cfg.plan.event_types}
     producer = bus.producer()
     batch: list[OutRecord] = []

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,7 @@ from shared.events.batch import StringPool
 from shared.plans.aggregate import AggregatePlan
 from shared.plans.expr import Attr, Binary, Call, Const, Expr, Unary
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 
 
 # ---------------------------------------------------------------- expressions
@@ -141,19 +140,14 @@ def attributes(expr: Expr | None) -> set[str]:
 
 
 # ---------------------------------------------------------------- executor
-@dataclass
-class _Acc:
-    """Accumulators of one (partition, group, window)."""
-
-    count: list[int]
-    total: list[float]
-    low: list[float]
-    high: list[float]
-    distinct: list[set]
-
-
 class AggregateExecutor:
-    """Runs one AggregatePlan over batches of events of its source type."""
+    """Runs one AggregatePlan over batches of events of its source type.
+
+    Open windows live in slots of numpy accumulator arrays (count, total, min,
+    max per aggregate); a dict maps (partition, group values, window start)
+    to its slot, and windows are indexed by their end so closing them does
+    not scan the open ones.
+    """
 
     def __init__(self, plan: AggregatePlan, strings: StringPool | None = None) -> None:
         if plan.size <= 0 or plan.slide <= 0:
@@ -167,11 +161,45 @@ class AggregateExecutor:
             needed |= attributes(cond)
         self._needed = sorted(needed)
         self._windows_per_event = -(-plan.size // plan.slide)
-        # (partition, group values..., window start) -> _Acc
-        self._open: dict[tuple, _Acc] = {}
+        na = len(plan.aggregates)
+        self._distinct_aggs = [i for i, s in enumerate(plan.aggregates)
+                               if s.func == "count_distinct"]
+        self._slot: dict[tuple, int] = {}  # (partition, group values..., start) -> slot
+        self._free: list[int] = []
+        cap = 64
+        self._count = np.zeros((na, cap), dtype=np.int64)
+        self._total = np.zeros((na, cap), dtype=np.float64)
+        self._low = np.full((na, cap), np.inf)
+        self._high = np.full((na, cap), -np.inf)
+        self._distinct: dict[int, list[set]] = {}  # slot -> one set per aggregate
+        self._by_end: dict[int, list[tuple]] = {}
         self._keys: dict[int, str] = {}  # partition id -> readable key
         self._string_group = [False] * len(plan.group_by)
         self.watermark = -(2**62)
+
+    def _slots(self, keys: list[tuple]) -> np.ndarray:
+        out = np.empty(len(keys), dtype=np.int64)
+        size = self.plan.size
+        for i, key in enumerate(keys):
+            slot = self._slot.get(key)
+            if slot is None:
+                slot = self._free.pop() if self._free else len(self._slot)
+                if slot >= self._count.shape[1]:
+                    self._grow()
+                self._slot[key] = slot
+                self._by_end.setdefault(key[-1] + size, []).append(key)
+                if self._distinct_aggs:
+                    self._distinct[slot] = [set() for _ in self.plan.aggregates]
+            out[i] = slot
+        return out
+
+    def _grow(self) -> None:
+        cap = self._count.shape[1]
+        self._count = np.concatenate([self._count, np.zeros_like(self._count)], axis=1)
+        self._total = np.concatenate([self._total, np.zeros_like(self._total)], axis=1)
+        self._low = np.concatenate([self._low, np.full_like(self._low, np.inf)], axis=1)
+        self._high = np.concatenate([self._high, np.full_like(self._high, -np.inf)], axis=1)
+        assert self._count.shape[1] == 2 * cap
 
     # -- input
     def add(self, records: Sequence[Mapping[str, Any]], ts: np.ndarray,
@@ -185,7 +213,7 @@ class AggregateExecutor:
         plan = self.plan
         cols, missing = columns_from_records(records, self._needed, self.strings)
         for i, g in enumerate(plan.group_by):
-            if any(isinstance(r.get(g), str) for r in records[:1]):
+            if isinstance(records[0].get(g), str):
                 self._string_group[i] = True
         keep = np.ones(n, dtype=bool)
         for cond in plan.where:
@@ -220,41 +248,26 @@ class AggregateExecutor:
         change = np.ones(len(order), dtype=bool)
         change[1:] = np.any(keys_sorted[1:] != keys_sorted[:-1], axis=1)
         bounds = np.nonzero(change)[0]
-        group_keys = keys_sorted[bounds]
         counts = np.diff(np.append(bounds, len(order)))
-        per_agg = []
-        for spec in plan.aggregates:
+        slots = self._slots(list(map(tuple, keys_sorted[bounds].tolist())))
+        for ai, spec in enumerate(plan.aggregates):
             if spec.arg is None:
-                per_agg.append((counts, None, None, None, None))
+                self._count[ai, slots] += counts
                 continue
             v, m = eval_columns(spec.arg, cols, missing, n, self.strings)
             v = np.asarray(v)[rows]
             valid = ~np.asarray(m)[rows]
             vf = v.astype(np.float64)
-            cnt = np.add.reduceat(valid.astype(np.int64), bounds)
-            tot = np.add.reduceat(np.where(valid, vf, 0.0), bounds)
-            lo = np.minimum.reduceat(np.where(valid, vf, np.inf), bounds)
-            hi = np.maximum.reduceat(np.where(valid, vf, -np.inf), bounds)
-            dist = None
+            self._count[ai, slots] += np.add.reduceat(valid.astype(np.int64), bounds)
+            self._total[ai, slots] += np.add.reduceat(np.where(valid, vf, 0.0), bounds)
+            self._low[ai, slots] = np.minimum(
+                self._low[ai, slots], np.minimum.reduceat(np.where(valid, vf, np.inf), bounds))
+            self._high[ai, slots] = np.maximum(
+                self._high[ai, slots], np.maximum.reduceat(np.where(valid, vf, -np.inf), bounds))
             if spec.func == "count_distinct":
                 ends = np.append(bounds[1:], len(rows))
-                dist = [set(v[s:e][valid[s:e]].tolist()) for s, e in zip(bounds, ends, strict=True)]
-            per_agg.append((cnt, tot, lo, hi, dist))
-        na = len(plan.aggregates)
-        for gi, key in enumerate(map(tuple, group_keys.tolist())):
-            acc = self._open.get(key)
-            if acc is None:
-                acc = _Acc([0] * na, [0.0] * na, [np.inf] * na, [-np.inf] * na,
-                           [set() for _ in range(na)])
-                self._open[key] = acc
-            for ai, (cnt, tot, lo, hi, dist) in enumerate(per_agg):
-                acc.count[ai] += int(cnt[gi])
-                if tot is not None:
-                    acc.total[ai] += float(tot[gi])
-                    acc.low[ai] = min(acc.low[ai], float(lo[gi]))
-                    acc.high[ai] = max(acc.high[ai], float(hi[gi]))
-                if dist is not None:
-                    acc.distinct[ai] |= dist[gi]
+                for s, e, slot in zip(bounds.tolist(), ends.tolist(), slots.tolist(), strict=True):
+                    self._distinct[slot][ai].update(v[s:e][valid[s:e]].tolist())
 
     # -- output
     def advance(self, watermark: int) -> list[dict[str, Any]]:
@@ -263,43 +276,48 @@ class AggregateExecutor:
             return []
         self.watermark = watermark
         plan = self.plan
-        closing = sorted(k for k in self._open if k[-1] + plan.size <= watermark)
-        closing.sort(key=lambda k: (k[-1], k[:-1]))
+        closing_ends = sorted(e for e in self._by_end if e <= watermark)
         out: list[dict[str, Any]] = []
-        for key in closing:
-            acc = self._open.pop(key)
-            row: dict[str, Any] = {"type": plan.output_type}
-            for i, g in enumerate(plan.group_by):
-                raw = key[1 + i]
-                row[g] = self.strings.string(raw) if self._string_group[i] else raw
-            for ai, spec in enumerate(plan.aggregates):
-                row[spec.name] = self._value(spec.func, spec.arg is None, acc, ai)
-            row["ts"] = key[-1] + plan.size
-            row["_partition"] = key[0]
-            row["_key"] = self._keys.get(key[0], "")
-            row["_window_start"] = key[-1]
-            if self._having(row):
-                out.append(row)
+        for end in closing_ends:
+            for key in sorted(self._by_end.pop(end)):
+                slot = self._slot.pop(key)
+                row: dict[str, Any] = {"type": plan.output_type}
+                for i, g in enumerate(plan.group_by):
+                    raw = key[1 + i]
+                    row[g] = self.strings.string(raw) if self._string_group[i] else raw
+                for ai, spec in enumerate(plan.aggregates):
+                    row[spec.name] = self._value(spec.func, ai, slot)
+                row["ts"] = end
+                row["_partition"] = key[0]
+                row["_key"] = self._keys.get(key[0], "")
+                row["_window_start"] = key[-1]
+                self._count[:, slot] = 0
+                self._total[:, slot] = 0.0
+                self._low[:, slot] = np.inf
+                self._high[:, slot] = -np.inf
+                self._distinct.pop(slot, None)
+                self._free.append(slot)
+                if self._having(row):
+                    out.append(row)
         return out
 
-    @staticmethod
-    def _value(func: str, star: bool, acc: _Acc, ai: int) -> Any:
-        count = acc.count[ai]
+    def _value(self, func: str, ai: int, slot: int) -> Any:
+        count = int(self._count[ai, slot])
         if func == "count":
             return count
         if func == "count_distinct":
-            return len(acc.distinct[ai])
+            return len(self._distinct[slot][ai])
         if count == 0:
             return None
         if func == "sum":
-            total = acc.total[ai]
-            return int(total) if float(total).is_integer() else total
+            total = float(self._total[ai, slot])
+            return int(total) if total.is_integer() else total
         if func == "avg":
-            return acc.total[ai] / count
+            return float(self._total[ai, slot]) / count
         if func == "min":
-            return _num(acc.low[ai])
+            return _num(self._low[ai, slot])
         if func == "max":
-            return _num(acc.high[ai])
+            return _num(self._high[ai, slot])
         raise PlanError(f"aggregate function {func} not supported in windowed aggregation")
 
     def _having(self, row: dict[str, Any]) -> bool:
@@ -315,19 +333,21 @@ class AggregateExecutor:
     # -- state for the store
     def snapshot(self) -> bytes:
         strings = [self.strings.string(i) for i in range(len(self.strings))]
-        return pickle.dumps((STATE_VERSION, self._open, self._keys, self._string_group,
-                             self.watermark, strings))
+        return pickle.dumps((STATE_VERSION, self._slot, self._free, self._count, self._total,
+                             self._low, self._high, self._distinct, self._by_end, self._keys,
+                             self._string_group, self.watermark, strings))
 
     def restore(self, state: bytes) -> None:
-        version, opened, keys, string_group, watermark, strings = pickle.loads(state)
+        version, *rest = pickle.loads(state)
         if version != STATE_VERSION:
             raise PlanError(f"aggregate state version {version} is not {STATE_VERSION}")
+        (self._slot, self._free, self._count, self._total, self._low, self._high,
+         self._distinct, self._by_end, self._keys, self._string_group, self.watermark,
+         strings) = rest
         pool = StringPool()
         for s in strings:
             pool.code(s)
         self.strings = pool
-        self._open, self._keys = opened, keys
-        self._string_group, self.watermark = string_group, watermark
 
 
 def _num(value: float) -> int | float:

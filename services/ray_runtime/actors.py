@@ -11,6 +11,7 @@ batches.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 import traceback
@@ -51,8 +52,14 @@ class ServiceActor:
     def _run(self) -> None:
         try:
             self.loop.run(self._stop.is_set)
-        except Exception:  # surfaced through stats(); the actor stays inspectable
+        except Exception:
+            # A dead loop in a live actor would stall the pipeline silently:
+            # report, then end the process so Ray restarts the actor, which
+            # restores its last checkpoint.
             self.error = traceback.format_exc()
+            print(f"caesar {self.service} actor failed, restarting:\n{self.error}",
+                  file=sys.stderr, flush=True)
+            os._exit(1)
 
     def stats(self) -> dict[str, Any]:
         s = self.loop.stats
