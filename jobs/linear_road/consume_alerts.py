@@ -98,37 +98,38 @@ class AlertConsumer:
     def _write_batch(self, batch: DataFrame, batch_id: int) -> None:
         from pyspark.sql import functions as F
 
-        batch = batch.persist()
+        # Decode every record once (each topic with its schema), then one aggregate for
+        # the counts and one write per output type that has records.
+        decoded = batch.select(
+            "topic", "value", F.col("timestamp").alias("alert_kafka_ts"),
+            *[F.when(F.col("topic") == topic, decode_column(schema, F.col("value")))
+              .alias(f"r{i}") for i, (schema, topic) in enumerate(self.topics.items())],
+        ).persist()
         try:
-            total = 0
-            for schema, topic in self.topics.items():
-                part = batch.filter(F.col("topic") == topic)
-                decoded = part.select(decode_column(schema, part.value).alias("r"),
-                                      F.col("timestamp").alias("alert_kafka_ts"),
-                                      F.col("value")).select("r.*", "alert_kafka_ts", "value")
-                decoded = decoded.persist()
-                good = decoded.filter("_error IS NULL").drop("_error", "value") \
-                    .withColumn("batch_id", F.lit(batch_id).cast("long"))
-                bad = decoded.filter("_error IS NOT NULL").select(
-                    F.lit(topic).alias("topic"), "_error", "value")
-                n_good, n_bad = good.count(), bad.count()
-                if n_good:
-                    good.write.mode("append").parquet(str(self.out / SHORT_NAMES[schema]))
-                if n_bad:
-                    bad.write.mode("append").parquet(str(self.out / "_undecodable"))
-                decoded.unpersist()
-                total += n_good
-                with self._lock:
-                    self.undecodable += n_bad
+            error = F.coalesce(*[F.col(f"r{i}._error") for i in range(len(self.topics))])
+            counts = decoded.groupBy("topic", error.isNull().alias("ok")).count().collect()
+            good = {(r["topic"]) : r["count"] for r in counts if r["ok"]}
+            n_bad = sum(r["count"] for r in counts if not r["ok"])
+            for i, (schema, topic) in enumerate(self.topics.items()):
+                if good.get(topic):
+                    (decoded.filter((F.col("topic") == topic) & F.col(f"r{i}._error").isNull())
+                     .select(f"r{i}.*", "alert_kafka_ts").drop("_error")
+                     .withColumn("batch_id", F.lit(batch_id).cast("long"))
+                     .write.mode("append").parquet(str(self.out / SHORT_NAMES[schema])))
+            if n_bad:
+                decoded.filter(error.isNotNull()).select("topic", error.alias("error"), "value") \
+                    .write.mode("append").parquet(str(self.out / "_undecodable"))
             written = int(time.time() * 1000)
+            total = sum(good.values())
             with self._lock:
+                self.undecodable += n_bad
                 self.records += total
                 self._batch_ms[batch_id] = written
                 if total:
                     self._last_data = time.monotonic()
                 (self.out / BATCH_TIMES).write_text(json.dumps(self._batch_ms))
         finally:
-            batch.unpersist()
+            decoded.unpersist()
 
     def wait_idle(self, idle_s: float, max_s: float, min_records: int = 1) -> None:
         """Return once `min_records` arrived and nothing new came for `idle_s` (or after max_s)."""

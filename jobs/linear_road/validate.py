@@ -77,46 +77,43 @@ class Validation:
 
 def compare(expected: DataFrame, actual: DataFrame, name: str,
             fields: tuple[str, ...]) -> TypeComparison:
+    """Match on (vid, time); one Spark pass for the counts, more only for examples."""
     from pyspark.sql import functions as F
 
-    expected = expected.select(*fields).cache()
-    actual = actual.select(*fields).cache()
-    dup_keys = actual.groupBy(*KEY).count().filter("count > 1")
-    duplicates = dup_keys.count()
-    # Actual records for a key that appears more than once all count as one
-    # duplicate; the comparison below uses the first of them.
+    # Several actual records for one key count as one duplicate; the first is compared.
     actual_one = actual.groupBy(*KEY).agg(
-        *[F.first(c).alias(c) for c in fields if c not in KEY])
-    e, a = expected.alias("e"), actual_one.alias("a")
-    joined = e.join(a, [e[k] == a[k] for k in KEY], "full_outer").cache()
-    missing = joined.filter(F.col("a.vid").isNull())
-    extra = joined.filter(F.col("e.vid").isNull())
+        F.count(F.lit(1)).alias("_n"), *[F.first(c).alias(c) for c in fields if c not in KEY])
+    e, a = expected.select(*fields).alias("e"), actual_one.alias("a")
+    joined = e.join(a, [e[k] == a[k] for k in KEY], "full_outer")
     differs = F.lit(False)
     for c in fields:
         differs = differs | ~F.col(f"e.{c}").eqNullSafe(F.col(f"a.{c}"))
-    different = joined.filter(F.col("a.vid").isNotNull() & F.col("e.vid").isNotNull() & differs)
-
-    def rows(df: DataFrame, side: str) -> list[dict[str, Any]]:
-        picked = df.orderBy(F.col(f"{side}.time"), F.col(f"{side}.vid")).limit(EXAMPLES)
-        return [r.asDict() for r in picked.select(*[F.col(f"{side}.{c}") for c in fields])
-                .collect()]
-
-    result = TypeComparison(name, expected.count(), actual.count(), missing.count(),
-                            extra.count(), duplicates, different.count())
-    if result.missing:
-        result.examples["missing"] = rows(missing, "e")
-    if result.extra:
-        result.examples["extra"] = rows(extra, "a")
-    if result.duplicates:
-        result.examples["duplicated"] = [r.asDict() for r in dup_keys.limit(EXAMPLES).collect()]
-    if result.different:
-        picked = different.orderBy(F.col("e.time"), F.col("e.vid")).limit(EXAMPLES).collect()
-        result.examples["different (expected | actual)"] = [
-            {c: (r[i], r[len(fields) + i]) for i, c in enumerate(fields)
-             if r[i] != r[len(fields) + i] or c in KEY}
-            for r in picked]
-    for df in (expected, actual, joined):
-        df.unpersist()
+    in_e, in_a = F.col("e.vid").isNotNull(), F.col("a.vid").isNotNull()
+    kinds = {"missing": in_e & ~in_a, "extra": in_a & ~in_e, "different": in_e & in_a & differs,
+             "duplicated": F.coalesce(F.col("a._n"), F.lit(0)) > 1}
+    flagged = joined.select("*", *[cond.alias(f"_{k}") for k, cond in kinds.items()]).cache()
+    row = flagged.select(
+        F.sum(in_e.cast("long")).alias("expected"),
+        F.coalesce(F.sum("a._n"), F.lit(0)).alias("actual"),
+        *[F.sum(F.col(f"_{k}").cast("long")).alias(k) for k in kinds]).first()
+    counts = {k: int(row[k] or 0) for k in ("expected", "actual", *kinds)}
+    result = TypeComparison(name, counts["expected"], counts["actual"], counts["missing"],
+                            counts["extra"], counts["duplicated"], counts["different"])
+    for kind in kinds:
+        if not counts[kind]:
+            continue
+        side = "a" if kind in ("extra", "duplicated") else "e"
+        picked = flagged.filter(F.col(f"_{kind}")) \
+            .orderBy(F.col(f"{side}.time"), F.col(f"{side}.vid")).limit(EXAMPLES) \
+            .select(*[F.col(f"e.{c}").alias(f"e_{c}") for c in fields],
+                    *[F.col(f"a.{c}").alias(f"a_{c}") for c in fields]).collect()
+        if kind == "different":
+            result.examples["different (expected, actual)"] = [
+                {c: (r[f"e_{c}"], r[f"a_{c}"]) for c in fields
+                 if c in KEY or r[f"e_{c}"] != r[f"a_{c}"]} for r in picked]
+        else:
+            result.examples[kind] = [{c: r[f"{side}_{c}"] for c in fields} for r in picked]
+    flagged.unpersist()
     return result
 
 
