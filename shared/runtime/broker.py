@@ -108,6 +108,8 @@ class LocalBroker:
         if c.dev:
             props.update({
                 "group.initial.rebalance.delay.ms": "0",
+                # The broker is unfenced on a heartbeat: beat often so it serves sooner.
+                "broker.heartbeat.interval.ms": "500",
                 # Let compaction run on small test topics within seconds.
                 "log.cleaner.min.compaction.lag.ms": "0",
                 "log.cleaner.backoff.ms": "1000",
