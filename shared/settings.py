@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_serializer, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -46,6 +46,13 @@ class SecuritySettings(_Section):
     ssl_endpoint_identification_algorithm: str | None = None  # "https" or "none"
     # Any other librdkafka property, verbatim (e.g. "sasl.oauthbearer.method").
     extra: dict[str, str] = Field(default_factory=dict)
+
+    @field_serializer("sasl_password", "ssl_key_password", when_used="json")
+    def _reveal_in_json(self, value: SecretStr | None) -> str | None:
+        # Settings travel to Ray actors as JSON (model_dump_json): the secret must
+        # survive that trip. repr/str and model_dump() (Python mode) stay masked;
+        # do not log the JSON.
+        return None if value is None else value.get_secret_value()
 
     def client_config(self) -> dict[str, str]:
         conf: dict[str, str] = {"security.protocol": self.protocol}

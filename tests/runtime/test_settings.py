@@ -96,3 +96,22 @@ def test_topic_specs_partitions_and_compaction():
     assert not specs["caesar.transactions"].compacted
     assert specs["caesar.transactions"].config["retention.ms"] == "3600000"
     assert "retention.ms" not in specs["caesar.context-changes"].config
+
+
+def test_settings_survive_the_json_trip_to_actors_with_secrets():
+    s = Settings(kafka={"bootstrap_servers": "k:9092", "security": {
+        "protocol": "SASL_SSL", "sasl_mechanism": "PLAIN", "sasl_username": "u",
+        "sasl_password": "pw"}}, topics={"partitions": 2})
+    back = Settings.model_validate_json(s.model_dump_json())
+    assert back == s
+    assert back.kafka.client_config()["sasl.password"] == "pw"
+    assert "pw" not in repr(back) and "pw" not in str(s.model_dump())
+
+
+def test_bootstrap_for_prefers_explicit_setting(monkeypatch, tmp_path):
+    from shared.cli.runtime_cmd import bootstrap_for
+
+    monkeypatch.setenv("CAESAR_RUNTIME__RUNTIME_DIR", str(tmp_path))
+    assert bootstrap_for(load_settings()) == "127.0.0.1:9092"  # nothing running: default
+    monkeypatch.setenv("CAESAR_KAFKA__BOOTSTRAP_SERVERS", "remote:9093")
+    assert bootstrap_for(load_settings()) == "remote:9093"
