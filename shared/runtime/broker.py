@@ -67,8 +67,8 @@ class LocalBroker:
         self.properties = self.dir / "server.properties"
         self.log_file = self.dir / "broker.log"
         self.pid_file = self.dir / "broker.pid"
+        self.pending_archive_file = self.dir / "cds-archive.pending"
         self._process: subprocess.Popen[bytes] | None = None
-        self._pending_archive: Path | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -171,7 +171,11 @@ class LocalBroker:
         self.dir.mkdir(parents=True, exist_ok=True)
         self._write_config()
         self._format(libs)
-        cds, self._pending_archive = self._class_archive(libs)
+        cds, pending = self._class_archive(libs)
+        # Recorded on disk: `caesar down` (another process) publishes the archive.
+        self.pending_archive_file.unlink(missing_ok=True)
+        if pending is not None:
+            self.pending_archive_file.write_text(str(pending))
         log = open(self.log_file, "ab")
         try:
             self._process = subprocess.Popen(
@@ -201,8 +205,7 @@ class LocalBroker:
         if pid is None:
             return False
         was_running = pid_alive(pid)
-        if was_running:
-            stop_pid(pid, timeout_s)
+        killed = stop_pid(pid, timeout_s) if was_running else False
         if self._process is not None:
             try:
                 self._process.wait(timeout=5)
@@ -210,14 +213,16 @@ class LocalBroker:
                 pass
             self._process = None
         self.pid_file.unlink(missing_ok=True)
-        self._publish_archive()
+        self._publish_archive(complete=not killed)
         return was_running
 
-    def _publish_archive(self) -> None:
-        pending, self._pending_archive = self._pending_archive, None
-        if pending is None:
+    def _publish_archive(self, complete: bool) -> None:
+        try:
+            pending = Path(self.pending_archive_file.read_text().strip())
+        except OSError:
             return
-        if pending.is_file() and pending.stat().st_size > 0:
+        self.pending_archive_file.unlink(missing_ok=True)
+        if complete and pending.is_file() and pending.stat().st_size > 0:
             pending.replace(pending.with_name("broker.jsa"))  # atomic; last writer wins
         else:
             pending.unlink(missing_ok=True)
