@@ -15,8 +15,10 @@ from typing import Any
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from fastavro import parse_schema
+from fastavro.schema import to_parsing_canonical_form
 
 from shared.codecs.errors import CodecError, CorruptRecordError, UnknownSchemaError
+from shared.codecs.fingerprint import crc64_avro
 from shared.codecs.schemas import SchemaEntry, SchemaRepository
 from shared.codecs.single_object import _read, _write
 
@@ -91,11 +93,8 @@ class RegistryCodec:
         return entry
 
     def _entry_for(self, raw: Any) -> SchemaEntry:
-        # A schema registered by someone else: use it as writer schema as is.
-        from fastavro.schema import to_parsing_canonical_form
-
-        from shared.codecs.fingerprint import crc64_avro
-
+        """Writer schema for a registry id: ours if the fingerprint matches, else the
+        registered schema as is (registered by another producer)."""
         parsed = parse_schema(raw, _write_hint=False)
         canonical = to_parsing_canonical_form(parsed)
         fp = crc64_avro(canonical.encode())

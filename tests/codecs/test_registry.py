@@ -71,3 +71,20 @@ def test_truncated_registry_body(client):
     data = codec.encode("DerivedEvent", alert())
     with pytest.raises(CorruptRecordError, match="DerivedEvent body"):
         codec.decode(data[:-4])
+
+
+def test_record_from_a_foreign_producer_decodes_with_its_registered_schema(client):
+    import io
+    import json
+
+    from confluent_kafka.schema_registry import Schema
+    from fastavro import parse_schema, schemaless_writer
+
+    foreign = {"type": "record", "name": "Reading", "namespace": "ext",
+               "fields": [{"name": "id", "type": "string"}, {"name": "v", "type": "double"}]}
+    schema_id = client.register_schema("ext.Reading-value", Schema(json.dumps(foreign), "AVRO"))
+    body = io.BytesIO()
+    schemaless_writer(body, parse_schema(foreign), {"id": "s1", "v": 2.5})
+    data = struct.pack(">bI", 0, schema_id) + body.getvalue()
+    codec = RegistryCodec("mock://caesar-tests", client=client)
+    assert codec.decode(data) == ("ext.Reading", {"id": "s1", "v": 2.5})
