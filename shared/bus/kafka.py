@@ -26,6 +26,15 @@ from shared.settings import KafkaSettings
 
 # Errors a consumer reports in-band that are not failures.
 _BENIGN = {KafkaError._PARTITION_EOF}
+# In-band consumer errors that do not go away by waiting.
+_PERMANENT = {
+    KafkaError.TOPIC_AUTHORIZATION_FAILED,
+    KafkaError.GROUP_AUTHORIZATION_FAILED,
+    KafkaError.SASL_AUTHENTICATION_FAILED,
+    KafkaError._AUTHENTICATION,
+    KafkaError._SSL,
+    KafkaError._INVALID_ARG,
+}
 
 
 class KafkaBus:
@@ -218,6 +227,7 @@ class KafkaConsumer:
         self._pending_seeks: dict[TopicPartition, int] = {}
         self._assigned: list[TopicPartition] = []
         self._closed = False
+        self.last_error: str | None = None  # last transient error librdkafka reported
 
     def _on_assign(self, consumer: Consumer, partitions: list[KTopicPartition]) -> None:
         for p in partitions:
@@ -254,17 +264,28 @@ class KafkaConsumer:
     def poll(self, max_records: int, timeout_s: float) -> list[Record]:
         if self._closed:
             raise BusError("consumer is closed")
-        msgs = self._consumer.consume(num_messages=max_records, timeout=timeout_s)
+        # librdkafka's consume() waits until it has max_records or the timeout
+        # passed; take what is already fetched, and block only for the first record.
+        consumer = self._consumer
+        msgs = consumer.consume(num_messages=max_records, timeout=0)
+        if not msgs:
+            first = consumer.poll(timeout_s)
+            if first is None:
+                return []
+            msgs = [first]
+            if max_records > 1:
+                msgs += consumer.consume(num_messages=max_records - 1, timeout=0)
         out: list[Record] = []
         for m in msgs:
             err = m.error()
             if err is not None:
-                if err.code() in _BENIGN:
-                    continue
-                if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                    raise UnknownTopicError(f"consuming {m.topic()}: {err.str()}")
-                if err.fatal() or not err.retriable():
+                # librdkafka reports transient conditions in-band (coordinator moves,
+                # a topic not created yet) and recovers by itself, as the Java client
+                # does: remember them. Fail only on what never heals.
+                if err.fatal() or err.code() in _PERMANENT:
                     raise BusError(f"consuming {m.topic()}: {err.str()}")
+                if err.code() not in _BENIGN:
+                    self.last_error = err.str()
                 continue
             _, ts = m.timestamp()
             headers = m.headers()

@@ -149,3 +149,25 @@ def test_in_memory_partitioning_matches_kafka(kafka_bus, unique_name, partitions
     assert len(from_kafka) == len(records)
     assert layout(from_kafka) == layout(from_memory)
     assert all(r.partition == partition_for_key(r.key, partitions) for r in from_kafka)
+
+
+def test_poll_returns_what_is_ready_without_waiting_out_the_timeout(kafka_bus, unique_name):
+    """A poll must not hold ready records back until max_records or the timeout
+    (librdkafka's consume() would): each hop of the pipeline would add the timeout."""
+    topic = unique_name("ready")
+    kafka_bus.create_topics([TopicSpec(topic, 1)])
+    producer = kafka_bus.producer()
+    producer.produce([OutRecord(topic, b"%d" % i) for i in range(5)])
+    producer.flush()
+    c = kafka_bus.consumer(unique_name("g"))
+    tp = TopicPartition(topic, 0)
+    c.assign([tp], {tp: 0})
+    got = drain(c, 5)
+    assert len(got) == 5
+    producer.produce([OutRecord(topic, b"more")])
+    producer.flush()
+    started = time.monotonic()
+    got = c.poll(10_000, 60.0)
+    assert [r.value for r in got] == [b"more"]
+    assert time.monotonic() - started < 30.0  # far below the 60 s timeout
+    c.close()
