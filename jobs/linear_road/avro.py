@@ -20,7 +20,8 @@ POSITION_REPORT = f"{NAMESPACE}.PositionReport"
 TOLL_NOTIFICATION = f"{NAMESPACE}.TollNotification"
 ACCIDENT_ALERT = f"{NAMESPACE}.AccidentAlert"
 
-# Spark DDL of each record (field order of the .avsc files).
+# Spark DDL of each record (field order of the .avsc files; PositionReport without the
+# transport field `pseg`, which WIRE_DDL adds for decoding the input topic).
 SPARK_DDL = {
     POSITION_REPORT: "time INT, vid INT, spd INT, xway INT, lane INT, dir INT, seg INT, pos INT",
     TOLL_NOTIFICATION: "vid INT, time INT, xway INT, dir INT, seg INT, lav INT, toll INT, "
@@ -39,6 +40,9 @@ def encode(schema_name: str, records: list[dict[str, Any]]) -> list[bytes]:
     return codec().encode_many(schema_name, records)
 
 
+WIRE_DDL = {**SPARK_DDL, POSITION_REPORT: SPARK_DDL[POSITION_REPORT] + ", pseg INT"}
+
+
 def decode_column(schema_name: str, value: Column) -> Column:
     """A struct column of `schema_name` decoded from a binary single-object column.
 
@@ -47,7 +51,7 @@ def decode_column(schema_name: str, value: Column) -> Column:
     from pyspark.sql.functions import udf
     from pyspark.sql.types import StringType, StructField, StructType, _parse_datatype_string
 
-    fields = _parse_datatype_string(SPARK_DDL[schema_name]).fields
+    fields = _parse_datatype_string(WIRE_DDL[schema_name]).fields
     out_type = StructType([*fields, StructField("_error", StringType(), True)])
     names = [f.name for f in fields]
 

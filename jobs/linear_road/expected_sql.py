@@ -69,7 +69,7 @@ _VIEWS = {
         SELECT xway, dir, seg, minute, COUNT(DISTINCT vid) AS cars,
                SUM(spd) AS total, COUNT(*) AS n
         FROM lr_seq GROUP BY xway, dir, seg, minute""",
-    # Section 5: accident alerts (nearest affecting accident).
+    # Section 5: accident alerts (nearest alerting accident).
     "lr_expected_alerts": """
         SELECT vid, time, xway, dir, seg,
                CAST(CASE WHEN dir = 0 THEN seg + dist ELSE seg - dist END AS INT) AS acc_seg
@@ -81,6 +81,14 @@ _VIEWS = {
                AND e.minute > a.td DIV 60 + 1
                AND (a.tc IS NULL OR e.time <= a.tc)
               GROUP BY e.vid, e.time, e.xway, e.dir, e.seg)""",
+    # Section 4: entering reports whose toll a near accident zeroes (td < t <= tc).
+    "lr_toll_zeroed": """
+        SELECT DISTINCT e.vid, e.time
+        FROM lr_entering e JOIN lr_accidents a
+          ON a.xway = e.xway AND a.dir = e.dir
+         AND (CASE WHEN e.dir = 0 THEN a.acc_seg - e.seg ELSE e.seg - a.acc_seg END)
+             BETWEEN 0 AND 4
+         AND e.time > a.td AND (a.tc IS NULL OR e.time <= a.tc)""",
     "lr_entering_stats": """
         SELECT e.vid, e.time, e.xway, e.dir, e.seg,
                COALESCE(SUM(w.total), 0) AS total, COALESCE(SUM(w.n), 0) AS n
@@ -99,7 +107,7 @@ _VIEWS = {
         JOIN lr_entering e ON e.vid = s.vid AND e.time = s.time
         LEFT JOIN lr_minute_stats p
           ON p.xway = s.xway AND p.dir = s.dir AND p.seg = s.seg AND p.minute = e.minute - 1
-        LEFT JOIN lr_expected_alerts a ON a.vid = s.vid AND a.time = s.time""",
+        LEFT JOIN lr_toll_zeroed a ON a.vid = s.vid AND a.time = s.time""",
 }
 
 

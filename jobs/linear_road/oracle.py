@@ -151,18 +151,18 @@ def expected_outputs(reports: Iterable[PositionReport]) -> Expected:
         if not entering:
             continue
         m = minute(r.time)
-        affecting = [
-            acc for acc in by_road[(r.xway, r.dir)]
-            if 0 <= (acc.seg - r.seg) * (1 if r.dir == 0 else -1) <= 4
-            and m > minute(acc.detected) and r.time <= acc.cleared
-        ]
-        if affecting:
-            nearest = min(affecting, key=lambda a: abs(a.seg - r.seg))
+        near = [acc for acc in by_road[(r.xway, r.dir)]
+                if 0 <= (acc.seg - r.seg) * (1 if r.dir == 0 else -1) <= 4
+                and r.time <= acc.cleared]
+        zeroing = [acc for acc in near if acc.detected < r.time]
+        alerting = [acc for acc in near if m > minute(acc.detected)]
+        if alerting:
+            nearest = min(alerting, key=lambda a: abs(a.seg - r.seg))
             alerts.append(AlertRow(r.vid, r.time, r.xway, r.dir, r.seg, nearest.seg))
         n_cars = len(cars.get((r.xway, r.dir, r.seg, m - 1), ()))
         average = lav(r.xway, r.dir, r.seg, m)
         toll = 0
-        if not affecting and n_cars > 50 and average < 40:
+        if not zeroing and n_cars > 50 and average < 40:
             toll = 2 * (n_cars - 50) ** 2
         tolls.append(TollRow(r.vid, r.time, r.xway, r.dir, r.seg, average, toll))
     return Expected(tolls, alerts, found, congested)

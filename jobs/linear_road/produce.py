@@ -1,5 +1,6 @@
 """Spark producer: Linear Road position reports -> the input topic, as Avro
-(single-object encoding), keyed by the stream partition key "<xway>:<dir>".
+(single-object encoding), keyed by the stream partition key "<xway>:<dir>" or, with
+segment fan-out, "<xway>:<dir>:<pseg>" (SPEC.md section 1).
 
 Reports come from the generator or a standard LR file, in time order. They are
 sent in slices of simulated time through Spark's Kafka sink; between slices the
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from jobs.linear_road.avro import POSITION_REPORT, encode
 from jobs.linear_road.generator import generate
+from jobs.linear_road.partitioning import wire_records
 from jobs.linear_road.records import PositionReport, read_lr
 
 if TYPE_CHECKING:
@@ -36,6 +38,7 @@ MIN_SLICE_WALL_S = 0.5  # one Spark write per slice: keep slices long enough to 
 @dataclass
 class ProduceStats:
     records: int = 0
+    messages: int = 0  # Kafka records: records x fan-out
     slices: int = 0
     simulated_s: int = 0
     wall_s: float = 0.0
@@ -59,7 +62,10 @@ def slice_seconds(speed: float) -> int:
 def produce(spark: SparkSession, reports: Iterable[PositionReport], bootstrap: str,
             topic: str = DEFAULT_TOPIC, speed: float = 0.0,
             progress: Callable[[ProduceStats], None] | None = None,
-            producer_options: dict[str, str] | None = None) -> ProduceStats:
+            producer_options: dict[str, str] | None = None,
+            fanout: bool = False) -> ProduceStats:
+    """Send `reports` (time-ordered) to `topic`; `fanout` = per-segment partitions
+    (jobs/linear_road/partitioning.py)."""
     stats = ProduceStats()
     started = time.monotonic()
     first_time: int | None = None
@@ -71,14 +77,16 @@ def produce(spark: SparkSession, reports: Iterable[PositionReport], bootstrap: s
             delay = due - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-        values = encode(POSITION_REPORT, [r._asdict() for r in batch])
-        rows = [(r.partition_key().encode(), v) for r, v in zip(batch, values, strict=True)]
+        wire = [pair for r in batch for pair in wire_records(r, fanout)]
+        values = encode(POSITION_REPORT, [record for _, record in wire])
+        rows = [(key.encode(), v) for (key, _), v in zip(wire, values, strict=True)]
         writer = (spark.createDataFrame(rows, "key BINARY, value BINARY").write.format("kafka")
                   .option("kafka.bootstrap.servers", bootstrap).option("topic", topic))
         for key, value in (producer_options or {}).items():
             writer = writer.option(f"kafka.{key}", value)
         writer.save()
         stats.records += len(batch)
+        stats.messages += len(rows)
         stats.slices += 1
         stats.simulated_s = batch[-1].time + 1
         stats.wall_s = time.monotonic() - started
@@ -89,7 +97,7 @@ def produce(spark: SparkSession, reports: Iterable[PositionReport], bootstrap: s
 
 def print_progress(stats: ProduceStats) -> None:
     rate = stats.records / stats.wall_s if stats.wall_s else 0.0
-    print(f"[produce] {stats.records:>9,} reports sent | simulated time {stats.simulated_s:>6} s "
+    print(f"[produce] {stats.records:>9,} reports sent ({stats.messages:,} Kafka records) | simulated time {stats.simulated_s:>6} s "
           f"(minute {stats.simulated_s // 60 + 1}) | {stats.wall_s:7.1f} s wall | "
           f"{rate:,.0f} reports/s", flush=True)
 
@@ -105,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--lr-file")
     source.add_argument("--generate", help="generator settings, e.g. xways=1,duration_s=600")
+    parser.add_argument("--segment-fanout", action="store_true",
+                        help="key by (xway, dir, pseg) and send each report to the 6 "
+                             "segment partitions that need it (SPEC.md section 1)")
     parser.add_argument("--speed", type=float, default=0.0,
                         help="simulated seconds per wall second (1 = real time, 0 = max)")
     args = parser.parse_args(argv)
@@ -112,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     reports = (read_lr(args.lr_file) if args.lr_file
                else generate(parse_generator_spec(args.generate)))
     spark = spark_session("caesar-lr-produce", kafka=True)
-    stats = produce(spark, reports, args.bootstrap, args.topic, args.speed, print_progress)
+    stats = produce(spark, reports, args.bootstrap, args.topic, args.speed, print_progress,
+                    fanout=args.segment_fanout)
     print(f"[produce] done: {stats.records:,} reports, {stats.simulated_s} simulated s "
           f"in {stats.wall_s:.1f} s")
     return 0

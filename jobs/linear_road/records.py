@@ -38,10 +38,6 @@ class PositionReport(NamedTuple):
         return (f"0,{self.time},{self.vid},{self.spd},{self.xway},{self.lane},{self.dir},"
                 f"{self.seg},{self.pos},-1,-1,-1,-1,-1,-1")
 
-    def partition_key(self) -> str:
-        """The Kafka record key: the model's stream partition key (xway, dir), see SPEC.md."""
-        return f"{self.xway}:{self.dir}"
-
 
 def parse_lr_line(line: str, where: str = "") -> PositionReport | None:
     """A position report, or None for other record types (queries) and blank lines."""

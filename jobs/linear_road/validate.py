@@ -150,14 +150,15 @@ def reports_from_lr_file(spark: SparkSession, path: str | Path) -> DataFrame:
 
 
 def reports_from_topic(spark: SparkSession, bootstrap: str, topic: str) -> DataFrame:
-    """Every PositionReport on the input topic (batch read with Spark's Kafka source)."""
+    """Every PositionReport on the input topic (batch read with Spark's Kafka source),
+    once: of fanned-out reports only the segment's own copy (pseg = seg)."""
     from jobs.linear_road.avro import decode_column
 
     raw = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
            .option("subscribe", topic).option("startingOffsets", "earliest")
            .option("endingOffsets", "latest").load())
     decoded = raw.select(decode_column(POSITION_REPORT, raw.value).alias("r")).select("r.*")
-    return decoded.filter("_error IS NULL").drop("_error")
+    return decoded.filter("_error IS NULL AND (pseg = -1 OR pseg = seg)").drop("_error", "pseg")
 
 
 def parse_generator_spec(text: str) -> GeneratorConfig:

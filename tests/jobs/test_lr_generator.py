@@ -95,3 +95,19 @@ def test_bad_lr_lines_name_the_problem(line, message):
     with pytest.raises(LinearRoadFormatError, match=message) as info:
         parse_lr_line(line, "data.lr:7")
     assert "data.lr:7" in str(info.value)
+
+
+def test_segment_fanout_reaches_the_partitions_that_need_the_report():
+    from jobs.linear_road.partitioning import fanout_segments, wire_records
+
+    assert fanout_segments(50, 0) == [50, 49, 48, 47, 46, 45]  # partitions upstream of 50
+    assert fanout_segments(50, 1) == [50, 51, 52, 53, 54, 55]
+    assert fanout_segments(2, 0) == [2, 1, 0] and fanout_segments(98, 1) == [98, 99]
+    report = PositionReport(time=61, vid=7, spd=30, xway=2, lane=1, dir=1, seg=10, pos=53000)
+    assert wire_records(report, fanout=False) == [("2:1", {**report._asdict(), "pseg": -1})]
+    fanned = wire_records(report, fanout=True)
+    assert [key for key, _ in fanned] == [f"2:1:{p}" for p in range(10, 16)]
+    assert all(rec["pseg"] == int(key.rsplit(":", 1)[1]) for key, rec in fanned)
+    # Partition p sees an accident at segment p+4 downstream (dir 1: p-4) and one more.
+    for p in range(10, 16):
+        assert 0 <= p - report.seg <= 5

@@ -20,6 +20,7 @@ from jobs.linear_road.avro import (
     encode,
 )
 from jobs.linear_road.generator import GeneratorConfig, generate
+from jobs.linear_road.partitioning import fanout_segments
 from jobs.linear_road.validate import (
     reports_from_lr_file,
     reports_from_topic,
@@ -112,14 +113,17 @@ def test_produce_then_consume_round_trip(spark, kafka_bootstrap, unique_name, tm
     _create_topics(kafka_bootstrap, input_topic, toll_topic, alert_topic)
     seen = []
     stats = produce(spark, reports, kafka_bootstrap, input_topic, speed=240.0,
-                    progress=seen.append)
+                    progress=seen.append, fanout=True)
     assert stats.records == len(reports) and stats.simulated_s == reports[-1].time + 1
+    fanned = sum(len(fanout_segments(r.seg, r.dir)) for r in reports)
+    assert stats.messages == fanned > 5 * len(reports)
     assert len(seen) == stats.slices >= 2
-    # The input topic holds exactly the reports, keyed by (xway, dir), Avro-decodable by Spark.
+    # The input topic holds the fanned-out reports keyed by (xway, dir, pseg), Avro-decodable
+    # by Spark; read back once each (own copies).
     keyed = spark.read.format("kafka").option("kafka.bootstrap.servers", kafka_bootstrap) \
         .option("subscribe", input_topic).option("startingOffsets", "earliest").load()
     keys = {(r.key.decode()) for r in keyed.select("key").distinct().collect()}
-    assert keys == {"0:0", "0:1"}
+    assert keys == {f"0:{r.dir}:{p}" for r in reports for p in fanout_segments(r.seg, r.dir)}
     back = reports_from_topic(spark, kafka_bootstrap, input_topic)
     assert sorted(tuple(r) for r in back.collect()) == sorted(reports)
 
