@@ -6,7 +6,8 @@ Output: context changes (every change of a partition's vector, stamped with
 the time from which it holds for later transactions: windows are half-open
 (ti, tt], so a change at ts affects transactions at t > ts) and deriver
 progress D: every change with ts < D has been emitted. The router routes a
-transaction at t once D >= t.
+transaction at t once D >= t. D moves to t when a transaction at t arrives
+(all earlier ones are derived) and to W on scheduler progress W.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from services.matcher.processor import (
 from services.router.contexts import ContextResolver, StageActivation
 from services.scheduler.messages import Alert, ContextChange, Progress, Transaction
 from shared.errors import PlanError
-from shared.plans.execution import ExecutionPlan
+from shared.plans.execution import ExecutionPlan, TransitionStage
 
 NEVER = -(2**62)
 
@@ -83,11 +84,16 @@ class DeriverProcessor:
         ts = txns[0].ts
         for t in txns:
             self.keys[t.partition] = t.key
-        # What became final before ts may change contexts that hold at ts.
+        # A transaction at ts means every one before ts is in: windows ending
+        # at or before ts are final, and their results (stamped end - 1 or end,
+        # see AggregatePlan.emit_ts) may change the contexts that hold at ts.
         self._apply(self.graph.advance(ts), out)
+        # D = ts, not ts + 1: more transactions at ts (other stream partitions)
+        # may still come in the next batch, and a window ending at ts + 1 is
+        # final only once they are in (at the next ts or scheduler progress).
+        self.done_before = max(self.done_before, ts)
         items = [(t, self.activation.active(self.vector(t.partition))) for t in txns]
         self._apply(self.graph.step(ts, items), out)
-        self.done_before = max(self.done_before, ts + 1)
         out.progress = Progress(self.done_before, "deriver")
 
     def _apply(self, outputs: list[StageOutput], out: DeriverOutput) -> None:
@@ -108,6 +114,10 @@ class DeriverProcessor:
             t = self.transitions[o.stage.plan.plan_id]
             part = o.record["_p"]
             before = self.raw.get(part, 0)
+            if not self._holds(t, self.resolver.effective(before)):
+                # An earlier transition at this ts already ended the contexts
+                # this query runs in: it no longer derives anything.
+                continue
             bit = 1 << self.resolver.bits[t.context]
             if t.action == "INITIATE":
                 after = before | bit
@@ -125,6 +135,9 @@ class DeriverProcessor:
             vector = self.resolver.effective(after)
             out.changes.append(ContextChange(part, self.keys.get(part, o.record["_key"]), ts,
                                              vector, self.resolver.names(vector)))
+
+    def _holds(self, t: TransitionStage, vector: int) -> bool:
+        return any(vector & m == m for m in self.resolver.stage_masks(t.stage))
 
     # state for the store
     def snapshot(self) -> dict:

@@ -7,7 +7,7 @@ expanded to the windows that contain it, rows are grouped on
 aggregate is reduced per group with ufunc `reduceat`. Only the per-group merge
 into the open-window table is a Python loop (one step per group, not per event).
 A window is emitted once the watermark reaches its end (no event with
-ts < end can follow), stamped with ts = end (the plan's `emit_ts`).
+ts < end can follow), stamped with ts = end - 1 (or end; the plan's `emit_ts`).
 """
 
 from __future__ import annotations
@@ -287,7 +287,7 @@ class AggregateExecutor:
                     row[g] = self.strings.string(raw) if self._string_group[i] else raw
                 for ai, spec in enumerate(plan.aggregates):
                     row[spec.name] = self._value(spec.func, ai, slot)
-                row["ts"] = end
+                row["ts"] = end - 1 if plan.emit_ts == "window_last" else end
                 row["_partition"] = key[0]
                 row["_key"] = self._keys.get(key[0], "")
                 row["_window_start"] = key[-1]

@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from services.embedded.bus_pipeline import produce_inputs, read_alerts
+from services.embedded.bus_pipeline import produce_inputs, read_alerts, read_dead_letters
 from services.embedded.pipeline import EmbeddedPipeline
 from services.ray_runtime.deployment import Deployment
 from services.store.loop import ServiceConfig
@@ -58,13 +58,16 @@ def measure(plan: ExecutionPlan, events: list[dict[str, Any]], bootstrap: str, p
             break
         time.sleep(0.25)
     done = time.perf_counter()
-    dep.stop()
+    dead = read_dead_letters(bus, cfg)
+    final = dep.stop()
     bus.close()
+    restarts = sum(1 for stats in final.values() for st in stats if st["restored_from"])
     elapsed = done - started - idle_flush_s  # the tail waits for the idle flush
     return {"partitions": partitions, "events": len(events), "alerts": len(got),
             "expected_alerts": expected, "seconds": round(elapsed, 2),
             "produce_seconds": round(produced - started, 2),
-            "events_per_s": round(len(events) / elapsed, 1)}
+            "events_per_s": round(len(events) / elapsed, 1), "restarted_actors": restarts,
+            "dead_letters": len(dead), "dead_letter_example": dead[0]["detail"] if dead else None}
 
 
 def _with_input_topics(plan: ExecutionPlan, prefix: str) -> ExecutionPlan:

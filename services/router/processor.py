@@ -70,8 +70,10 @@ class RouterProcessor:
         while self.pending and self.pending[0].ts <= self.deriver_done:
             txn = self.pending.popleft()
             vector, ended = self._vector_at(txn.partition, txn.ts)
-            discard = self.activation.ended(ended)
             active = self.activation.active(vector)
+            # A stage that runs in the new contexts too keeps its partial matches
+            # (e.g. a query of every context: no window of it ended).
+            discard = tuple(p for p in self.activation.ended(ended) if p not in active)
             n = len(txn.events)
             for pid in self.activation.plan_ids():
                 if pid not in active:

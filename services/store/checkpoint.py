@@ -17,6 +17,7 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
+from shared.bus.errors import BusError
 from shared.bus.protocol import Bus, BusProducer
 from shared.bus.records import OutRecord, TopicPartition
 from shared.codecs import Codec
@@ -78,6 +79,17 @@ class CheckpointStore:
         producer.produce(out)
         self.bytes_written = len(blob)
 
+    def _end_offset(self, tp: TopicPartition) -> int:
+        """End offset, waiting out a topic whose leader is not elected yet."""
+        deadline = time.monotonic() + self.restore_timeout_s
+        while True:
+            try:
+                return self.bus.end_offsets([tp]).get(tp, 0)
+            except BusError as exc:
+                if time.monotonic() > deadline:
+                    raise StoreError(f"{self.actor}: cannot read {tp.topic}: {exc}") from exc
+                time.sleep(0.5)
+
     def _changelog(self, key: bytes, state: bytes, offsets: list, ts: int, wall: int) -> bytes:
         return self.codec.encode(CHANGELOG, {
             "version": 1, "store": self.service, "state_format": STATE_FORMAT, "key": key,
@@ -86,7 +98,7 @@ class CheckpointStore:
     def load(self) -> tuple[Any, dict[TopicPartition, int]] | None:
         """The newest state of this actor and the input offsets it covers, or None."""
         tp = TopicPartition(self.changelog_topic, 0)
-        end = self.bus.end_offsets([tp]).get(tp, 0)
+        end = self._end_offset(tp)
         if end == 0:
             return None
         consumer = self.bus.consumer(f"caesar-restore-{self.actor}")

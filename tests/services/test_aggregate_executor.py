@@ -33,7 +33,7 @@ def naive(events, size, slide, keep=lambda e: True):
     out = []
     for (p, seg, start), evs in windows.items():
         spd = [e["spd"] for e in evs]
-        out.append((p, seg, start + size, len(evs), len({e["vid"] for e in evs}), sum(spd),
+        out.append((p, seg, start + size - 1, len(evs), len({e["vid"] for e in evs}), sum(spd),
                     round(sum(spd) / len(spd), 6), min(spd), max(spd)))
     return sorted(out)
 
@@ -76,7 +76,7 @@ def test_where_and_having_and_emit_only_when_closed():
     agg.add(evs, np.array([e["ts"] for e in evs]), np.zeros(4, dtype=np.int64), {0: "k"})
     assert agg.advance(9) == []  # window [0, 10) still open
     rows = agg.advance(10)
-    assert [(r["seg"], r["n"], r["avg"], r["ts"], r["_key"]) for r in rows] == [(1, 2, 60.0, 10, "k")]
+    assert [(r["seg"], r["n"], r["avg"], r["ts"], r["_key"]) for r in rows] == [(1, 2, 60.0, 9, "k")]
 
 
 def test_snapshot_restore_continues_windows():

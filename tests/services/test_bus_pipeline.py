@@ -61,7 +61,9 @@ def test_restart_from_checkpoint_resumes_without_loss_or_duplicates():
     cfg = config(1)
     bus = InMemoryBus()
     pipe = BusPipeline(cfg, bus, commit_interval_s=0.0, poll_timeout_s=0.01, batch_size=50)
-    produce_inputs(bus, cfg, events[:200])
+    # cut at a ts boundary: an idle flush in between makes later events of a
+    # released ts late (dead letters), which is right but not what is tested here
+    produce_inputs(bus, cfg, events[:201])
     for _ in range(6):
         for loop in pipe.loops.values():
             loop.run_once()
@@ -73,7 +75,7 @@ def test_restart_from_checkpoint_resumes_without_loss_or_duplicates():
                                       poll_timeout_s=0.01, batch_size=50)
     pipe.loops["matcher"].start()
     assert pipe.loops["matcher"].stats.restored_from
-    produce_inputs(bus, cfg, events[200:])
+    produce_inputs(bus, cfg, events[201:])
     pipe.run_until_quiet(quiet_s=0.5)
     got = read_alerts(bus, cfg)
     assert set(identities(got)) == set(identities(expected.alerts))

@@ -40,9 +40,12 @@ def test_deriver_aggregate_feeds_transition_when_window_closes():
     d = DeriverProcessor(two_context_plan(with_aggregate=True), ReferenceEngine)
     out = d.process([txn(1, pos(1, 1, 7, 30.0)), txn(5, pos(5, 2, 7, 35.0)),
                      txn(12, pos(12, 3, 7, 50.0))])
-    # window [0, 10) closes before ts 12: its average 32.5 starts congestion at ts 10
-    assert [(c.ts, c.contexts) for c in out.changes] == [(10, ("congestion",))]
-    assert out.progress == Progress(13, "deriver")
+    # window [0, 10) closes before ts 12: its average 32.5 starts congestion at
+    # its last tick 9 (emit_ts window_last), so it holds for ts 10 on
+    assert [(c.ts, c.contexts) for c in out.changes] == [(9, ("congestion",))]
+    # more transactions at 12 may follow: D stays 12 until the scheduler says more
+    assert out.progress == Progress(12, "deriver")
+    assert d.process([Progress(13)]).progress == Progress(13, "deriver")
 
 
 def test_router_waits_for_deriver_progress_and_routes_by_context():
