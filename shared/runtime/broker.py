@@ -68,6 +68,7 @@ class LocalBroker:
         self.log_file = self.dir / "broker.log"
         self.pid_file = self.dir / "broker.pid"
         self.pending_archive_file = self.dir / "cds-archive.pending"
+        self.killed = False  # the last stop needed SIGKILL
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -206,6 +207,7 @@ class LocalBroker:
             return False
         was_running = pid_alive(pid)
         killed = stop_pid(pid, timeout_s) if was_running else False
+        self.killed = killed
         if self._process is not None:
             try:
                 self._process.wait(timeout=5)

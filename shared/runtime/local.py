@@ -159,14 +159,14 @@ class LocalRuntime:
     def down(self, progress: Any = print) -> list[str]:
         stopped = []
         state = self._state()
-        ray = self.ray()
-        if ray.stop():
-            stopped.append("ray")
-            progress(f"stopped Ray (pid {state.get('ray', {}).get('pid')})")
-        broker = self.broker()
-        if broker.stop():
-            stopped.append("kafka")
-            progress(f"stopped Kafka broker (pid {state.get('broker', {}).get('pid')})")
+        for name, component, label in (("ray", self.ray(), "Ray"),
+                                       ("broker", self.broker(), "Kafka broker")):
+            pid = component.pid
+            t = time.monotonic()
+            if component.stop():
+                stopped.append("kafka" if name == "broker" else name)
+                how = "killed after the grace period" if component.killed else "stopped"
+                progress(f"{how} {label} (pid {pid}) in {time.monotonic() - t:.1f}s")
         # Keep the ports (status shows where they ran); drop the PIDs.
         for key in ("ray", "broker"):
             state.get(key, {}).pop("pid", None)

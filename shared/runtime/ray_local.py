@@ -47,6 +47,7 @@ class LocalRay:
         self.pid_file = self.dir / "ray.pid"
         self.log_file = self.dir / "ray.log"
         self.temp_link = self.dir / "ray-temp"  # -> the short temp dir Ray uses
+        self.killed = False  # the last stop needed SIGKILL
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -92,7 +93,10 @@ class LocalRay:
                "--temp-dir", str(temp_dir)]
         if c.dashboard:
             cmd += ["--dashboard-port", str(free_port())]
-        log = open(self.log_file, "ab")
+        # A fresh log: readiness is read from it (keep the previous run's as .prev).
+        if self.log_file.exists():
+            self.log_file.replace(self.log_file.with_suffix(".log.prev"))
+        log = open(self.log_file, "wb")
         try:
             # No Serve here: skip Ray's 30 s drain on SIGTERM so `down` is quick.
             # Token auth off: Ray 2.60 turns it on for `ray start` whenever
@@ -135,8 +139,7 @@ class LocalRay:
         if pid is None:
             return False
         was_running = pid_alive(pid)
-        if was_running:
-            stop_pid(pid, timeout_s)
+        self.killed = stop_pid(pid, timeout_s) if was_running else False
         if self._process is not None:
             try:
                 self._process.wait(timeout=5)

@@ -61,7 +61,7 @@ def test_up_status_topics_down_on_custom_ports(tmp_path: Path):
     finally:
         down = caesar("down", "--runtime-dir", str(run))
     assert down.returncode == 0, down.stderr
-    assert "stopped Ray" in down.stdout and "stopped Kafka" in down.stdout
+    assert "Ray (pid" in down.stdout and "Kafka broker (pid" in down.stdout
     assert not pid_alive(kafka_pid) and not pid_alive(ray_pid)
     assert not port_open(port) and not port_open(rport)
     status = caesar("status", "--runtime-dir", str(run))
