@@ -59,6 +59,23 @@ def slice_seconds(speed: float) -> int:
     return max(1, int(speed * MIN_SLICE_WALL_S))
 
 
+def paced_slices(reports: Iterable[PositionReport], speed: float,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> Iterator[list[PositionReport]]:
+    """Time slices of `reports`, each released when its first report is due in wall
+    time: simulated time runs `speed` times faster than the clock (0 = no waiting)."""
+    started = clock()
+    first_time: int | None = None
+    for _end, batch in time_slices(reports, slice_seconds(speed)):
+        if first_time is None:
+            first_time = batch[0].time
+        if speed > 0:
+            delay = started + (batch[0].time - first_time) / speed - clock()
+            if delay > 0:
+                sleep(delay)
+        yield batch
+
+
 def produce(spark: SparkSession, reports: Iterable[PositionReport], bootstrap: str,
             topic: str = DEFAULT_TOPIC, speed: float = 0.0,
             progress: Callable[[ProduceStats], None] | None = None,
@@ -68,15 +85,7 @@ def produce(spark: SparkSession, reports: Iterable[PositionReport], bootstrap: s
     (jobs/linear_road/partitioning.py)."""
     stats = ProduceStats()
     started = time.monotonic()
-    first_time: int | None = None
-    for _end, batch in time_slices(reports, slice_seconds(speed)):
-        if first_time is None:
-            first_time = batch[0].time
-        if speed > 0:  # wait until the slice's start is due in wall time
-            due = started + (batch[0].time - first_time) / speed
-            delay = due - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
+    for batch in paced_slices(reports, speed):
         wire = [pair for r in batch for pair in wire_records(r, fanout)]
         values = encode(POSITION_REPORT, [record for _, record in wire])
         rows = [(key.encode(), v) for (key, _), v in zip(wire, values, strict=True)]

@@ -111,3 +111,24 @@ def test_segment_fanout_reaches_the_partitions_that_need_the_report():
     # Partition p sees an accident at segment p+4 downstream (dir 1: p-4) and one more.
     for p in range(10, 16):
         assert 0 <= p - report.seg <= 5
+
+
+def test_replay_pacing_follows_simulated_time():
+    from jobs.linear_road.produce import paced_slices, slice_seconds
+
+    reports = [PositionReport(t, t, 50, 0, 1, 0, 0, 0) for t in range(0, 600, 7)]
+    now = [100.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    slices = list(paced_slices(reports, speed=60.0, clock=lambda: now[0], sleep=sleep))
+    assert [r for batch in slices for r in batch] == reports
+    assert slice_seconds(60.0) == 30 and all(
+        len({r.time // 30 for r in batch}) == 1 for batch in slices)
+    # 60x: the slice starting at simulated second s is released s/60 wall seconds in.
+    assert now[0] - 100.0 == pytest.approx((slices[-1][0].time - 0) / 60.0)
+    assert list(paced_slices(reports, speed=0, clock=lambda: now[0], sleep=sleep))
+    assert len(slept) == len(slices) - 1  # as fast as possible: no more waiting
