@@ -5,7 +5,10 @@ Contract between the compiler (producer) and services/matcher/aggregate
 (consumer). Windows are aligned to multiples of `slide` in event time:
 a window is [start, start + size) with start a multiple of `slide`; tumbling
 means size == slide. A window's result is emitted once event time passes its
-end (watermark >= end), with timestamp end - 1 ... see `emit_ts`.
+end (watermark >= end), stamped per `emit_ts`: "window_last" (the default)
+= end - 1, the window's last tick, so an event at `end` (the first tick of the
+next window) strictly follows the result and a context derived from it holds
+for that event (windows (ti, tt] are half-open); "window_end" = end.
 """
 
 from __future__ import annotations
@@ -34,4 +37,4 @@ class AggregatePlan:
     aggregates: tuple[AggregateSpec, ...]
     where: tuple[Expr, ...] = ()  # filter on input events before aggregation
     having: tuple[Expr, ...] = ()  # filter on output rows (Attr(None, name) reads outputs)
-    emit_ts: Literal["window_end"] = "window_end"  # output ts = window end (exclusive bound)
+    emit_ts: Literal["window_last", "window_end"] = "window_last"  # ts = end - 1 | end
