@@ -123,8 +123,10 @@ class TopicSettings(_Section):
 
 
 class RaySettings(_Section):
-    # None = start an in-process local Ray; "auto" = the cluster `caesar up` started;
-    # "ray://host:10001" or "host:6379" for a remote cluster.
+    # None = $RAY_ADDRESS if set, else an in-process local Ray; "127.0.0.1:6379" =
+    # the head `caesar up` started (`caesar status` shows its address);
+    # "ray://host:10001" or "host:6379" for a cluster. ("auto" only finds
+    # clusters in Ray's default temp dir, not the `caesar up` head.)
     address: str | None = None
     namespace: str = "caesar"
     actors_per_service: int = Field(1, ge=1)

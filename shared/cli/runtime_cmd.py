@@ -67,6 +67,10 @@ def up(
     if report.created_topics:
         console.print(f"created topics: {', '.join(sorted(report.created_topics))}")
     _print_status(runtime)
+    hint = f"CAESAR_KAFKA__BOOTSTRAP_SERVERS={runtime.bootstrap}"
+    if settings.runtime.ray:
+        hint += f" RAY_ADDRESS={runtime.ray().address}"
+    console.print(f"clients: export {hint}", soft_wrap=True)
 
 
 def down(config: ConfigOpt = None, runtime_dir: RuntimeDirOpt = None) -> None:
