@@ -203,7 +203,7 @@ def test_linear_road_outputs_go_to_the_spec_topics() -> None:
     assert topics == {"TollNotification": "lr-tolls", "AccidentAlert": "lr-accident-alerts"}
     inputs = {t.name: t.topic for t in plan.event_types if t.topic}
     assert inputs == {"PositionReport": "lr-position-reports"}
-    assert plan.partition_by == ("xway", "dir")
+    assert plan.partition_by == ("xway", "dir", "pseg")
 
 
 def test_push_down_drops_a_producer_that_never_meets_its_consumer() -> None:

@@ -1,0 +1,62 @@
+"""The Linear Road model, run through the real CAESAR pipeline (embedded mode:
+scheduler -> deriver -> router -> matcher processors), derives exactly the
+toll notifications and accident alerts of examples/linear_road/SPEC.md, as
+computed by the independent oracle (jobs/linear_road/oracle.py).
+
+Input is the generator's, fanned out per segment as the Spark producer sends it
+(`produce --segment-fanout`, jobs/linear_road/partitioning.py). The slow test
+is the larger check (both directions congested, accidents that clear and one
+that does not, 2 expressways).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from jobs.linear_road.generator import GeneratorConfig, generate
+from jobs.linear_road.oracle import ALERT_FIELDS, TOLL_FIELDS, expected_outputs
+from jobs.linear_road.partitioning import wire_records
+from services.embedded.pipeline import EmbeddedPipeline
+from shared.language import compile_model
+
+MODEL = Path(__file__).parents[2] / "examples" / "linear_road" / "model.caesar"
+
+
+def compare(config: GeneratorConfig) -> dict[str, Counter]:
+    reports = list(generate(config))
+    expected = expected_outputs(reports)
+    values = [record for r in reports for _, record in wire_records(r, fanout=True)]
+    result = EmbeddedPipeline(compile_model(MODEL)).run_values(values,
+                                                                topic="lr-position-reports")
+    assert result.dead_letters == []
+    got = {"TollNotification": Counter(), "AccidentAlert": Counter()}
+    fields = {"TollNotification": TOLL_FIELDS, "AccidentAlert": ALERT_FIELDS}
+    for alert in result.alerts:
+        got[alert.event_type][tuple(int(alert.fields[f]) for f in fields[alert.event_type])] += 1
+    want = {"TollNotification": Counter(tuple(r) for r in expected.tolls),
+            "AccidentAlert": Counter(tuple(r) for r in expected.alerts)}
+    # The run must exercise every rule: non-zero tolls and accident alerts.
+    assert sum(1 for t in expected.tolls if t.toll > 0) > 0
+    assert expected.alerts and expected.accidents
+    return {f"{kind} {side}": diff for kind in want
+            for side, diff in (("missing", want[kind] - got[kind]),
+                               ("extra", got[kind] - want[kind]))}
+
+
+def assert_exact(diffs: dict[str, Counter]) -> None:
+    shown = {k: sorted(v)[:5] for k, v in diffs.items() if v}
+    assert not shown, f"model differs from the oracle: {shown}"
+
+
+def test_model_equals_oracle_on_a_small_run() -> None:
+    assert_exact(compare(GeneratorConfig(xways=1, duration_s=600, cars_per_direction=300,
+                                         seed=1)))
+
+
+@pytest.mark.slow
+def test_model_equals_oracle_on_a_larger_run() -> None:
+    assert_exact(compare(GeneratorConfig(xways=2, duration_s=1200, cars_per_direction=500,
+                                         seed=7)))
