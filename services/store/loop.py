@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from services.store.checkpoint import CheckpointStore
+from shared.bus.errors import BusError
 from shared.bus.protocol import Bus
 from shared.bus.records import OutRecord, Record, TopicPartition
 
@@ -80,12 +81,23 @@ class ServiceLoop:
                                             for tp, o in offsets.items()}
                 log.info("%s restored; resuming at %s", self.group_id, self.stats.restored_from)
         if len(offsets) < len(self.inputs):
-            committed = self.consumer.committed(self.inputs)
+            committed = self._committed()
             for tp in self.inputs:
                 if tp not in offsets:
                     offsets[tp] = committed.get(tp) or 0
         self.positions = dict(offsets)
         self.consumer.assign(self.inputs, offsets)
+
+    def _committed(self, timeout_s: float = 60.0) -> dict[TopicPartition, int | None]:
+        """Committed offsets; a group coordinator still loading is waited out."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                return self.consumer.committed(self.inputs)
+            except BusError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
 
     def run_once(self) -> int:
         records = self.consumer.poll(self.batch_size, self.poll_timeout_s)
