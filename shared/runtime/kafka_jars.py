@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -30,7 +31,7 @@ def ensure_kafka_jars(version: str, *, quiet: bool = False) -> Path:
                                       f"{FETCH_SCRIPT} is missing")
     result = subprocess.run(
         ["bash", str(FETCH_SCRIPT)],
-        env={**__import__("os").environ, "CAESAR_KAFKA_VERSION": version,
+        env={**os.environ, "CAESAR_KAFKA_VERSION": version,
              "CAESAR_CACHE": str(CACHE_DIR)},
         capture_output=quiet, text=True)
     if result.returncode != 0 or not jars_cached(version):
