@@ -205,6 +205,10 @@ class KafkaProducer:
                 except BufferError:
                     # Local queue full: let librdkafka send, then retry.
                     self._producer.poll(0.05)
+                except KafkaException as exc:
+                    raise BusError(f"cannot produce to {rec.topic}"
+                                   f"{'' if rec.partition is None else f'[{rec.partition}]'}: "
+                                   f"{exc.args[0].str()}") from exc
         self._producer.poll(0)
 
     def flush(self, timeout_s: float = 30.0) -> None:

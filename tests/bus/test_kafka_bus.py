@@ -171,3 +171,14 @@ def test_poll_returns_what_is_ready_without_waiting_out_the_timeout(kafka_bus, u
     assert [r.value for r in got] == [b"more"]
     assert time.monotonic() - started < 30.0  # far below the 60 s timeout
     c.close()
+
+
+def test_undeliverable_records_raise_bus_errors(kafka_bus, unique_name):
+    from shared.bus import BusError
+
+    topic = unique_name("bad")
+    kafka_bus.create_topics([TopicSpec(topic, 1)])
+    producer = kafka_bus.producer()
+    with pytest.raises(BusError, match=topic):
+        producer.produce([OutRecord(topic, b"x", partition=7)])
+        producer.flush(30)
