@@ -189,6 +189,7 @@ def compile_plan(plan: PatternPlan) -> CompiledPlan:
     pos_rank = {ci: k for k, ci in enumerate(pos)}
     b = _Builder(comp_index, comps)
     checks_at: list[list[int]] = [[] for _ in pos]
+    pushed: list[list[Expr]] = [[] for _ in comps]
 
     for ci, comp in enumerate(comps):
         comp.equiv_cols = [comp.layout.index(a) if a in comp.layout else -1
@@ -210,6 +211,7 @@ def compile_plan(plan: PatternPlan) -> CompiledPlan:
             ci = negs[0]
             if not poss and not _has_agg(conj):
                 comps[ci].filters.append(prog)
+                pushed[ci].append(conj)
                 comps[ci].const_eq = comps[ci].const_eq or _const_eq(conj, comps[ci].var)
             else:
                 comps[ci].neg_checks.append(prog)
@@ -217,6 +219,7 @@ def compile_plan(plan: PatternPlan) -> CompiledPlan:
         if len(poss) == 1 and not comps[poss[0]].kleene and not _has_agg(conj):
             ci = poss[0]
             comps[ci].filters.append(prog)
+            pushed[ci].append(conj)
             comps[ci].const_eq = comps[ci].const_eq or _const_eq(conj, comps[ci].var)
             continue
         level = max((pos_rank[ci] for ci in poss), default=0)
@@ -245,20 +248,13 @@ def compile_plan(plan: PatternPlan) -> CompiledPlan:
         equivalence=tuple(plan.equivalence),
         has_end_negation=has_end,
     )
-    for comp in comps:
-        comp.filter_key = (comp.layout, tuple(_canonical_filters(plan, comp.var)))
+    for ci, comp in enumerate(comps):
+        # canonical text of the pushed filters, the variable renamed, so that
+        # identical filters of different plans are evaluated once per event
+        # (shared filter groups, the idea of Cayuga's FR index)
+        texts = sorted(render(_rename(e, comp.var)) for e in pushed[ci])
+        comp.filter_key = (comp.layout, tuple(texts))
     return cp
-
-
-def _canonical_filters(plan: PatternPlan, var: str) -> list[str]:
-    """Canonical text of the pushed filters of `var`, with the variable
-    renamed, so identical filters of different plans are evaluated once per
-    event (shared filter groups, Cayuga's FR index idea)."""
-    out = []
-    for conj in plan.where:
-        if variables(conj) == {var} and not _has_agg(conj):
-            out.append(render(_rename(conj, var)))
-    return sorted(out)
 
 
 def _rename(expr: Expr, var: str) -> Expr:

@@ -628,6 +628,11 @@ cdef class CythonEngine:
     cdef list _maps           # ((slot * MAXC) + comp) * ntypes + tid -> col map (None = identity)
     cdef int _ntypes
     cdef list _strict         # plans with strict contiguity (see every event)
+    # Active-node index (Cayuga AN): for skip-till-any-match, component k>0
+    # only needs an event when component k-1 holds one in the same PAIS key.
+    # by type id: [(type cols of the equivalence attrs, {eqkey: {slot: comp mask}})]
+    cdef list _an_specs
+    cdef dict _an_tables      # (slot, comp) -> [table dicts to register in]
     cdef object _pool
     cdef list _out
     cdef long* _masks         # per plan slot: components the current event reaches
@@ -686,6 +691,8 @@ cdef class CythonEngine:
         self._strict = [p for p in self._plans if p.strategy == 2]
         self._type_groups = [[] for _ in range(self._ntypes)]
         self._type_index = [[] for _ in range(self._ntypes)]
+        self._an_specs = [[] for _ in range(self._ntypes)]
+        self._an_tables = {}
         self._masks = <long*> malloc((len(self._plans) + 1) * sizeof(long))
         self._hits = <int*> malloc((len(self._plans) + 1) * sizeof(int))
         for slot in range(len(self._plans) + 1):
@@ -700,8 +707,26 @@ cdef class CythonEngine:
         groups = {}
         for p in self._plans:
             p.intern(pool)
+        specs = {}
+        self._an_tables = {}
         for p in self._plans:
             for c, comp in enumerate(p.cp.comps):
+                if p.strategy == 0 and not p.negated[c] and p.rank[c] > 0:
+                    # lazy: reached through the active-node index only
+                    tables = []
+                    for t in comp.types:
+                        cols = self._type_cols[t]
+                        if any(a not in cols for a in p.cp.equivalence):
+                            continue  # can never satisfy the equivalence test
+                        skey = (t, p.cp.equivalence)
+                        spec = specs.get(skey)
+                        if spec is None:
+                            spec = (np.array([cols.index(a) for a in p.cp.equivalence] or [0],
+                                             dtype=np.int32), len(p.cp.equivalence), {})
+                            specs[skey] = spec
+                        tables.append(spec[2])
+                    self._an_tables[(p.slot, c)] = tables
+                    continue
                 for t in comp.types:
                     gkey = (t, comp.filter_key)
                     g = groups.get(gkey)
@@ -726,6 +751,10 @@ cdef class CythonEngine:
                 idx.setdefault(col, {}).setdefault(key, []).append(g)
             else:
                 self._type_groups[self._tid[t]].append(g)
+        self._an_specs = [[] for _ in range(self._ntypes)]
+        for (t, _eq), spec in specs.items():
+            self._an_specs[self._tid[t]].append(spec)
+        self._relink_an()
         self._type_index = [[] for _ in range(self._ntypes)]
         for t, d in index_by_type.items():
             self._type_index[self._tid[t]] = list(d.items())
@@ -758,7 +787,8 @@ cdef class CythonEngine:
                 tid = self._ntypes - 1
                 names = ()
             else:
-                if not (self._strict or self._type_groups[tid] or self._type_index[tid]):
+                if not (self._strict or self._type_groups[tid] or self._type_index[tid]
+                        or self._an_specs[tid]):
                     continue
                 names = self._type_cols[t]
             n = len(cols)
@@ -850,6 +880,7 @@ cdef class CythonEngine:
                             s.prune(bound)
                     if part.empty():
                         del keyed[key]
+                        self._an_forget(p, partition, key)
                 if not keyed:
                     del bypart[partition]
         return out
@@ -859,7 +890,9 @@ cdef class CythonEngine:
         for pid in plan_ids:
             p = self._by_id.get(pid)
             if p is not None:
-                self._parts[p.slot].pop(partition, None)
+                keyed = self._parts[p.slot].pop(partition, None)
+                for key in (keyed or {}):
+                    self._an_forget(p, partition, key)
 
     def snapshot(self, partition):
         cdef PlanRT p
@@ -881,8 +914,7 @@ cdef class CythonEngine:
         if not state.startswith(SNAPSHOT_VERSION):
             raise PlanError("matcher: unknown snapshot format")
         data = pickle.loads(state[len(SNAPSHOT_VERSION):])
-        for p in self._plans:
-            self._parts[p.slot].pop(partition, None)
+        self.discard([p.plan_id for p in self._plans], partition)
         for pid, parts in data.items():
             p = self._by_id.get(pid)
             if p is None:
@@ -895,6 +927,7 @@ cdef class CythonEngine:
                 part.pending = pending
                 part.ready = ready
                 keyed[key] = part
+        self._relink_an()
 
     def state_size(self):
         """Number of stored rows, runs and pending results (memory tests)."""
@@ -940,6 +973,8 @@ cdef class CythonEngine:
                     if hit is not None:
                         for g in hit:
                             self._offer(g, tid)
+            if self._an_specs[tid]:
+                self._offer_an(tid, e, vals, kinds)
             for p in self._strict:
                 if (not self._use_act or self._act[p.slot]) and self._masks[p.slot] == 0:
                     self._hits[self._nhit] = p.slot
@@ -950,6 +985,57 @@ cdef class CythonEngine:
                 m = self._masks[slot] & ((1 << MAXC) - 1)
                 self._masks[slot] = 0
                 self._on_plan(<PlanRT> self._plans[slot], m, tid)
+
+    cdef int _offer_an(self, int tid, Py_ssize_t e, double[:, ::1] vals,
+                       u8[:, ::1] kinds) except -1:
+        cdef int j, n, c, slot
+        cdef int[::1] cols
+        cdef double v
+        cdef long m
+        cdef PlanRT p
+        cdef Env env
+        for spec in self._an_specs[tid]:
+            cols = spec[0]
+            n = spec[1]
+            if n == 0:
+                key = 0
+            elif n == 1:
+                if kinds[e, cols[0]] == K_MISSING or isnan(vals[e, cols[0]]):
+                    continue
+                key = vals[e, cols[0]]
+            else:
+                parts = []
+                for j in range(n):
+                    v = vals[e, cols[j]]
+                    if kinds[e, cols[j]] == K_MISSING or isnan(v):
+                        break
+                    parts.append(v)
+                if len(parts) < n:
+                    continue
+                key = tuple(parts)
+            slots = (<dict> spec[2]).get((self._partition, key))
+            if not slots:
+                continue
+            for slot, m in slots.items():
+                if self._use_act and not self._act[slot]:
+                    continue
+                p = self._plans[slot]
+                for c in range(p.ncomp):
+                    if not (m & (1 << c)):
+                        continue
+                    if p.cp.comps[c].filters:
+                        self._extract(p, c, tid)
+                        env.vals[c] = p.scratch[c]
+                        env.kinds[c] = p.scratch_k[c]
+                        env.width[c] = p.width[c]
+                        env.row[c] = 0
+                        if not all(_holds(p, f, &env) for f in p.cp.comps[c].filters):
+                            continue
+                    if self._masks[slot] == 0:
+                        self._hits[self._nhit] = slot
+                        self._nhit += 1
+                    self._masks[slot] |= 1 << c
+        return 0
 
     cdef int _offer(self, _Group g, int tid) except -1:
         cdef PlanRT rep = g.rep
@@ -1066,13 +1152,57 @@ cdef class CythonEngine:
                 s = part.stacks[c]
                 s.push(self._ts, self._seq, p.scratch[c], p.scratch_k[c])
         if p.strategy == 0:
-            self._any(p, part, mask)
+            self._any(p, part, mask, key)
         else:
             self._runs_step(p, part, mask)
 
     # -- skip till any match: AIS + DFS --------------------------------------
 
-    cdef _any(self, PlanRT p, Part part, long mask):
+    def _relink_an(self):
+        """Register every non-empty stack in the active-node index (after
+        the index is rebuilt or state is restored)."""
+        cdef PlanRT p
+        cdef Part part
+        cdef Stack s
+        cdef int k
+        for p in self._plans:
+            if p.strategy != 0:
+                continue
+            for partition, keyed in self._parts[p.slot].items():
+                for key, part in keyed.items():
+                    for k in range(p.npos - 1):
+                        s = part.stacks[p.pos[k]]
+                        if s.n > s.head:
+                            self._an_register(p, p.pos[k + 1], (partition, key), True)
+
+    cdef _an_forget(self, PlanRT p, object partition, object key):
+        cdef int k
+        if p.strategy == 0:
+            for k in range(1, p.npos):
+                self._an_register(p, p.pos[k], (partition, key), False)
+
+    cdef _an_register(self, PlanRT p, int c, object key, bint on):
+        cdef dict table, slots
+        tables = self._an_tables.get((p.slot, c))
+        if not tables:
+            return
+        for table in tables:
+            slots = table.get(key)
+            if on:
+                if slots is None:
+                    table[key] = {p.slot: 1 << c}
+                else:
+                    slots[p.slot] = slots.get(p.slot, 0) | (1 << c)
+            elif slots is not None and p.slot in slots:
+                m = slots[p.slot] & ~(1 << c)
+                if m:
+                    slots[p.slot] = m
+                else:
+                    del slots[p.slot]
+                    if not slots:
+                        del table[key]
+
+    cdef _any(self, PlanRT p, Part part, long mask, object key):
         cdef int k, c
         cdef Stack s, prev
         cdef i64 row
@@ -1082,10 +1212,15 @@ cdef class CythonEngine:
                 continue
             if k > 0:
                 prev = part.stacks[p.pos[k - 1]]
-                if prev.n == prev.head or prev.ts[prev.head] >= self._ts:
+                if prev.n == prev.head:
+                    self._an_register(p, c, (self._partition, key), False)  # stale entry
+                    continue
+                if prev.ts[prev.head] >= self._ts:
                     continue  # no earlier event can precede it: not worth keeping
             s = part.stacks[c]
             if k < p.npos - 1:
+                if s.n == s.head:
+                    self._an_register(p, p.pos[k + 1], (self._partition, key), True)
                 s.push(self._ts, self._seq, p.scratch[c], p.scratch_k[c])
                 continue
             row = s.push(self._ts, self._seq, p.scratch[c], p.scratch_k[c])
