@@ -19,7 +19,7 @@ from shared.plans.pattern import STRATEGIES
 from .strategies import patterns, tapes
 from .tapes import multiset, tape
 
-SETTINGS = settings(max_examples=60, deadline=None,
+SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
