@@ -20,6 +20,9 @@ EVENT Alarm(ts INT, seg INT, level INT) FROM TOPIC "alarms"
 -- A producer declared for every context that only congestion queries consume:
 -- push-down narrows it to congestion.
 DERIVE Slow(r.vid, r.seg, r.spd) PATTERN R r WHERE r.spd < 20 AND r.vid >= 0
+-- A stateful producer: its matches may start before busy does, so push-down
+-- must not narrow it.
+DERIVE Pair(b.vid, b.spd) PATTERN SEQ(R a, R b) WHERE [vid] AND a.spd > b.spd WITHIN 10 SECONDS
 
 DEFAULT CONTEXT calm {
   SWITCH CONTEXT busy PATTERN Alarm a WHERE a.level > 2
@@ -31,6 +34,7 @@ CONTEXT busy {
     PATTERN SEQ(Slow s, Slow+ t FILTER(t.vid = s.vid))
     WHERE count(t) >= 2 AND s.spd < 15
     WITHIN 20 SECONDS
+  DERIVE Braking(p.vid, p.spd) PATTERN Pair p
   DERIVE Gap(a.vid) PATTERN SEQ(R a, NOT R x, R b)
     WHERE [vid] AND x.spd > 50 AND a.spd < b.spd
     WITHIN 30 SECONDS
@@ -70,6 +74,7 @@ def test_the_optimizer_changes_the_plan() -> None:
     before = {s.plan.plan_id: s.contexts for s in COMPILED.unoptimized_execution().matcher_stages}
     after = {s.plan.plan_id: s.contexts for s in COMPILED.execution.matcher_stages}
     assert before["q1"] == ("calm", "busy") and after["q1"] == ("busy",)
+    assert before["q2"] == after["q2"] == ("calm", "busy")  # stateful: not narrowed
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)

@@ -14,12 +14,16 @@ from shared.language.optimizer.shared_subplans import share_subplans
 
 Rule = Callable[[AlgebraPlan], AlgebraPlan]
 
+# Order: filters are normalised first so identical queries look identical;
+# grouping decides which contexts may share; sharing merges identical queries
+# of a grouped window (widening their context windows); push-down runs last,
+# so a shared query's producers are narrowed to the widened contexts.
 RULES: tuple[tuple[str, Rule], ...] = (
-    ("context_window_pushdown", push_down_context_windows),
     ("filter_pushdown", push_down_filters),
     ("filter_merge", merge_filters),
     ("context_window_grouping", group_context_windows),
     ("shared_subplans", share_subplans),
+    ("context_window_pushdown", push_down_context_windows),
 )
 
 

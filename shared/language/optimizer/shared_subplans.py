@@ -21,8 +21,10 @@ from shared.language.algebra import (
     Op,
     P,
     Stream,
+    children,
     transform,
     walk,
+    with_children,
 )
 
 
@@ -30,13 +32,30 @@ def _erase(op: Op) -> Op:
     return transform(op, lambda n: replace(n, contexts=()) if isinstance(n, CW) else n)
 
 
+def _own(op: Op):
+    """The operators of this query itself: no descent into the plans of the
+    streams it reads (those are other queries, with their own windows)."""
+    yield op
+    if not isinstance(op, Stream):
+        for k in children(op):
+            yield from _own(k)
+
+
 def _contexts(op: Op) -> frozenset[str]:
-    return frozenset(c for n in walk(op) if isinstance(n, CW) for c in n.contexts)
+    return frozenset(c for n in _own(op) if isinstance(n, CW) for c in n.contexts)
 
 
 def _widen(op: Op, ctxs: frozenset[str], order: dict[str, int]) -> Op:
     wide = tuple(sorted(ctxs, key=order.__getitem__))
-    return transform(op, lambda n: replace(n, contexts=wide) if isinstance(n, CW) else n)
+
+    def visit(n: Op) -> Op:
+        if isinstance(n, CW):
+            return replace(n, contexts=wide, child=visit(n.child))
+        if isinstance(n, Stream):
+            return n
+        return with_children(n, tuple(visit(k) for k in children(n)))
+
+    return visit(op)
 
 
 def _qid(op: Op) -> str:
