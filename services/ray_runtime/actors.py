@@ -66,7 +66,8 @@ class ServiceActor:
         return {"service": self.service, "pid": os.getpid(), "records_in": s.records_in,
                 "records_out": s.records_out, "batches": s.batches, "commits": s.commits,
                 "restored_from": s.restored_from, "error": self.error,
-                "alive": self._thread.is_alive(), "uptime_s": time.time() - self.started}
+                "alive": self._thread.is_alive(), "uptime_s": time.time() - self.started,
+                **_counters(self.loop.handler)}
 
     def stop(self) -> dict[str, Any]:
         self._stop.set()
@@ -74,3 +75,19 @@ class ServiceActor:
         stats = self.stats()
         self.loop.close()
         return stats
+
+
+def _counters(handler: Any) -> dict[str, Any]:
+    """Service-specific counters: events the router kept from suspended plans,
+    dead letters of the scheduler."""
+    out: dict[str, Any] = {}
+    procs = getattr(handler, "procs", {}).values()
+    skipped: dict[str, int] = {}
+    for p in procs:
+        for pid, n in getattr(p, "skipped_events", {}).items():
+            skipped[pid] = skipped.get(pid, 0) + n
+        if hasattr(p, "dead"):
+            out["dead_letters"] = out.get("dead_letters", 0) + p.dead
+    if skipped:
+        out["skipped_events"] = skipped
+    return out

@@ -81,7 +81,8 @@ class Deployment:
 
 
 def deploy_model(plan: ExecutionPlan, *, model_text: str, settings_file: Path | None,
-                 ray_address: str | None, run_for: float, console: Any) -> None:
+                 ray_address: str | None, run_for: float, console: Any,
+                 options: dict[str, Any] | None = None) -> None:
     import ray
 
     from shared.settings import load_settings
@@ -93,7 +94,7 @@ def deploy_model(plan: ExecutionPlan, *, model_text: str, settings_file: Path | 
                  log_to_driver=False, ignore_reinit_error=True)
     except Exception as exc:  # ConnectionError and Ray's own errors
         raise RuntimeEnvironmentError(f"cannot reach Ray at {address or 'local'}: {exc}") from exc
-    dep = Deployment(plan, settings)
+    dep = Deployment(plan, settings, options=options)
     dep.start()
     console.print(f"deployed {plan.model}: {len(SERVICES)} services x {dep.actors_per_service} "
                   f"actor(s) on {settings.topics.partitions} partition(s), Kafka "

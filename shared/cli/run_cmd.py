@@ -85,13 +85,18 @@ def register(app: typer.Typer) -> None:
             "--ray-address", help="Ray cluster (default: local or RAY_ADDRESS)")] = None,
         run_for: Annotated[float, typer.Option(
             help="seconds to run, 0 = until interrupted")] = 0.0,
+        allowance: Annotated[int, typer.Option(help="out-of-orderness allowed in event time")] = 0,
+        idle_flush: Annotated[float | None, typer.Option(
+            help="seconds of quiet input after which the scheduler releases what it "
+                 "holds (later events at or below it become late)")] = None,
     ) -> None:
         """Start the CAESAR services for MODEL as Ray actors reading and writing Kafka."""
         from services.ray_runtime.deployment import deploy_model
 
         plan = load_plan(model)
         deploy_model(plan, model_text=model.read_text(), settings_file=settings_file,
-                     ray_address=ray_address, run_for=run_for, console=err)
+                     ray_address=ray_address, run_for=run_for, console=err,
+                     options={"allowance": allowance, "idle_flush_s": idle_flush})
 
 
 def _engine(name: str):
