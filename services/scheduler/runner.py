@@ -80,6 +80,13 @@ class SchedulerHandler:
                 out += self._encode(j, proc.advance_idle())
         return out
 
+    def flush_all(self) -> list[OutRecord]:
+        """End of a bounded input: release everything (watermark = end of time)."""
+        out: list[OutRecord] = []
+        for j, proc in self.procs.items():
+            out += self._encode(j, proc.flush())
+        return out
+
     def _encode(self, j: int, result: SchedulerOutput) -> list[OutRecord]:
         topic = self.cfg.topics.transactions
         out: list[OutRecord] = []

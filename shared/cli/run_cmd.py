@@ -42,6 +42,9 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="print alerts as JSON lines")] = False,
         engine: Annotated[str, typer.Option(help="auto | cython | reference")] = "auto",
         batch_size: Annotated[int, typer.Option(help="input records per batch")] = 5000,
+        bus: Annotated[str, typer.Option(
+            help="direct: processors handed batches directly | memory: the service "
+                 "runners (Avro, commit protocol) over the in-memory bus")] = "direct",
     ) -> None:
         """Run MODEL on the events in FILE in one process (embedded mode) and print the alerts."""
         from services.embedded.inputs import read_events
@@ -49,6 +52,21 @@ def register(app: typer.Typer) -> None:
         from services.scheduler.messages import InputRecord
 
         plan = load_plan(model)
+        if bus == "memory":
+            from services.embedded.bus_pipeline import run_on_memory_bus
+
+            started = time.perf_counter()
+            alerts, dead = run_on_memory_bus(plan, read_events(input, plan, fmt),
+                                             allowance=allowance, engine_factory=_engine(engine))
+            _printer(as_json)(sorted(alerts, key=lambda a: (a.end_ts, a.key, a.event_type)))
+            for d in dead[:MAX_DEAD_SHOWN]:
+                err.print(f"dead letter ({d['reason']}) offset {d['offset']}: {d['detail']}",
+                          markup=False, highlight=False)
+            err.print(f"{len(alerts)} alerts, {len(dead)} dead letters in "
+                      f"{time.perf_counter() - started:.2f}s (in-memory bus)")
+            return
+        if bus != "direct":
+            raise CaesarError(f"unknown --bus {bus!r} (direct or memory)")
         pipe = EmbeddedPipeline(plan, allowance=allowance, engine_factory=_engine(engine),
                                 batch_size=batch_size)
         started = time.perf_counter()

@@ -32,6 +32,25 @@ def test_run_prints_alerts_and_dead_letters(tmp_path, monkeypatch):
     assert "2 dead letters" in result.stderr
 
 
+def test_run_over_the_memory_bus_prints_the_same_alerts(tmp_path, monkeypatch):
+    monkeypatch.setattr(run_cmd, "load_plan", lambda model: two_context_plan())
+    events = [pos(1, 1, 7, 90.0), pos(2, 2, 7, 30.0), pos(3, 4, 7, 10.0), pos(4, 5, 7, 70.0),
+              pos(5, 6, 7, 95.0)]
+    data = tmp_path / "events.jsonl"
+    data.write_text("\n".join([json.dumps(e) for e in events] + ["{broken"]) + "\n")
+    model = tmp_path / "m.caesar"
+    model.write_text("-- plan supplied by the test")
+    _register_all()
+    outputs = []
+    for bus in ("direct", "memory"):
+        result = CliRunner().invoke(app, ["run", str(model), "--input", str(data), "--json",
+                                          "--engine", "reference", "--bus", bus])
+        assert result.exit_code == 0, result.output
+        outputs.append(sorted(line for line in result.stdout.splitlines() if line.startswith("{")))
+        assert "1 dead letter" in result.stderr
+    assert outputs[0] == outputs[1] and len(outputs[0]) == 5
+
+
 def test_run_reads_csv(tmp_path, monkeypatch):
     monkeypatch.setattr(run_cmd, "load_plan", lambda model: two_context_plan())
     data = tmp_path / "events.csv"
