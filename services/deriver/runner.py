@@ -23,7 +23,7 @@ from services.scheduler.wire import (
     progress_record,
     txn_from,
 )
-from services.store.loop import SeqFilter, ServiceConfig
+from services.store.loop import SeqFilter, ServiceConfig, owned
 from shared.bus.records import OutRecord, Record, TopicPartition
 
 PROGRESS_KEY = b"__progress__"
@@ -37,9 +37,13 @@ class DeriverHandler:
         self.procs = {j: DeriverProcessor(cfg.plan, factory) for j in cfg.partitions}
         self.seen = SeqFilter()
         self.change_seq: dict[int, int] = defaultdict(int)
+        self.owner: dict[int, int] = {}  # stream partition -> Kafka partition
 
     def inputs(self) -> list[TopicPartition]:
-        return [TopicPartition(self.cfg.topics.transactions, j) for j in self.cfg.partitions]
+        return [tp for j in self.cfg.partitions for tp in self.partition_inputs(j)]
+
+    def partition_inputs(self, j: int) -> list[TopicPartition]:
+        return [TopicPartition(self.cfg.topics.transactions, j)]
 
     def handle(self, records: Sequence[Record]) -> list[OutRecord]:
         by_partition: dict[int, list[Transaction | Progress]] = defaultdict(list)
@@ -47,6 +51,7 @@ class DeriverHandler:
             schema, value = self.codec.decode(r.value)
             if schema == TXN:
                 txn, seq = txn_from(value)
+                self.owner[txn.partition] = r.partition
                 if self.seen.fresh(txn.partition, seq):
                     by_partition[r.partition].append(txn)
             elif schema == PROGRESS:
@@ -77,16 +82,15 @@ class DeriverHandler:
     def idle(self, idle_s: float) -> list[OutRecord]:
         return []
 
-    def snapshot(self) -> Any:
-        return {"procs": {j: p.snapshot() for j, p in self.procs.items()},
-                "seen": dict(self.seen.last), "change_seq": dict(self.change_seq)}
+    def snapshot_partition(self, j: int) -> Any:
+        return {"proc": self.procs[j].snapshot(), "seen": owned(self.seen.last, self.owner, j),
+                "change_seq": owned(self.change_seq, self.owner, j)}
 
-    def restore(self, state: Any) -> None:
-        for j, s in state["procs"].items():
-            if j in self.procs:
-                self.procs[j].restore(s)
+    def restore_partition(self, j: int, state: Any) -> None:
+        self.procs[j].restore(state["proc"])
         self.seen.last.update(state["seen"])
         self.change_seq.update(state["change_seq"])
+        self.owner.update(dict.fromkeys(state["seen"], j))
 
     def event_time(self) -> int:
         return max((p.done_before for p in self.procs.values()), default=0)

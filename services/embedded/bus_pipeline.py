@@ -41,13 +41,15 @@ def make_loop(service: str, cfg: ServiceConfig, bus: Bus, *, group_prefix: str =
               batch_size: int = 2000, commit_interval_s: float = 1.0,
               poll_timeout_s: float = 0.2, checkpoints: bool = True) -> ServiceLoop:
     handler = SERVICES[service](cfg)
-    store = None
-    if checkpoints:
-        store = CheckpointStore(bus, cfg.codec, changelog_topic=cfg.topics.changelog_topic(service),
-                                checkpoints_topic=cfg.topics.checkpoints, service=service,
-                                actor=f"{group_prefix}-{cfg.actor_id}")
+    stores = {}
+    if checkpoints:  # one keyed state per Kafka partition, whichever actor owns it
+        stores = {j: CheckpointStore(bus, cfg.codec,
+                                     changelog_topic=cfg.topics.changelog_topic(service),
+                                     checkpoints_topic=cfg.topics.checkpoints, service=service,
+                                     actor=f"{group_prefix}-{service}-p{j}")
+                  for j in cfg.partitions}
     return ServiceLoop(bus=bus, group_id=f"{group_prefix}-{service}", inputs=handler.inputs(),
-                       handler=handler, store=store, batch_size=batch_size,
+                       handler=handler, stores=stores, batch_size=batch_size,
                        poll_timeout_s=poll_timeout_s, commit_interval_s=commit_interval_s)
 
 

@@ -19,7 +19,7 @@ from services.scheduler.wire import (
     progress_record,
     routed_from,
 )
-from services.store.loop import SeqFilter, ServiceConfig
+from services.store.loop import SeqFilter, ServiceConfig, owned
 from shared.bus.records import OutRecord, Record, TopicPartition
 
 
@@ -30,9 +30,13 @@ class MatcherHandler:
         factory = cfg.engine_factory or default_engine_factory
         self.procs = {j: MatcherProcessor(cfg.plan, factory) for j in cfg.partitions}
         self.seen = SeqFilter()
+        self.owner: dict[int, int] = {}  # stream partition -> Kafka partition
 
     def inputs(self) -> list[TopicPartition]:
-        return [TopicPartition(self.cfg.routed_topic, j) for j in self.cfg.partitions]
+        return [tp for j in self.cfg.partitions for tp in self.partition_inputs(j)]
+
+    def partition_inputs(self, j: int) -> list[TopicPartition]:
+        return [TopicPartition(self.cfg.routed_topic, j)]
 
     def handle(self, records: Sequence[Record]) -> list[OutRecord]:
         by_partition: dict[int, list[RoutedTransaction | Discard | Progress]] = defaultdict(list)
@@ -41,6 +45,7 @@ class MatcherHandler:
             if schema == ROUTED:
                 item, seq = routed_from(value)
                 part = item.txn.partition if isinstance(item, RoutedTransaction) else item.partition
+                self.owner[part] = r.partition
                 if self.seen.fresh(part, seq):
                     by_partition[r.partition].append(item)
             elif schema == PROGRESS:
@@ -60,15 +65,13 @@ class MatcherHandler:
     def idle(self, idle_s: float) -> list[OutRecord]:
         return []
 
-    def snapshot(self) -> Any:
-        return {"procs": {j: p.snapshot() for j, p in self.procs.items()},
-                "seen": dict(self.seen.last)}
+    def snapshot_partition(self, j: int) -> Any:
+        return {"proc": self.procs[j].snapshot(), "seen": owned(self.seen.last, self.owner, j)}
 
-    def restore(self, state: Any) -> None:
-        for j, s in state["procs"].items():
-            if j in self.procs:
-                self.procs[j].restore(s)
+    def restore_partition(self, j: int, state: Any) -> None:
+        self.procs[j].restore(state["proc"])
         self.seen.last.update(state["seen"])
+        self.owner.update(dict.fromkeys(state["seen"], j))
 
     def event_time(self) -> int:
         return max((p.watermark for p in self.procs.values()), default=0)

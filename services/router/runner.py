@@ -21,7 +21,7 @@ from services.scheduler.wire import (
     routed_record,
     txn_from,
 )
-from services.store.loop import SeqFilter, ServiceConfig
+from services.store.loop import SeqFilter, ServiceConfig, owned
 from shared.bus.records import OutRecord, Record, TopicPartition
 
 
@@ -33,11 +33,14 @@ class RouterHandler:
         self.seen_txn = SeqFilter()
         self.seen_change = SeqFilter()
         self.txn_seq: dict[tuple[int, int], int] = {}  # (partition, ts) -> seq, for output
+        self.owner: dict[int, int] = {}  # stream partition -> Kafka partition
 
     def inputs(self) -> list[TopicPartition]:
+        return [tp for j in self.cfg.partitions for tp in self.partition_inputs(j)]
+
+    def partition_inputs(self, j: int) -> list[TopicPartition]:
         t = self.cfg.topics
-        return [TopicPartition(topic, j) for j in self.cfg.partitions
-                for topic in (t.transactions, t.context_changes)]
+        return [TopicPartition(t.transactions, j), TopicPartition(t.context_changes, j)]
 
     def handle(self, records: Sequence[Record]) -> list[OutRecord]:
         by_partition: dict[int, list[Transaction | ContextChange | Progress]] = defaultdict(list)
@@ -45,11 +48,13 @@ class RouterHandler:
             schema, value = self.codec.decode(r.value)
             if schema == TXN:
                 txn, seq = txn_from(value)
+                self.owner[txn.partition] = r.partition
                 if self.seen_txn.fresh(txn.partition, seq):
                     self.txn_seq[(txn.partition, txn.ts)] = seq
                     by_partition[r.partition].append(txn)
             elif schema == CHANGE:
                 change, seq = change_from(value)
+                self.owner[change.partition] = r.partition
                 if self.seen_change.fresh(change.partition, seq):
                     by_partition[r.partition].append(change)
             elif schema == PROGRESS:
@@ -79,18 +84,19 @@ class RouterHandler:
     def idle(self, idle_s: float) -> list[OutRecord]:
         return []
 
-    def snapshot(self) -> Any:
-        return {"procs": {j: p.snapshot() for j, p in self.procs.items()},
-                "seen_txn": dict(self.seen_txn.last), "seen_change": dict(self.seen_change.last),
-                "txn_seq": dict(self.txn_seq)}
+    def snapshot_partition(self, j: int) -> Any:
+        return {"proc": self.procs[j].snapshot(),
+                "seen_txn": owned(self.seen_txn.last, self.owner, j),
+                "seen_change": owned(self.seen_change.last, self.owner, j),
+                "txn_seq": owned(self.txn_seq, self.owner, j, key=lambda k: k[0])}
 
-    def restore(self, state: Any) -> None:
-        for j, s in state["procs"].items():
-            if j in self.procs:
-                self.procs[j].restore(s)
+    def restore_partition(self, j: int, state: Any) -> None:
+        self.procs[j].restore(state["proc"])
         self.seen_txn.last.update(state["seen_txn"])
         self.seen_change.last.update(state["seen_change"])
         self.txn_seq.update(state["txn_seq"])
+        self.owner.update(dict.fromkeys(state["seen_txn"], j))
+        self.owner.update(dict.fromkeys(state["seen_change"], j))
 
     def event_time(self) -> int:
         return max((p.forwarded for p in self.procs.values()), default=0)

@@ -21,7 +21,7 @@ from services.scheduler.wire import (
     register_input_schemas,
     txn_record,
 )
-from services.store.loop import ServiceConfig
+from services.store.loop import ServiceConfig, owned
 from shared.bus.records import OutRecord, Record, TopicPartition
 from shared.codecs import CodecError
 
@@ -41,10 +41,14 @@ class SchedulerHandler:
             for topic in cfg.input_topics():
                 proc.register_source(topic, j)
         self.seq: dict[int, int] = defaultdict(int)
+        self.owner: dict[int, int] = {}  # stream partition -> Kafka partition
         self.max_ts = -(2**62)
 
     def inputs(self) -> list[TopicPartition]:
-        return [TopicPartition(t, j) for t in self.cfg.input_topics() for j in self.cfg.partitions]
+        return [tp for j in self.cfg.partitions for tp in self.partition_inputs(j)]
+
+    def partition_inputs(self, j: int) -> list[TopicPartition]:
+        return [TopicPartition(t, j) for t in self.cfg.input_topics()]
 
     def decode(self, rec: Record) -> InputRecord:
         raw = rec.value or b""
@@ -93,6 +97,7 @@ class SchedulerHandler:
         for item in result.transactions:
             if isinstance(item, Transaction):
                 self.seq[item.partition] += 1
+                self.owner[item.partition] = j
                 self.max_ts = max(self.max_ts, item.ts)
                 out.append(OutRecord(topic, self.codec.encode(
                     TXN, txn_record(item, self.seq[item.partition])), item.key.encode(),
@@ -106,16 +111,15 @@ class SchedulerHandler:
                                  self.codec.encode(DEAD, dead_record(d, "scheduler")), None))
         return out
 
-    def snapshot(self) -> Any:
-        return {"procs": {j: p.snapshot() for j, p in self.procs.items()},
-                "seq": dict(self.seq), "max_ts": self.max_ts}
+    def snapshot_partition(self, j: int) -> Any:
+        return {"proc": self.procs[j].snapshot(), "seq": owned(self.seq, self.owner, j),
+                "max_ts": self.max_ts}
 
-    def restore(self, state: Any) -> None:
-        for j, s in state["procs"].items():
-            if j in self.procs:
-                self.procs[j].restore(s)
+    def restore_partition(self, j: int, state: Any) -> None:
+        self.procs[j].restore(state["proc"])
         self.seq.update(state["seq"])
-        self.max_ts = state["max_ts"]
+        self.owner.update(dict.fromkeys(state["seq"], j))
+        self.max_ts = max(self.max_ts, state["max_ts"])
 
     def event_time(self) -> int:
         return self.max_ts

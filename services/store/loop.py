@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -27,15 +27,21 @@ log = logging.getLogger(__name__)
 
 
 class Handler(Protocol):
+    """State is kept per Kafka partition j of the service's inputs (a keyed
+    store: key = service + j), so an actor owning other partitions after a
+    regrouping restores exactly the state of the partitions it got."""
+
     def handle(self, records: Sequence[Record]) -> list[OutRecord]: ...
+
+    def partition_inputs(self, j: int) -> list[TopicPartition]: ...
 
     def idle(self, idle_s: float) -> list[OutRecord]:
         """Called when a poll returned nothing; `idle_s` since the last record."""
         ...
 
-    def snapshot(self) -> Any: ...
+    def snapshot_partition(self, j: int) -> Any: ...
 
-    def restore(self, state: Any) -> None: ...
+    def restore_partition(self, j: int, state: Any) -> None: ...
 
     def event_time(self) -> int: ...
 
@@ -51,13 +57,14 @@ class LoopStats:
 
 class ServiceLoop:
     def __init__(self, *, bus: Bus, group_id: str, inputs: Sequence[TopicPartition],
-                 handler: Handler, store: CheckpointStore | None, batch_size: int = 2000,
+                 handler: Handler, stores: Mapping[int, CheckpointStore] | None = None,
+                 batch_size: int = 2000,
                  poll_timeout_s: float = 0.2, commit_interval_s: float = 1.0) -> None:
         self.bus = bus
         self.group_id = group_id
         self.inputs = list(inputs)
         self.handler = handler
-        self.store = store
+        self.stores = dict(stores or {})
         self.batch_size = batch_size
         self.poll_timeout_s = poll_timeout_s
         self.commit_interval_s = commit_interval_s
@@ -71,15 +78,18 @@ class ServiceLoop:
 
     def start(self) -> None:
         offsets: dict[TopicPartition, int] = {}
-        if self.store is not None:
-            loaded = self.store.load()
-            if loaded is not None:
-                state, covers = loaded
-                self.handler.restore(state)
-                offsets = {tp: covers[tp] for tp in self.inputs if tp in covers}
-                self.stats.restored_from = {f"{tp.topic}[{tp.partition}]": o
-                                            for tp, o in offsets.items()}
-                log.info("%s restored; resuming at %s", self.group_id, self.stats.restored_from)
+        for j, store in self.stores.items():
+            loaded = store.load()
+            if loaded is None:
+                continue
+            state, covers = loaded
+            self.handler.restore_partition(j, state)
+            for tp in self.handler.partition_inputs(j):
+                if tp in covers:
+                    offsets[tp] = covers[tp]
+                    self.stats.restored_from[f"{tp.topic}[{tp.partition}]"] = covers[tp]
+        if self.stats.restored_from:
+            log.info("%s restored; resuming at %s", self.group_id, self.stats.restored_from)
         if len(offsets) < len(self.inputs):
             committed = self._committed()
             for tp in self.inputs:
@@ -123,9 +133,11 @@ class ServiceLoop:
 
     def commit(self) -> None:
         """Fixed order: outputs are queued already -> changelog -> flush -> offsets."""
-        if self.store is not None:
-            self.store.write(self.producer, self.handler.snapshot(), self.positions,
-                             self.handler.event_time())
+        ts = self.handler.event_time()
+        for j, store in self.stores.items():
+            covers = {tp: self.positions[tp] for tp in self.handler.partition_inputs(j)
+                      if tp in self.positions}
+            store.write(self.producer, self.handler.snapshot_partition(j), covers, ts)
         self.producer.flush()
         self.consumer.commit(dict(self.positions))
         self._last_commit = time.monotonic()
@@ -171,6 +183,12 @@ class ServiceConfig:
     def input_topics(self) -> list[str]:
         return list(dict.fromkeys(t.topic or self.topics.input_topic(t.name)
                                   for t in self.plan.event_types if t.topic is not None))
+
+
+def owned(mapping: Mapping, owner: Mapping[int, int], j: int, key=lambda k: k) -> dict:
+    """The entries of a per-stream-partition map whose stream partition lives
+    in Kafka partition j."""
+    return {k: v for k, v in mapping.items() if owner.get(key(k)) == j}
 
 
 class SeqFilter:

@@ -82,3 +82,29 @@ def test_restart_from_checkpoint_resumes_without_loss_or_duplicates():
     duplicates = len(got) - len(set(identities(got)))
     # outputs of work after the last checkpoint may be emitted twice; nothing more
     assert duplicates <= 50
+
+
+def test_state_is_keyed_by_partition_so_actors_can_be_regrouped():
+    """One matcher owned partitions 0 and 1; after a restart two matchers own
+    one each and restore exactly their partition's state."""
+    events = stream(400, segs=6, seed=13)
+    expected = EmbeddedPipeline(two_context_plan(), engine_factory=ReferenceEngine).run_values(events)
+    cfg = config(2)
+    bus = InMemoryBus()
+    pipe = BusPipeline(cfg, bus, commit_interval_s=0.0, poll_timeout_s=0.01, batch_size=40)
+    produce_inputs(bus, cfg, events[:201])
+    for _ in range(8):
+        for loop in pipe.loops.values():
+            loop.run_once()
+    pipe.loops.pop("matcher").consumer.close()
+    for j in (0, 1):
+        scfg = ServiceConfig(**{**cfg.__dict__, "partitions": (j,), "actor_id": f"matcher-{j}"})
+        loop = make_loop("matcher", scfg, bus, commit_interval_s=0.0, poll_timeout_s=0.01,
+                         batch_size=40)
+        loop.start()
+        assert list(loop.stats.restored_from) == [f"caesar.transactions.routed[{j}]"]
+        pipe.loops[f"matcher{j}"] = loop
+    produce_inputs(bus, cfg, events[201:])
+    pipe.run_until_quiet(quiet_s=0.5)
+    got = read_alerts(bus, cfg)
+    assert set(identities(got)) == set(identities(expected.alerts))
