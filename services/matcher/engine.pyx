@@ -579,9 +579,11 @@ cdef class Part:
     cdef public list runs      # run = list (per positive component) of lists of absolute row ids
     cdef public list pending   # [deadline, DerivedEvent, rows]
     cdef public list ready     # [deadline, DerivedEvent]
+    cdef public object key     # (partition, equivalence key)
 
-    def __init__(self, PlanRT p):
+    def __init__(self, PlanRT p, key=None):
         cdef int c
+        self.key = key
         self.stacks = [Stack(p.width[c]) for c in range(p.ncomp)]
         self.runs = []
         self.pending = []
@@ -711,7 +713,8 @@ cdef class CythonEngine:
         self._an_tables = {}
         for p in self._plans:
             for c, comp in enumerate(p.cp.comps):
-                if p.strategy == 0 and not p.negated[c] and p.rank[c] > 0:
+                if p.strategy == 0 and ((not p.negated[c] and p.rank[c] > 0)
+                                        or (p.negated[c] and p.prevpos[c] >= 0)):
                     # lazy: reached through the active-node index only
                     tables = []
                     for t in comp.types:
@@ -921,7 +924,7 @@ cdef class CythonEngine:
                 continue
             keyed = self._parts[p.slot].setdefault(partition, {})
             for key, stacks, runs, pending, ready in parts:
-                part = Part(p)
+                part = Part(p, (partition, key))
                 part.stacks = [Stack.from_state(s) for s in stacks]
                 part.runs = runs
                 part.pending = pending
@@ -1106,7 +1109,7 @@ cdef class CythonEngine:
             bypart[self._partition] = keyed
         part = keyed.get(key)
         if part is None:
-            part = Part(p)
+            part = Part(p, (self._partition, key))
             keyed[key] = part
         return <Part> part
 
@@ -1146,9 +1149,21 @@ cdef class CythonEngine:
             for s in part.stacks:
                 if s.n > s.head and s.ts[s.head] <= bound:
                     s.prune(bound)
-        # negated events: kept for start/middle negation probes
+        # negated events: kept for start/middle negation probes; a middle
+        # one only matters while an instance of the positive before it exists
         for c in range(p.ncomp):
-            if p.negated[c] and (mask & (1 << c)) and p.nextpos[c] >= 0:
+            if not (p.negated[c] and (mask & (1 << c))):
+                continue
+            if p.strategy == 0 and p.prevpos[c] >= 0:
+                if p.nextpos[c] < 0:
+                    if not part.pending:
+                        self._an_register(p, c, part.key, False)  # stale entry
+                    continue
+                s = part.stacks[p.pos[p.prevpos[c]]]
+                if s.n == s.head:
+                    self._an_register(p, c, part.key, False)  # stale entry
+                    continue
+            if p.nextpos[c] >= 0:
                 s = part.stacks[c]
                 s.push(self._ts, self._seq, p.scratch[c], p.scratch_k[c])
         if p.strategy == 0:
@@ -1173,13 +1188,31 @@ cdef class CythonEngine:
                     for k in range(p.npos - 1):
                         s = part.stacks[p.pos[k]]
                         if s.n > s.head:
-                            self._an_register(p, p.pos[k + 1], (partition, key), True)
+                            self._an_register_after(p, k, (partition, key))
+                    if part.pending:
+                        self._an_register_end(p, (partition, key))
 
     cdef _an_forget(self, PlanRT p, object partition, object key):
-        cdef int k
+        cdef int c
         if p.strategy == 0:
-            for k in range(1, p.npos):
-                self._an_register(p, p.pos[k], (partition, key), False)
+            for c in range(p.ncomp):
+                if p.rank[c] > 0 or (p.negated[c] and p.prevpos[c] >= 0):
+                    self._an_register(p, c, (partition, key), False)
+
+    cdef _an_register_after(self, PlanRT p, int k, object pkey):
+        """Positive position k got its first instance: the next positive
+        component and the middle negations right after k become live."""
+        cdef int c
+        self._an_register(p, p.pos[k + 1], pkey, True)
+        for c in range(p.ncomp):
+            if p.negated[c] and p.prevpos[c] == k and p.nextpos[c] >= 0:
+                self._an_register(p, c, pkey, True)
+
+    cdef _an_register_end(self, PlanRT p, object pkey):
+        cdef int c
+        for c in range(p.ncomp):
+            if p.negated[c] and p.nextpos[c] < 0:
+                self._an_register(p, c, pkey, True)
 
     cdef _an_register(self, PlanRT p, int c, object key, bint on):
         cdef dict table, slots
@@ -1220,7 +1253,7 @@ cdef class CythonEngine:
             s = part.stacks[c]
             if k < p.npos - 1:
                 if s.n == s.head:
-                    self._an_register(p, p.pos[k + 1], (self._partition, key), True)
+                    self._an_register_after(p, k, part.key)
                 s.push(self._ts, self._seq, p.scratch[c], p.scratch_k[c])
                 continue
             row = s.push(self._ts, self._seq, p.scratch[c], p.scratch_k[c])
@@ -1371,6 +1404,8 @@ cdef class CythonEngine:
                 rows.append([s.base + env.klist[c][j] for j in range(env.klen[c])])
             else:
                 rows.append([s.base + env.row[c]])
+        if not part.pending and p.strategy == 0:
+            self._an_register_end(p, part.key)
         part.pending.append([deadline, derived, rows])
 
     cdef object _derive(self, PlanRT p, Part part, Env* env, i64 first_ts, i64 last_ts):

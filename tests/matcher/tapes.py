@@ -62,9 +62,14 @@ def tape(spec: Iterable[tuple[Any, ...]], pool: StringPool | None = None,
                                    partition_of=part, first_seq=first_seq)
 
 
+def _norm(v: Any) -> str:
+    # -0.0 and 0.0 are the same number (they compare equal)
+    return repr(v + 0.0) if isinstance(v, float) else repr(v)
+
+
 def key(d: DerivedEvent) -> tuple[Any, ...]:
     return (d.plan_id, d.partition, d.start_ts, d.end_ts, d.event_seqs,
-            tuple(sorted((k, repr(v)) for k, v in d.fields.items())))
+            tuple(sorted((k, _norm(v)) for k, v in d.fields.items())))
 
 
 def multiset(events: Iterable[DerivedEvent]) -> Counter:
