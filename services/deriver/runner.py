@@ -11,13 +11,12 @@ from typing import Any
 
 from services.deriver.processor import DeriverProcessor
 from services.matcher.processor import default_engine_factory
+from services.matcher.runner import OutputEncoder
 from services.scheduler.messages import Progress, Transaction
 from services.scheduler.wire import (
     CHANGE,
-    DERIVED,
     PROGRESS,
     TXN,
-    alert_record,
     change_record,
     progress_from,
     progress_record,
@@ -36,6 +35,7 @@ class DeriverHandler:
         factory = cfg.engine_factory or default_engine_factory
         self.procs = {j: DeriverProcessor(cfg.plan, factory) for j in cfg.partitions}
         self.seen = SeqFilter()
+        self.outputs = OutputEncoder(cfg)
         self.change_seq: dict[int, int] = defaultdict(int)
         self.owner: dict[int, int] = {}  # stream partition -> Kafka partition
 
@@ -70,9 +70,7 @@ class DeriverHandler:
                 before[c.partition] = c.vector
                 out.append(OutRecord(topic, self.codec.encode(CHANGE, rec), c.key.encode(),
                                      partition=j))
-            for a in result.alerts:
-                out.append(OutRecord(self.cfg.topics.alerts, self.codec.encode(
-                    DERIVED, alert_record(a)), a.key.encode()))
+            out += self.outputs.encode(result.alerts)
             if result.progress is not None:
                 out.append(OutRecord(topic, self.codec.encode(
                     PROGRESS, progress_record(result.progress, self.cfg.actor_id, j)),

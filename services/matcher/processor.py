@@ -296,6 +296,10 @@ class MatcherProcessor:
         self.graph = StageGraph(plan.matcher_stages, schemas, engine_factory)
         self.watermark = -(2**62)
         self.alerts_emitted = 0
+        self.ingest: dict[int, int] = {}  # partition -> Kafka ms of its latest input
+        # Context-independent plans: partition -> stages whose outputs are
+        # dropped (their context does not hold as of its latest transaction).
+        self.muted: dict[int, frozenset[str]] = {}
 
     def process(self, items: Sequence[RoutedTransaction | Discard | Progress]) -> MatcherOutput:
         out = MatcherOutput()
@@ -305,6 +309,9 @@ class MatcherProcessor:
         def run_step() -> None:
             nonlocal step, step_ts
             if step_ts is not None:
+                for txn, _ in step:  # alerts of this step were triggered by it
+                    self.ingest[txn.partition] = max(
+                        (e.get("_ingest_ms", 0) for e in txn.events), default=0)
                 out.alerts.extend(self._alerts(self.graph.step(step_ts, step)))
             step, step_ts = [], None
 
@@ -318,6 +325,8 @@ class MatcherProcessor:
                     self.graph.discard(item.discard, item.txn.partition)
                 step_ts = item.txn.ts
                 step.append((item.txn, frozenset(item.active)))
+                if item.muted or item.txn.partition in self.muted:
+                    self.muted[item.txn.partition] = frozenset(item.muted)
             elif isinstance(item, Discard):
                 run_step()
                 self.graph.discard(item.plan_ids, item.partition)
@@ -346,9 +355,12 @@ class MatcherProcessor:
         for o in outputs:
             if o.stage.output_topic is None:
                 continue
+            if self.muted and o.stage.plan.plan_id in self.muted.get(o.record["_p"], ()):
+                continue
             fields = {k: v for k, v in o.record.items() if k != "type" and not k.startswith("_")}
             alerts.append(Alert(plan_id=o.stage.plan.plan_id, event_type=o.record["type"],
                                 partition=o.record["_p"], key=o.record["_key"],
                                 start_ts=o.start_ts, end_ts=o.end_ts, fields=fields,
-                                topic=o.stage.output_topic))
+                                topic=o.stage.output_topic,
+                                ingest_ms=self.ingest.get(o.record["_p"], 0)))
         return alerts

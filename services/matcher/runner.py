@@ -9,18 +9,64 @@ from collections.abc import Sequence
 from typing import Any
 
 from services.matcher.processor import MatcherProcessor, default_engine_factory
-from services.scheduler.messages import Discard, Progress, RoutedTransaction
+from services.scheduler.messages import Alert, DeadLetter, Discard, Progress, RoutedTransaction
 from services.scheduler.wire import (
+    DEAD,
     DERIVED,
     PROGRESS,
     ROUTED,
     alert_record,
+    dead_record,
+    output_record,
     progress_from,
     progress_record,
     routed_from,
 )
 from services.store.loop import SeqFilter, ServiceConfig, owned
 from shared.bus.records import OutRecord, Record, TopicPartition
+
+
+class OutputEncoder:
+    """Alerts -> records: every alert as a DerivedEvent on the alerts topic, and
+    alerts of stages with an output topic also there, in their event type's
+    own schema when the model names one (what the apps downstream read)."""
+
+    def __init__(self, cfg: ServiceConfig) -> None:
+        from services.scheduler.runner import _schema_name_of
+
+        self.cfg, self.codec = cfg, cfg.codec
+        self.schemas: dict[str, tuple[str, list[str]]] = {}
+        for t in cfg.plan.event_types:
+            if t.schema_file:
+                name = _schema_name_of(t.schema_file, "")
+                try:
+                    raw = self.codec.repository.get(name).raw
+                except Exception:  # not a schema this deployment knows: generic form
+                    continue
+                self.schemas[t.name] = (name, [f["name"] for f in raw["fields"]])
+
+    def encode(self, alerts: list[Alert]) -> list[OutRecord]:
+        out: list[OutRecord] = []
+        for a in alerts:
+            key = a.key.encode()
+            generic = self.codec.encode(DERIVED, alert_record(a))
+            out.append(OutRecord(self.cfg.topics.alerts, generic, key))
+            if a.topic:
+                own = self.schemas.get(a.event_type)
+                try:
+                    value = (self.codec.encode(own[0], output_record(a, own[1])) if own
+                             else generic)
+                except Exception as exc:  # the alert breaks its declared schema
+                    out.append(self._dead(a, generic, f"{type(exc).__name__}: {exc}"))
+                    continue
+                out.append(OutRecord(a.topic, value, key))
+        return out
+
+    def _dead(self, a: Alert, generic: bytes, detail: str) -> OutRecord:
+        letter = DeadLetter("schema", f"{a.event_type} does not fit the schema of topic "
+                            f"{a.topic}: {detail}", a.topic or "", -1, -1, generic)
+        return OutRecord(self.cfg.topics.dead_letters,
+                         self.codec.encode(DEAD, dead_record(letter, "matcher")), None)
 
 
 class MatcherHandler:
@@ -30,6 +76,7 @@ class MatcherHandler:
         factory = cfg.engine_factory or default_engine_factory
         self.procs = {j: MatcherProcessor(cfg.plan, factory) for j in cfg.partitions}
         self.seen = SeqFilter()
+        self.outputs = OutputEncoder(cfg)
         self.owner: dict[int, int] = {}  # stream partition -> Kafka partition
 
     def inputs(self) -> list[TopicPartition]:
@@ -53,9 +100,7 @@ class MatcherHandler:
         out: list[OutRecord] = []
         for j, items in by_partition.items():
             result = self.procs[j].process(items)
-            for a in result.alerts:
-                out.append(OutRecord(self.cfg.topics.alerts, self.codec.encode(
-                    DERIVED, alert_record(a)), a.key.encode()))
+            out += self.outputs.encode(result.alerts)
             if result.progress is not None:
                 out.append(OutRecord(self.cfg.topics.progress, self.codec.encode(
                     PROGRESS, progress_record(result.progress, self.cfg.actor_id, j)),

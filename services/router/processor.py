@@ -39,6 +39,10 @@ class RouterProcessor:
     def __init__(self, plan: ExecutionPlan) -> None:
         self.resolver = ContextResolver(plan)
         self.activation = StageActivation(self.resolver, plan.matcher_stages)
+        # Context-independent plans: stage -> masks of the contexts its outputs need.
+        self._filters = [(pid, tuple(self.resolver.mask(c) for c in ctxs))
+                         for pid, ctxs in plan.context_filters.items()]
+        self._muted: dict[int, tuple[str, ...]] = {}
         self.pending: deque[Transaction] = deque()
         self.changes: dict[int, deque[ContextChange]] = {}
         self.vectors: dict[int, int] = {}  # partition -> vector as of its last routed txn
@@ -79,7 +83,8 @@ class RouterProcessor:
                 if pid not in active:
                     self.skipped_events[pid] += n
             if active:
-                out.routed.append(RoutedTransaction(txn, tuple(sorted(active)), discard))
+                out.routed.append(RoutedTransaction(txn, tuple(sorted(active)), discard,
+                                                    self._muted_at(vector)))
                 self.routed_transactions += 1
             else:
                 if discard:
@@ -92,6 +97,17 @@ class RouterProcessor:
         if wm > self.forwarded:
             self.forwarded = wm
             out.routed.append(Progress(wm, "router"))
+
+    def _muted_at(self, vector: int) -> tuple[str, ...]:
+        """Filtered stages (context-independent plans) whose context does not hold."""
+        if not self._filters:
+            return ()
+        found = self._muted.get(vector)
+        if found is None:
+            found = tuple(sorted(pid for pid, masks in self._filters
+                                 if not any(vector & m == m for m in masks)))
+            self._muted[vector] = found
+        return found
 
     def _vector_at(self, partition: int, ts: int) -> tuple[int, int]:
         """Apply the partition's changes with ts' < ts; return (vector, bits that ended)."""

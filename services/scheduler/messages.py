@@ -86,11 +86,13 @@ class ContextChange:
 class RoutedTransaction:
     """A transaction with the matcher stages (plan ids) that may see it, and
     the plans whose partial matches must be dropped before it (a context
-    window of theirs ended)."""
+    window of theirs ended). `muted`: context-independent plans only, stages
+    that see the transaction but whose context does not hold (outputs dropped)."""
 
     txn: Transaction
     active: tuple[str, ...]
     discard: tuple[str, ...] = ()
+    muted: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,8 @@ class Alert:
     end_ts: int
     fields: Mapping[str, Any] = field(default_factory=dict)
     topic: str | None = None
+    # Kafka timestamp (ms) of the input that triggered it (0 = unknown), for latency.
+    ingest_ms: int = field(default=0, compare=False)
 
     def identity(self) -> tuple:
         """What makes two alerts the same (used to compare runs, spot duplicates)."""

@@ -14,6 +14,7 @@ from services.scheduler.messages import InputRecord, Progress, Transaction
 from services.scheduler.processor import SchedulerOutput, SchedulerProcessor
 from services.scheduler.wire import (
     DEAD,
+    INGEST,
     PROGRESS,
     TXN,
     dead_record,
@@ -64,6 +65,7 @@ class SchedulerHandler:
         name = self.type_by_schema.get(schema) or schema.rsplit(".", 1)[-1]
         if name in self.short_names and "type" not in value:
             value["type"] = name
+        value[INGEST] = rec.timestamp_ms
         return InputRecord(rec.topic, rec.partition, rec.offset, value, raw)
 
     def handle(self, records: Sequence[Record]) -> list[OutRecord]:

@@ -30,6 +30,7 @@ ROUTED = "caesar.RoutedTransaction"
 DERIVED = "caesar.DerivedEvent"
 DEAD = "caesar.DeadLetter"
 AVRO_TYPES = {"int": "long", "float": "double", "string": "string", "bool": "boolean"}
+INGEST = "_ingest_ms"  # event key carrying the input record's Kafka timestamp
 _REASONS = {"undecodable": "UNDECODABLE", "schema": "SCHEMA_VIOLATION", "late": "LATE",
             "unknown_type": "UNKNOWN_TYPE"}
 _STAGES = {"scheduler": "SCHEDULER", "deriver": "DERIVER", "router": "ROUTER",
@@ -63,12 +64,14 @@ def txn_record(txn: Transaction, seq: int) -> dict[str, Any]:
     return {"version": 1, "partition_key": txn.key, "partition": txn.partition, "ts": txn.ts,
             "seq": seq, "events": [
                 {"type": e["type"], "ts": txn.ts, "seq": i,
-                 "fields": {k: v for k, v in e.items() if k != "type"},
-                 "ingest_ms": 0, "source": None} for i, e in enumerate(txn.events)]}
+                 "fields": {k: v for k, v in e.items() if k not in ("type", INGEST)},
+                 "ingest_ms": e.get(INGEST, 0), "source": None}
+                for i, e in enumerate(txn.events)]}
 
 
 def txn_from(rec: Mapping[str, Any]) -> tuple[Transaction, int]:
-    events = tuple({"type": e["type"], **e["fields"]} for e in rec["events"])
+    events = tuple({"type": e["type"], **e["fields"], INGEST: e["ingest_ms"]}
+                   for e in rec["events"])
     return Transaction(rec["partition"], rec["partition_key"], rec["ts"], events), rec["seq"]
 
 
@@ -113,12 +116,18 @@ def alert_record(a: Alert, contexts: tuple[str, ...] = ()) -> dict[str, Any]:
     return {"version": 1, "plan_id": a.plan_id, "event_type": a.event_type,
             "partition_key": a.key, "partition": a.partition, "start_ts": a.start_ts,
             "end_ts": a.end_ts, "fields": dict(a.fields), "event_seqs": [],
-            "contexts": list(contexts), "ingest_ms": 0, "emit_ms": now_ms()}
+            "contexts": list(contexts), "ingest_ms": a.ingest_ms, "emit_ms": now_ms()}
 
 
 def alert_from(rec: Mapping[str, Any]) -> Alert:
     return Alert(rec["plan_id"], rec["event_type"], rec["partition"], rec["partition_key"],
-                 rec["start_ts"], rec["end_ts"], dict(rec["fields"]))
+                 rec["start_ts"], rec["end_ts"], dict(rec["fields"]), ingest_ms=rec["ingest_ms"])
+
+
+def output_record(a: Alert, schema_fields: list[str]) -> dict[str, Any]:
+    """An alert in its own event type's schema (e.g. the Linear Road outputs)."""
+    values = {**a.fields, "ingest_ms": a.ingest_ms}
+    return {name: values.get(name) for name in schema_fields}
 
 
 def dead_record(d: DeadLetter, service: str) -> dict[str, Any]:

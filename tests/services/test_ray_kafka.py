@@ -122,7 +122,12 @@ def test_linear_road_model_embedded_equals_kafka_ray(
     want = [a.identity() for a in expected.alerts]
     plan, cfg, dep = setup(kafka_bootstrap, unique_name, partitions=2)
     topic = unique_name("lr")
-    lr = replace(lr, event_types=tuple(replace(t, topic=topic) for t in lr.event_types))
+    tolls_topic = unique_name("lr-tolls")
+    lr = replace(lr, event_types=tuple(replace(t, topic=topic) if t.topic else t
+                                       for t in lr.event_types),
+                 matcher_stages=tuple(replace(st, output_topic=tolls_topic)
+                                      if st.output_topic == "lr-tolls" else st
+                                      for st in lr.matcher_stages))
     cfg = replace(cfg, plan=lr)
     dep.plan = lr
     dep.options.pop("engine_factory")
@@ -131,6 +136,13 @@ def test_linear_road_model_embedded_equals_kafka_ray(
         produce_inputs(kafka_bus, cfg, events)
         got = wait_for_alerts(kafka_bus, cfg, set(want), timeout_s=180)
         assert sorted(a.identity() for a in got) == sorted(want)
+        # the model's own output topic carries the tolls in the Linear Road schema
+        from services.embedded.bus_pipeline import read_topic
+
+        tolls = [cfg.codec.decode(r.value) for r in read_topic(kafka_bus, tolls_topic, 2)]
+        assert {name for name, _ in tolls} == {"caesar.linear_road.TollNotification"}
+        assert len(tolls) == sum(a.event_type == "TollNotification" for a in expected.alerts)
+        assert all(rec["ingest_ms"] > 0 for _, rec in tolls)
     finally:
         dep.stop()
 
