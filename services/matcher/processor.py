@@ -344,11 +344,12 @@ class MatcherProcessor:
 
     def snapshot(self) -> dict:
         return {"graph": self.graph.snapshot(list(self.graph._keys)),
-                "watermark": self.watermark}
+                "watermark": self.watermark, "muted": dict(self.muted)}
 
     def restore(self, state: dict) -> None:
         self.graph.restore(state["graph"])
         self.watermark = state["watermark"]
+        self.muted = dict(state.get("muted", {}))
 
     def _alerts(self, outputs: Iterable[StageOutput]) -> list[Alert]:
         alerts = []

@@ -41,7 +41,7 @@ class RouterProcessor:
         self.activation = StageActivation(self.resolver, plan.matcher_stages)
         # Context-independent plans: stage -> masks of the contexts its outputs need.
         self._filters = [(pid, tuple(self.resolver.mask(c) for c in ctxs))
-                         for pid, ctxs in plan.context_filters.items()]
+                         for pid, ctxs in getattr(plan, "context_filters", {}).items()]
         self._muted: dict[int, tuple[str, ...]] = {}
         self.pending: deque[Transaction] = deque()
         self.changes: dict[int, deque[ContextChange]] = {}

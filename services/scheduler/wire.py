@@ -100,16 +100,17 @@ def routed_record(item: RoutedTransaction | Discard, seq: int) -> dict[str, Any]
     if isinstance(item, Discard):
         txn = Transaction(item.partition, "", item.ts, ())
         return {"version": 1, "txn": txn_record(txn, seq), "active": [],
-                "discard": list(item.plan_ids)}
+                "discard": list(item.plan_ids), "muted": []}
     return {"version": 1, "txn": txn_record(item.txn, seq), "active": list(item.active),
-            "discard": list(item.discard)}
+            "discard": list(item.discard), "muted": list(item.muted)}
 
 
 def routed_from(rec: Mapping[str, Any]) -> tuple[RoutedTransaction | Discard, int]:
     txn, seq = txn_from(rec["txn"])
     if not rec["active"]:
         return Discard(txn.partition, txn.ts, tuple(rec["discard"])), seq
-    return RoutedTransaction(txn, tuple(rec["active"]), tuple(rec["discard"])), seq
+    return (RoutedTransaction(txn, tuple(rec["active"]), tuple(rec["discard"]),
+                              tuple(rec.get("muted", ()))), seq)
 
 
 def alert_record(a: Alert, contexts: tuple[str, ...] = ()) -> dict[str, Any]:
