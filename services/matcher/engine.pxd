@@ -40,6 +40,7 @@ cdef class PlanRT:
     cdef public int strategy
     cdef public i64 within
     cdef public int ncomp, npos, has_end_neg, neq
+    cdef public i64 last_sweep
     cdef int[:, ::1] code
     cdef double[::1] cvals
     cdef u8[::1] ckinds

@@ -216,6 +216,7 @@ cdef class PlanRT:
         self.npos = len(cp.pos)
         self.has_end_neg = 1 if cp.has_end_negation else 0
         self.neq = len(cp.equivalence)
+        self.last_sweep = NO_TS
         if self.neq > 8:
             raise PlanError(f"plan {self.plan_id}: more than 8 equivalence attributes")
         self.code = cp.code
@@ -635,6 +636,7 @@ cdef class CythonEngine:
     # by type id: [(type cols of the equivalence attrs, {eqkey: {slot: comp mask}})]
     cdef list _an_specs
     cdef dict _an_tables      # (slot, comp) -> [table dicts to register in]
+    cdef dict _waiting        # slot -> set of parts holding pending/ready results
     cdef object _pool
     cdef list _out
     cdef long* _masks         # per plan slot: components the current event reaches
@@ -670,6 +672,7 @@ cdef class CythonEngine:
             self._plans.append(p)
             self._by_id[p.plan_id] = p
         self._parts = {p.slot: {} for p in self._plans}
+        self._waiting = {p.slot: set() for p in self._plans}
         self._pool = None
         self._type_cols = {}
         for p in self._plans:
@@ -848,39 +851,50 @@ cdef class CythonEngine:
         return out
 
     def advance(self, watermark):
+        """Release end-negation results whose window closed; sweep state
+        older than the window. Parts touched by events are pruned as they
+        are touched; the full sweep (for parts no event reaches any more)
+        runs once per half window of event time, so state stays within
+        1.5 windows without visiting every part on every call."""
         cdef PlanRT p
         cdef Part part
         cdef Stack s
         cdef i64 wm = watermark, bound
         out = []
         for p in self._plans:
+            waiting = self._waiting[p.slot]
+            if waiting:
+                for part in list(waiting):
+                    keep = []
+                    for item in part.ready:
+                        if item[0] <= wm:
+                            out.append(item[1])
+                        else:
+                            keep.append(item)
+                    part.ready = keep
+                    keep = []
+                    for item in part.pending:
+                        if item[0] <= wm:
+                            out.append(item[1])
+                        else:
+                            keep.append(item)
+                    part.pending = keep
+                    if not part.pending and not part.ready:
+                        waiting.discard(part)
+            if p.within < 0 or wm - p.last_sweep < max(1, p.within // 2):
+                continue
+            p.last_sweep = wm
+            bound = wm - p.within
             bypart = self._parts[p.slot]
             for partition in list(bypart):
                 keyed = bypart[partition]
                 for key in list(keyed):
                     part = keyed[key]
-                    if part.pending or part.ready:
-                        keep = []
-                        for item in part.ready:
-                            if item[0] <= wm:
-                                out.append(item[1])
-                            else:
-                                keep.append(item)
-                        part.ready = keep
-                        keep = []
-                        for item in part.pending:
-                            if item[0] <= wm:
-                                out.append(item[1])
-                            else:
-                                keep.append(item)
-                        part.pending = keep
-                    if p.within >= 0:
-                        bound = wm - p.within
-                        if part.runs:  # before pruning: runs point into the stacks
-                            part.runs = [r for r in part.runs
-                                         if self._run_first_ts(part, p, r) > bound]
-                        for s in part.stacks:
-                            s.prune(bound)
+                    if part.runs:  # before pruning: runs point into the stacks
+                        part.runs = [r for r in part.runs
+                                     if self._run_first_ts(part, p, r) > bound]
+                    for s in part.stacks:
+                        s.prune(bound)
                     if part.empty():
                         del keyed[key]
                         self._an_forget(p, partition, key)
@@ -894,8 +908,9 @@ cdef class CythonEngine:
             p = self._by_id.get(pid)
             if p is not None:
                 keyed = self._parts[p.slot].pop(partition, None)
-                for key in (keyed or {}):
+                for key, part in (keyed or {}).items():
                     self._an_forget(p, partition, key)
+                    self._waiting[p.slot].discard(part)
 
     def snapshot(self, partition):
         cdef PlanRT p
@@ -930,6 +945,8 @@ cdef class CythonEngine:
                 part.pending = pending
                 part.ready = ready
                 keyed[key] = part
+                if pending or ready:
+                    self._waiting[p.slot].add(part)
         self._relink_an()
 
     def state_size(self):
@@ -1407,6 +1424,7 @@ cdef class CythonEngine:
         if not part.pending and p.strategy == 0:
             self._an_register_end(p, part.key)
         part.pending.append([deadline, derived, rows])
+        self._waiting[p.slot].add(part)
 
     cdef object _derive(self, PlanRT p, Part part, Env* env, i64 first_ts, i64 last_ts):
         cdef int k, c, j
