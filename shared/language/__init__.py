@@ -18,6 +18,7 @@ from shared.errors import CaesarError, ModelError, SourcePosition
 from shared.language.algebra import AlgebraPlan, phase2
 from shared.language.ast import Model
 from shared.language.errors import LanguageError, ModelStructureError
+from shared.language.independent import context_independent
 from shared.language.optimizer import RULES, optimize
 from shared.language.parser import parse
 from shared.language.phase1 import QuerySet, query_set
@@ -70,8 +71,12 @@ def compile_phases(text_or_path: str | Path, file: str | None = None,
                                   SourcePosition(name, 1, 1)) from None
 
 
-def compile_model(text_or_path: str | Path, file: str | None = None) -> ExecutionPlan:
-    return compile_phases(text_or_path, file).execution
+def compile_model(text_or_path: str | Path, file: str | None = None, *,
+                  context_aware: bool = True) -> ExecutionPlan:
+    """context_aware=False: the context-independent baseline (every query runs
+    all the time, its context an output filter; shared/language/independent.py)."""
+    plan = compile_phases(text_or_path, file).execution
+    return plan if context_aware else context_independent(plan)
 
 
 __all__ += ["Model", "ModelError"]

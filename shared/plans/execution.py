@@ -77,3 +77,7 @@ class ExecutionPlan:
     groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # Query dropped by sub-plan sharing -> the plan id that computes it.
     shared: dict[str, str] = field(default_factory=dict)
+    # Context-independent baseline only (shared/language/independent.py):
+    # matcher plan id -> the contexts its outputs are filtered to. Empty in a
+    # context-aware plan.
+    context_filters: dict[str, tuple[str, ...]] = field(default_factory=dict)
