@@ -575,20 +575,24 @@ cdef inline bint _eq_vals(double* va, u8* ka, double* vb, u8* kb, PlanRT p, int 
 
 # ---------------------------------------------------------------- per-key state
 
+@cython.no_gc
 cdef class Part:
-    cdef public list stacks    # Stack per component index
-    cdef public list runs      # run = list (per positive component) of lists of absolute row ids
-    cdef public list pending   # [deadline, DerivedEvent, rows]
-    cdef public list ready     # [deadline, DerivedEvent]
+    # Parts are many (one per plan and key) and never form cycles; keeping
+    # them (and their empty containers, shared `()`) out of the cyclic GC
+    # keeps collections from scanning the whole state.
+    cdef public tuple stacks   # Stack per component index
+    cdef public object runs    # run = list (per positive component) of lists of absolute row ids
+    cdef public object pending  # [deadline, DerivedEvent, rows]
+    cdef public object ready   # [deadline, DerivedEvent]
     cdef public object key     # (partition, equivalence key)
 
     def __init__(self, PlanRT p, key=None):
         cdef int c
         self.key = key
-        self.stacks = [Stack(p.width[c]) for c in range(p.ncomp)]
-        self.runs = []
-        self.pending = []
-        self.ready = []
+        self.stacks = tuple([Stack(p.width[c]) for c in range(p.ncomp)])
+        self.runs = ()
+        self.pending = ()
+        self.ready = ()
 
     cdef bint empty(self):
         cdef Stack s
@@ -871,14 +875,14 @@ cdef class CythonEngine:
                             out.append(item[1])
                         else:
                             keep.append(item)
-                    part.ready = keep
+                    part.ready = keep or ()
                     keep = []
                     for item in part.pending:
                         if item[0] <= wm:
                             out.append(item[1])
                         else:
                             keep.append(item)
-                    part.pending = keep
+                    part.pending = keep or ()
                     if not part.pending and not part.ready:
                         waiting.discard(part)
             if p.within < 0 or wm - p.last_sweep < max(1, p.within // 2):
@@ -892,7 +896,7 @@ cdef class CythonEngine:
                     part = keyed[key]
                     if part.runs:  # before pruning: runs point into the stacks
                         part.runs = [r for r in part.runs
-                                     if self._run_first_ts(part, p, r) > bound]
+                                     if self._run_first_ts(part, p, r) > bound] or ()
                     for s in part.stacks:
                         s.prune(bound)
                     if part.empty():
@@ -940,7 +944,7 @@ cdef class CythonEngine:
             keyed = self._parts[p.slot].setdefault(partition, {})
             for key, stacks, runs, pending, ready in parts:
                 part = Part(p, (partition, key))
-                part.stacks = [Stack.from_state(s) for s in stacks]
+                part.stacks = tuple([Stack.from_state(s) for s in stacks])
                 part.runs = runs
                 part.pending = pending
                 part.ready = ready
@@ -1155,14 +1159,17 @@ cdef class CythonEngine:
             keep = []
             for item in part.pending:
                 if item[0] <= self._ts:
+                    if not part.ready:
+                        part.ready = []
                     part.ready.append(item[:2])
                 elif not (mask and self._kills(p, part, item, mask)):
                     keep.append(item)
-            part.pending = keep
+            part.pending = keep or ()
         if p.within >= 0:
             bound = self._ts - p.within
             if part.runs:  # before pruning: runs point into the stacks
-                part.runs = [r for r in part.runs if self._run_first_ts(part, p, r) > bound]
+                part.runs = [r for r in part.runs
+                             if self._run_first_ts(part, p, r) > bound] or ()
             for s in part.stacks:
                 if s.n > s.head and s.ts[s.head] <= bound:
                     s.prune(bound)
@@ -1423,6 +1430,8 @@ cdef class CythonEngine:
                 rows.append([s.base + env.row[c]])
         if not part.pending and p.strategy == 0:
             self._an_register_end(p, part.key)
+        if not part.pending:
+            part.pending = []
         part.pending.append([deadline, derived, rows])
         self._waiting[p.slot].add(part)
 
@@ -1640,7 +1649,7 @@ cdef class CythonEngine:
         finally:
             for c in range(MAXC):
                 free(bufs[c])
-        part.runs = kept
+        part.runs = kept or ()
 
     cdef _complete(self, PlanRT p, Part part, list run, Env* env, i64** bufs):
         cdef int cl = p.pos[p.npos - 1]
