@@ -31,6 +31,19 @@ Semantics (SASE section 2/4, Cayuga chapter 3; see shared/DESIGN.md):
   events of the partition's stream).
 - The output event's interval is (first positive event's ts, last one's ts);
   its timestamp (used downstream) is the end.
+
+Precise forms the matcher implements (SASE section 2.2 WITHIN and 3.3), all
+intervals open: a middle negation forbids events in (prev.ts, next.ts) where
+prev/next are the neighbouring positive events (a Kleene neighbour
+contributes its last / first event); a start negation forbids events in
+(last.ts - within, first.ts); an end negation forbids events in
+(last.ts, first.ts + within), and the result is released by
+`advance(watermark)` once watermark >= first.ts + within. Outside `Agg`, an
+`Attr` of a Kleene variable reads its last bound event (inside its own
+`iteration_filter`: the event being tested, and `Agg` folds over the events
+bound before it). Under skip_till_next_match a run waiting in a Kleene
+component prefers to close it with an event that binds the next component;
+negation only filters finished candidates, it never steers a run.
 """
 
 from __future__ import annotations
