@@ -86,3 +86,16 @@ def test_discard_drops_partial_matches_in_both(data):
         out += engine.advance(10**9)
         outs.append(multiset(out))
     assert outs[0] == outs[1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_cython_equals_reference_many(strategy, data):
+    plans, rows, cuts, actives = data.draw(scenario(strategy))
+    snap = data.draw(st.sampled_from([None, 0, 1]))
+    expected = _drive(ReferenceEngine(plans), plans, rows, cuts, actives, StringPool())
+    got = _drive(CythonEngine(plans), plans, rows, cuts, actives, StringPool(), snap)
+    assert multiset(got) == multiset(expected)
