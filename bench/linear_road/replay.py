@@ -65,6 +65,8 @@ class ReplayResult:
     wall_s: float  # wall time the pipeline was processing
     skipped_events: int  # stage inputs the router suspended
     output_counts: dict[str, int]
+    # Share of the input routed to each single-context stage's context (CA only).
+    coverage: dict[str, float]
     output_keys: Counter  # (type, fields) of every output, to check modes agree
     # Per fed batch: arrival second, CPU and wall processing time; per output:
     # the batch that produced it and its triggering report's second.
@@ -128,8 +130,13 @@ def replay(plan: ExecutionPlan, workload: Workload, keep_keys: bool = False) -> 
               + pipe._downstream(pipe.scheduler.advance_idle()))
     if batch_ts:
         timed(batch_ts[-1], pipe.finish)
+    coverage = {}
+    for stage in plan.matcher_stages:
+        if len(stage.contexts) == 1 and workload.events:
+            skipped = pipe.router.skipped_events.get(stage.plan.plan_id, 0)
+            coverage[stage.contexts[0]] = 1 - skipped / workload.events
     return ReplayResult(
-        events=workload.events, outputs=len(out_ts), cpu_s=sum(batch_cpu),
+        coverage=coverage, events=workload.events, outputs=len(out_ts), cpu_s=sum(batch_cpu),
         wall_s=sum(batch_wall), skipped_events=sum(pipe.router.skipped_events.values()),
         output_counts=counts, output_keys=Counter(keys), batch_ts=tuple(batch_ts),
         batch_cpu=tuple(batch_cpu), batch_wall=tuple(batch_wall),
