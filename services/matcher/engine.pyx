@@ -775,6 +775,10 @@ cdef class CythonEngine:
         cdef PlanRT p
         pool = batch.strings
         if pool is not self._pool:
+            # stored rows hold interned codes of the previous pool
+            if self._pool is not None and self.state_size() > 0:
+                raise PlanError("matcher: a batch came with a different StringPool while "
+                                "partial matches are held; use one pool per pipeline")
             self._pool = pool
             self._build_dispatch(pool)
         self._out = []

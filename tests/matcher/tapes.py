@@ -58,7 +58,8 @@ def tape(spec: Iterable[tuple[Any, ...]], pool: StringPool | None = None,
             rec.update(row[2])
         records.append(rec)
     part = (lambda r: int(r.get(partition_key, 0))) if partition_key else None
-    return EventBatch.from_records(records, schemas or SCHEMAS, pool or StringPool(),
+    pool = pool if pool is not None else StringPool()  # an empty pool is falsy
+    return EventBatch.from_records(records, schemas or SCHEMAS, pool,
                                    partition_of=part, first_seq=first_seq)
 
 

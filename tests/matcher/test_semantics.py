@@ -203,3 +203,11 @@ def test_active_and_discard(engine):
     assert eng.process(tape([("B", 3)], pool, first_seq=2), active={"c"}) == []
     eng.process(tape([("A", 4)], pool, first_seq=3))
     assert seqs(eng.process(tape([("B", 5)], pool, first_seq=4))) == {(3, 4)}
+
+
+def test_one_string_pool_per_pipeline():
+    p = plan("sp", [comp("a", "A"), comp("b", "B")], where=[cmp("=", attr("a", "s"), "p")])
+    eng = CythonEngine([p])
+    eng.process(tape([("A", 1, {"s": "p"})], StringPool()))
+    with pytest.raises(PlanError):
+        eng.process(tape([("B", 2)], StringPool(), first_seq=1))
