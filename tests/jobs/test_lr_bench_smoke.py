@@ -21,7 +21,7 @@ def test_bench_code_path_on_a_tiny_run() -> None:
     assert ca.events == ci.events == wl.events > 0
     assert ci.skipped_events == 0
     # Slower pace can only lower the queueing part of latency.
-    assert ca.max_latency(100.0, "cpu") >= ca.max_latency(1.0, "cpu") >= 0.0
+    assert ca.max_latency(100.0, "cpu") >= ca.max_latency(1.0, "cpu") - 1e-9 >= -1e-9
     assert len(ca.batch_ts) == len(wl.seconds) + 1
     rows = l_ratings({1: pair}, [1.0])
     assert {r["clock"] for r in rows} == {"cpu", "wall"}
