@@ -125,7 +125,7 @@ class AlertConsumer:
                 self.undecodable += n_bad
                 self.records += total
                 self._batch_ms[batch_id] = written
-                if total:
+                if total or n_bad:  # undecodable records are arrivals too
                     self._last_data = time.monotonic()
                 (self.out / BATCH_TIMES).write_text(json.dumps(self._batch_ms))
         finally:
@@ -138,7 +138,7 @@ class AlertConsumer:
             if self.query.exception() is not None:
                 raise RuntimeError(f"alert consumer failed: {self.query.exception()}")
             with self._lock:
-                enough = self.records >= min_records
+                enough = self.records + self.undecodable >= min_records
                 quiet = time.monotonic() - self._last_data >= idle_s
             if enough and quiet:
                 return

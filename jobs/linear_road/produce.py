@@ -89,7 +89,11 @@ def produce(spark: SparkSession, reports: Iterable[PositionReport], bootstrap: s
         wire = [pair for r in batch for pair in wire_records(r, fanout)]
         values = encode(POSITION_REPORT, [record for _, record in wire])
         rows = [(key.encode(), v) for (key, _), v in zip(wire, values, strict=True)]
-        writer = (spark.createDataFrame(rows, "key BINARY, value BINARY").write.format("kafka")
+        # One writer task per slice: several tasks would interleave their rows in a
+        # Kafka partition out of event-time order, and the scheduler's watermark is
+        # per Kafka partition (coalesce keeps the rows' order).
+        frame = spark.createDataFrame(rows, "key BINARY, value BINARY").coalesce(1)
+        writer = (frame.write.format("kafka")
                   .option("kafka.bootstrap.servers", bootstrap).option("topic", topic))
         for key, value in (producer_options or {}).items():
             writer = writer.option(f"kafka.{key}", value)

@@ -134,8 +134,12 @@ def _schema_name_of(schema_file: str, default: str) -> str:
     from shared.codecs.schemas import default_schema_dir
 
     path = Path(schema_file)
-    if not path.is_absolute():
-        path = default_schema_dir() / schema_file if not path.exists() else path
+    if not path.is_absolute() and not path.exists():
+        # Models name schemas relative to the project root ("schemas/x.avsc") or to
+        # the schema directory; actors run in another working directory.
+        schemas = default_schema_dir()
+        candidates = [schemas / schema_file, schemas.parent / schema_file]
+        path = next((c for c in candidates if c.exists()), candidates[0])
     try:
         raw = json.loads(path.read_text())
     except (OSError, ValueError):

@@ -10,6 +10,7 @@ finish and verify.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -35,51 +36,99 @@ def register(app: typer.Typer) -> None:
             "caesar-demo-out"),
         fanout: Annotated[bool, typer.Option(help="per-segment partitions (SPEC.md)")] = True,
         idle_stop: Annotated[float, typer.Option(help="seconds without alerts = done")] = 30.0,
+        broker_port: Annotated[int, typer.Option(help="port of the demo's own broker")] = 29092,
+        ray_port: Annotated[int, typer.Option(help="port of the demo's own Ray head")] = 26379,  # outside Ray's worker port range 10002-19999
+        keep_running: Annotated[bool, typer.Option(
+            help="leave the demo's broker and Ray running afterwards")] = False,
     ) -> None:
         """Run Linear Road end to end and print the validation (zero differences expected)."""
+        import ray
+
         from jobs.linear_road.consume_alerts import AlertConsumer
         from jobs.linear_road.generator import GeneratorConfig, generate
         from jobs.linear_road.produce import print_progress, produce
         from jobs.linear_road.validate import reports_from_generator, validate
         from jobs.spark_session import JARS_DIR, spark_session
+        from services.ray_runtime.deployment import Deployment
         from shared.language import compile_model
         from shared.runtime.local import LocalRuntime
-        from shared.settings import load_settings
+        from shared.settings import CACHE_DIR, load_settings
 
+        step = _Steps()
+        plan = compile_model(MODEL)  # fail fast on a bad model, before starting anything
         # 1. Spark's Kafka connector (once, cached).
         if not any(JARS_DIR.glob("spark-sql-kafka*.jar")):
+            step("fetching Spark's Kafka connector")
             subprocess.run(["bash", str(ROOT / "scripts" / "fetch_spark_jars.sh")], check=True)
-        # 2. Local broker + Ray.
-        settings = load_settings()
-        runtime = LocalRuntime(settings.runtime)
-        runtime.up(settings)
+        # 2. A broker and a Ray head of the demo's own, in their own directory and
+        # on their own ports: every run starts from empty topics, so offsets,
+        # checkpoints and watermarks of an earlier run cannot leak into this one,
+        # and a `caesar up` the user keeps running is left alone.
+        base = load_settings()
+        runtime_settings = base.runtime.model_copy(update={
+            "runtime_dir": CACHE_DIR / "demo", "broker_port": broker_port,
+            "controller_port": broker_port + 1, "ray_port": ray_port})
+        runtime = LocalRuntime(runtime_settings)
+        step("starting a fresh local Kafka broker and Ray head")
+        runtime.down(progress=lambda *_: None)
+        shutil.rmtree(runtime.dir, ignore_errors=True)
+        runtime.up(base)
         bootstrap = runtime.bootstrap
-        settings = load_settings(**{"kafka": {**settings.kafka.model_dump(),
-                                               "bootstrap_servers": bootstrap}})
-        # 3. The CAESAR services for the model (coordinator: verify this wiring).
-        from services.ray_runtime.deployment import Deployment
-
-        plan = compile_model(MODEL)
-        deployment = Deployment(plan, settings)
-        deployment.create_topics()
-        deployment.start()
-        config = GeneratorConfig(xways=xways, duration_s=duration, cars_per_direction=cars,
-                                 seed=seed)
-        spark = spark_session("caesar-demo", kafka=True)
-        consumer = AlertConsumer(spark, bootstrap, out, fresh=True)
+        settings = base.model_copy(update={
+            "kafka": base.kafka.model_copy(update={"bootstrap_servers": bootstrap})})
+        deployment = None
+        spark = None
+        consumer = None
         try:
+            # 3. The CAESAR services as Ray actors on the demo's Ray head.
+            step(f"deploying the CAESAR services for {MODEL.relative_to(ROOT)}")
+            ray.init(address=runtime.ray().address, namespace=settings.ray.namespace,
+                     include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+            # The input ends with the run: an idle flush releases the last timestamps.
+            deployment = Deployment(plan, settings, options={"idle_flush_s": 3.0})
+            deployment.start()
+            config = GeneratorConfig(xways=xways, duration_s=duration, cars_per_direction=cars,
+                                     seed=seed)
+            step("starting Spark (local mode): alert consumer")
+            spark = spark_session("caesar-demo", kafka=True)
+            consumer = AlertConsumer(spark, bootstrap, out, fresh=True)
             # 4. Input, paced; 5. wait until the alerts stop coming.
+            step(f"producing Linear Road reports: {xways} expressway(s), {duration} s "
+                 f"simulated, {cars} cars per direction, speed {speed or 'max'}")
             started = time.monotonic()
             produce(spark, generate(config), bootstrap, speed=speed, progress=print_progress,
                     fanout=fanout)
+            step(f"waiting for the alerts (done after {idle_stop:.0f} s without new ones)")
             consumer.wait_idle(idle_stop, max_s=duration + 600)
             typer.echo(f"pipeline done in {time.monotonic() - started:.0f} s")
-        finally:
             consumer.stop()
-            deployment.stop()
-        typer.echo(consumer.summary().render())
-        # 6. Validation against plain Spark SQL over the same input.
-        result = validate(spark, reports_from_generator(spark, config), out)
-        typer.echo(result.summary())
+            typer.echo(consumer.summary().render())
+            # 6. Validation against plain Spark SQL over the same input.
+            step("validating against plain Spark SQL over the same input")
+            result = validate(spark, reports_from_generator(spark, config), out)
+            typer.echo(result.summary())
+        finally:
+            if consumer is not None:
+                consumer.stop()
+            if deployment is not None:
+                deployment.stop()
+            if ray.is_initialized():
+                ray.shutdown()
+            if spark is not None:
+                spark.stop()
+            if not keep_running:
+                runtime.down(progress=lambda *_: None)
         if not result.ok:
             raise CaesarError("validation found differences (see above)")
+
+
+class _Steps:
+    """Numbered progress lines for a long run."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.t0 = time.monotonic()
+
+    def __call__(self, text: str) -> None:
+        self.n += 1
+        typer.secho(f"[demo {self.n} | {time.monotonic() - self.t0:5.0f} s] {text}", bold=True)
