@@ -13,7 +13,14 @@ from pathlib import Path
 
 from shared.errors import RuntimeEnvironmentError
 from shared.runtime.kafka_jars import ensure_kafka_jars
-from shared.runtime.processes import pid_alive, port_open, read_pid, stop_pid, tail, wait_for_port
+from shared.runtime.processes import (
+    PidFileProcess,
+    pid_alive,
+    port_open,
+    stop_pid,
+    tail,
+    wait_for_port,
+)
 
 LOG4J2 = """\
 status = warn
@@ -57,7 +64,7 @@ def kafka_cluster_id() -> str:
             return text
 
 
-class LocalBroker:
+class LocalBroker(PidFileProcess):
     """Start/stop one broker. The PID file makes `stop` work from another process."""
 
     def __init__(self, config: BrokerConfig) -> None:
@@ -75,13 +82,6 @@ class LocalBroker:
     def bootstrap(self) -> str:
         return self.config.bootstrap
 
-    @property
-    def pid(self) -> int | None:
-        return read_pid(self.pid_file)
-
-    def running(self) -> bool:
-        pid = self.pid
-        return pid is not None and pid_alive(pid)
 
     def _write_config(self) -> None:
         c = self.config

@@ -101,3 +101,17 @@ def tail(path: Path, lines: int = 20) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return "(no log)"
+
+
+class PidFileProcess:
+    """A local daemon whose PID file lets any process (e.g. `caesar down`) find it."""
+
+    pid_file: Path
+
+    @property
+    def pid(self) -> int | None:
+        return read_pid(self.pid_file)
+
+    def running(self) -> bool:
+        pid = self.pid
+        return pid is not None and pid_alive(pid)

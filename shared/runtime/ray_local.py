@@ -16,10 +16,10 @@ from pathlib import Path
 
 from shared.errors import RuntimeEnvironmentError
 from shared.runtime.processes import (
+    PidFileProcess,
     free_port,
     pid_alive,
     port_open,
-    read_pid,
     stop_pid,
     tail,
     wait_for_port,
@@ -40,7 +40,7 @@ class RayConfig:
         return f"127.0.0.1:{self.port}"
 
 
-class LocalRay:
+class LocalRay(PidFileProcess):
     def __init__(self, config: RayConfig) -> None:
         self.config = config
         self.dir = config.directory
@@ -54,13 +54,6 @@ class LocalRay:
     def address(self) -> str:
         return self.config.address
 
-    @property
-    def pid(self) -> int | None:
-        return read_pid(self.pid_file)
-
-    def running(self) -> bool:
-        pid = self.pid
-        return pid is not None and pid_alive(pid)
 
     def start(self, timeout_s: float = 60.0) -> None:
         if self.running():
