@@ -6,9 +6,12 @@ Prints a table and writes bench/matcher/results/{results.json,matcher.png}:
    in the same run (the reference on a prefix of the same stream; both
    engines' results are compared on that prefix);
 2. a sweep over Table 2 parameters (V1, W, L, negations), Cython vs reference;
-3. events/s with 1, 100 and 10,000 registered queries (Table 2 generator).
+3. events/s with 1, 100 and 10,000 registered queries (Table 2 generator);
+4. prefix sharing: 10,000 registered queries with one common prefix that
+   differ only in the last component's constant, events/s with prefix
+   sharing and with it disabled (`share_prefixes=False`), same stream.
 
-Usage: .venv/bin/python -m bench.matcher.run [--events N] [--quick]
+Usage: .venv/bin/python -m bench.matcher.run [--events N] [--quick] [--only-sharing]
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pathlib import Path
 
 from services.matcher.engine import CythonEngine
 
-from bench.matcher.workload import batches, random_queries, seq_query
+from bench.matcher.workload import batches, random_queries, seq_query, shared_prefix_queries
 from services.matcher.reference import ReferenceEngine
 
 RESULTS = Path(__file__).parent / "results"
@@ -69,14 +72,53 @@ def compare(plans, n_cython: int, n_ref: int, domains, batch_size: int = 10_000)
             "agree": _keys(out_cy) == _keys(out_ref)}
 
 
+def prefix_sharing(count: int = 10_000, events: int = 8_000) -> dict:
+    """SEQ(E1, E2, E3) WHERE [attr1] AND E3.attr2 = i WITHIN 10000, for
+    i < count: the same stream through an engine that shares the E1, E2
+    stacks (one scan and one stack per key) and through one that keeps
+    them per query."""
+    plans = shared_prefix_queries(count)
+    domains = (10_000, 10_000, 100, 100, 10)
+    stream = list(batches(events, domains=domains, batch_size=2_000))
+    row: dict = {"queries": count, "events": events}
+    outs = {}
+    for name, share in (("shared", True), ("unshared", False)):
+        t0 = time.perf_counter()
+        engine = CythonEngine(plans, share_prefixes=share)
+        row[f"{name}_setup_s"] = time.perf_counter() - t0
+        rate, matches = throughput(engine, stream)
+        row[f"{name}_eps"] = rate
+        row[f"{name}_matches"] = matches
+        outs[name] = len(engine.shared_prefixes())
+    row["followers"] = outs["shared"]
+    row["speedup"] = row["shared_eps"] / row["unshared_eps"]
+    row["agree"] = row["shared_matches"] == row["unshared_matches"]
+    print(f"\nprefix sharing: {count:,} queries SEQ(E1,E2,E3) WHERE [attr1] AND E3.attr2 = i "
+          f"({events:,} events, {row['followers']:,} plans follow a shared prefix)")
+    print(f"  shared    {row['shared_eps']:>14,.0f} events/s  ({row['shared_matches']} matches)")
+    print(f"  unshared  {row['unshared_eps']:>14,.0f} events/s  ({row['unshared_matches']} "
+          f"matches)")
+    print(f"  speedup   {row['speedup']:>14,.1f} x   same matches: {row['agree']}")
+    return row
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=2_000_000)
     ap.add_argument("--quick", action="store_true", help="smaller runs (smoke test)")
+    ap.add_argument("--only-sharing", action="store_true",
+                    help="run only the prefix-sharing row; update results.json in place")
     args = ap.parse_args()
     n = 200_000 if args.quick else args.events
     n_ref = 10_000 if args.quick else 30_000
     RESULTS.mkdir(parents=True, exist_ok=True)
+    if args.only_sharing:
+        path = RESULTS / "results.json"
+        results = json.loads(path.read_text()) if path.exists() else {}
+        results["prefix_sharing"] = prefix_sharing()
+        path.write_text(json.dumps(results, indent=2))
+        print(f"\nwrote {path}")
+        return
     results: dict = {}
 
     # 1. headline
@@ -127,6 +169,7 @@ def main() -> None:
                       "matches": matches})
         print(f"{count:>8}{setup:>10.1f}{rate:>16,.0f}{matches:>10}")
     results["multi"] = multi
+    results["prefix_sharing"] = prefix_sharing()
 
     (RESULTS / "results.json").write_text(json.dumps(results, indent=2))
     _plot(results, RESULTS / "matcher.png")

@@ -73,3 +73,13 @@ def random_queries(count: int, seed: int = 11, length: tuple[int, int] = (2, 6),
         where = (Binary("=", Attr("v0", "attr3"), Const(int(rng.integers(0, const_domain)))),)
         plans.append(seq_query(f"q{q}", types, within, ("attr1",), negated, where))
     return plans
+
+
+def shared_prefix_queries(count: int, types: tuple[int, int, int] = (1, 2, 3),
+                          within: int = 10_000) -> list[PatternPlan]:
+    """`count` queries SEQ(E_a, E_b, E_c) WHERE [attr1] AND v2.attr2 = i
+    WITHIN `within`: one common prefix, differing only in the last
+    component's constant (the prefix-sharing workload)."""
+    return [seq_query(f"s{i}", list(types), within, ("attr1",),
+                      where=(Binary("=", Attr("v2", "attr2"), Const(i)),))
+            for i in range(count)]

@@ -252,6 +252,8 @@ cdef class PlanRT:
             self.scratch_k[i] = <u8*> malloc((self.width[i] + 1) * sizeof(u8))
         self.negchk_ids, self.negchk_start, self.negchk_n = _ints(ids), _ints(starts), _ints(ns)
         self.outputs = list(cp.outputs)
+        self.leader = None
+        self.share = 0
         for i in range(len(cp.prog_len)):
             if cp.prog_len[i] > MAXSTACK:
                 raise PlanError(f"plan {self.plan_id}: expression too long")
@@ -655,6 +657,7 @@ cdef class CythonEngine:
     cdef i64 _lo
     cdef Part _part
     cdef PlanRT _plan
+    cdef list _followers      # plans sharing a prefix with a leader plan
     cdef i64 _last_local
     cdef int _last_comp
 
@@ -666,10 +669,11 @@ cdef class CythonEngine:
         free(self._masks)
         free(self._hits)
 
-    def __init__(self, plans):
+    def __init__(self, plans, share_prefixes=True):
         cdef PlanRT p
         cdef int slot
         self._plans = []
+        self._followers = []
         self._by_id = {}
         for slot, plan in enumerate(plans):
             p = PlanRT(compile_plan(plan), slot)
@@ -707,6 +711,109 @@ cdef class CythonEngine:
         for slot in range(len(self._plans) + 1):
             self._masks[slot] = 0
         self._nhit = 0
+        if share_prefixes:
+            self._plan_sharing()
+
+    def _plan_sharing(self):
+        """Common prefixes (Cayuga thesis ch. 4, shared automaton prefixes):
+        a plan whose leading positive components (types, pushed filters,
+        layout) equal those of an earlier plan with the same window,
+        equivalence and skip-till-any-match strategy becomes its follower:
+        it never stores or scans those components itself but reads the
+        leader's stacks of the same PAIS key, and it is dispatched from its
+        first own component on. The stacks of a prefix depend only on the
+        events fed and the prefix itself, so sharing them gives the same
+        matches. Plans with an end negation are left alone (their pending
+        results pin rows the partner could prune). A follower's first own
+        positive component is dispatched eagerly, so sharing is only worth
+        it when the constant index can route that one (`attr = const`);
+        otherwise the plan keeps its own state and the active-node index."""
+        cdef PlanRT p, q
+        cdef int d, dmax
+        leaders = {}
+        for p in self._plans:
+            if p.strategy != 0 or p.has_end_neg:
+                continue
+            dmax = 0
+            while dmax < p.npos - 1 and p.pos[dmax] == dmax and not p.kleene[dmax]:
+                dmax += 1
+            if dmax == 0:
+                continue
+            sig = [(p.within, p.cp.equivalence)]
+            for d in range(dmax):
+                sig.append((p.cp.comps[d].types, p.cp.comps[d].filter_key))
+            q = None
+            for d in range(dmax, 0, -1):
+                q = leaders.get(tuple(sig[:d + 1]))
+                if q is not None:
+                    break
+            if q is not None and p.cp.comps[p.pos[d]].const_eq is not None:
+                p.leader = q
+                p.share = d
+                self._followers.append(p)
+            elif q is None:
+                for d in range(1, dmax + 1):
+                    leaders[tuple(sig[:d + 1])] = p
+
+    def shared_prefixes(self):
+        """{follower plan id: (leader plan id, shared components)}."""
+        cdef PlanRT p
+        return {p.plan_id: ((<PlanRT> p.leader).plan_id, p.share) for p in self._followers}
+
+    def _unshare(self):
+        """Give every follower its own copy of the shared stacks and stop
+        sharing for good (plans of one group were fed or discarded apart)."""
+        cdef PlanRT p
+        cdef Part part, lp
+        cdef Stack s
+        if not self._followers:
+            return
+        for p in self._followers:
+            for partition in list(self._parts[(<PlanRT> p.leader).slot]):
+                self._materialize(p, partition)
+            for partition, keyed in self._parts[p.slot].items():
+                for key, part in keyed.items():
+                    lp = self._leader_part(p, partition, key)
+                    src = (lp if lp is not None else part).stacks[:p.share]
+                    part.stacks = tuple([Stack.from_state(s.state()) for s in src]) + \
+                        part.stacks[p.share:]
+        for p in self._followers:
+            p.leader = None
+            p.share = 0
+        self._followers = []
+        if self._pool is not None:
+            self._build_dispatch(self._pool)
+
+    def _materialize(self, PlanRT p, partition):
+        """Give follower p a Part for every key its leader holds in this
+        partition, pointing at the shared stacks (before its state is
+        copied out: it owns that prefix state even where no event of its
+        own reached it yet)."""
+        cdef Part part
+        leader_keyed = self._parts[(<PlanRT> p.leader).slot].get(partition)
+        if not leader_keyed:
+            return
+        keyed = self._parts[p.slot].setdefault(partition, {})
+        for key in leader_keyed:
+            part = keyed.get(key)
+            if part is None:
+                part = Part(p, (partition, key))
+                keyed[key] = part
+            self._relink(p, part, partition, key)
+
+    cdef Part _leader_part(self, PlanRT p, object partition, object key):
+        keyed = (<dict> self._parts[(<PlanRT> p.leader).slot]).get(partition)
+        if keyed is None:
+            return None
+        return (<dict> keyed).get(key)
+
+    cdef _relink(self, PlanRT p, Part part, object partition, object key):
+        # the leader's Part of this key may have been dropped (empty) and
+        # made anew since: point at its current stacks. Without a leader Part
+        # the old shared stacks are empty (nobody pushes into them).
+        cdef Part lp = self._leader_part(p, partition, key)
+        if lp is not None and part.stacks[0] is not lp.stacks[0]:
+            part.stacks = lp.stacks[:p.share] + part.stacks[p.share:]
 
     def _build_dispatch(self, pool):
         """Group (type, pushed filters) across plans; constant equality
@@ -720,7 +827,10 @@ cdef class CythonEngine:
         self._an_tables = {}
         for p in self._plans:
             for c, comp in enumerate(p.cp.comps):
-                if p.strategy == 0 and ((not p.negated[c] and p.rank[c] > 0)
+                if c < p.share:
+                    continue  # the leader scans and stores the shared prefix
+                if p.strategy == 0 and p.leader is None and (
+                        (not p.negated[c] and p.rank[c] > 0)
                                         or (p.negated[c] and p.prevpos[c] >= 0)):
                     # lazy: reached through the active-node index only
                     tables = []
@@ -790,6 +900,10 @@ cdef class CythonEngine:
                 if p is not None:
                     act[p.slot] = 1
             self._act = act
+            for p in self._followers:
+                if act[p.slot] != act[(<PlanRT> p.leader).slot]:
+                    self._unshare()
+                    break
         # only types some plan reads (strict contiguity: every event counts)
         tids, mats, kinds, tss, seqs, parts = [], [], [], [], [], []
         width = 1
@@ -912,6 +1026,12 @@ cdef class CythonEngine:
 
     def discard(self, plan_ids, partition):
         cdef PlanRT p
+        if self._followers:
+            ids = set(plan_ids)
+            for p in self._followers:
+                if (p.plan_id in ids) != ((<PlanRT> p.leader).plan_id in ids):
+                    self._unshare()
+                    break
         for pid in plan_ids:
             p = self._by_id.get(pid)
             if p is not None:
@@ -926,6 +1046,10 @@ cdef class CythonEngine:
         cdef Stack s
         state = {}
         for p in self._plans:
+            if p.leader is not None:
+                self._materialize(p, partition)
+                for key, part in self._parts[p.slot].get(partition, {}).items():
+                    self._relink(p, part, partition, key)
             keyed = self._parts[p.slot].get(partition)
             if not keyed:
                 continue
@@ -940,6 +1064,7 @@ cdef class CythonEngine:
         if not state.startswith(SNAPSHOT_VERSION):
             raise PlanError("matcher: unknown snapshot format")
         data = pickle.loads(state[len(SNAPSHOT_VERSION):])
+        self._unshare()  # restored stacks are per plan
         self.discard([p.plan_id for p in self._plans], partition)
         for pid, parts in data.items():
             p = self._by_id.get(pid)
@@ -1157,6 +1282,8 @@ cdef class CythonEngine:
             if key is None:
                 return
         part = self._get_part(p, key)
+        if p.leader is not None:
+            self._relink(p, part, self._partition, key)
         # results waiting for an end negation whose window is over can no
         # longer be killed; move them aside so their rows may be pruned
         if part.pending:
