@@ -195,11 +195,6 @@ class LocalBroker(PidFileProcess):
                 f"the Kafka broker {what}; last lines of {self.log_file}:\n{tail(self.log_file)}")
         self.start_seconds = time.monotonic() - started
 
-    def _alive(self) -> bool:
-        if self._process is not None:
-            return self._process.poll() is None
-        return self.running()
-
     def stop(self, timeout_s: float = 30.0) -> bool:
         """Stop the broker by PID (SIGTERM = controlled shutdown). True if it was running."""
         pid = self.pid

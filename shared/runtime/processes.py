@@ -6,6 +6,7 @@ import errno
 import os
 import signal
 import socket
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -107,6 +108,7 @@ class PidFileProcess:
     """A local daemon whose PID file lets any process (e.g. `caesar down`) find it."""
 
     pid_file: Path
+    _process: subprocess.Popen[bytes] | None  # set when this process started it
 
     @property
     def pid(self) -> int | None:
@@ -115,3 +117,9 @@ class PidFileProcess:
     def running(self) -> bool:
         pid = self.pid
         return pid is not None and pid_alive(pid)
+
+    def _alive(self) -> bool:
+        # A child we started is polled (and reaped); otherwise go by the PID file.
+        if self._process is not None:
+            return self._process.poll() is None
+        return self.running()

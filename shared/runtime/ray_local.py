@@ -122,11 +122,6 @@ class LocalRay(PidFileProcess):
             time.sleep(0.1)
         return False
 
-    def _alive(self) -> bool:
-        if self._process is not None:
-            return self._process.poll() is None
-        return self.running()
-
     def stop(self, timeout_s: float = 30.0) -> bool:
         pid = self.pid
         if pid is None:
