@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -26,6 +27,14 @@ from shared.settings import KafkaSettings
 
 # Errors a consumer reports in-band that are not failures.
 _BENIGN = {KafkaError._PARTITION_EOF}
+# Metadata errors that clear once partition leadership settles.
+_TRANSIENT = {
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError._TRANSPORT,
+    KafkaError._TIMED_OUT,
+}
 # In-band consumer errors that do not go away by waiting.
 _PERMANENT = {
     KafkaError.TOPIC_AUTHORIZATION_FAILED,
@@ -106,8 +115,6 @@ class KafkaBus:
     def _wait_for_metadata(self, names: list[str]) -> None:
         # CreateTopics returns before every broker knows the leaders; wait so a
         # producer or consumer started right after sees the partitions.
-        import time
-
         deadline = time.monotonic() + self._admin_timeout_s
         pending = set(names)
         while pending and time.monotonic() < deadline:
@@ -160,16 +167,27 @@ class KafkaBus:
                 self._meta = Consumer({**self.settings.client_config(),
                                        "group.id": f"caesar-meta-{uuid.uuid4().hex[:8]}",
                                        "enable.auto.commit": False})
-            out = {}
-            for tp in partitions:
-                try:
-                    _, high = self._meta.get_watermark_offsets(
-                        KTopicPartition(tp.topic, tp.partition), timeout=self._admin_timeout_s)
-                except KafkaException as exc:
+            return {TopicPartition(*tp): self._high_watermark(tp) for tp in partitions}
+
+    def _high_watermark(self, tp: TopicPartition) -> int:
+        # A broker answers NOT_LEADER / LEADER_NOT_AVAILABLE while leadership
+        # of a fresh partition settles; such errors are retried until the
+        # admin timeout, anything else fails at once.
+        deadline = time.monotonic() + self._admin_timeout_s
+        delay = 0.05
+        while True:
+            try:
+                _, high = self._meta.get_watermark_offsets(
+                    KTopicPartition(tp.topic, tp.partition), timeout=self._admin_timeout_s)
+                return high
+            except KafkaException as exc:
+                err = exc.args[0]
+                transient = err.retriable() or err.code() in _TRANSIENT
+                if not transient or time.monotonic() + delay > deadline:
                     raise BusError(f"cannot read end offset of {tp.topic}[{tp.partition}]: "
-                                   f"{exc.args[0].str()}") from exc
-                out[TopicPartition(*tp)] = high
-            return out
+                                   f"{err.str()}") from exc
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
 
     def close(self) -> None:
         with self._lock:
