@@ -51,6 +51,9 @@ class DeriverProcessor:
                 raise PlanError(f"transition {t.stage.plan.plan_id} names unknown context "
                                 f"{t.context!r}")
         self.raw: dict[int, int] = {}  # partition -> bits of non-default contexts
+        # Keyed contexts: partition -> context -> keys of its open instances.
+        self.keyed = {c.name for c in plan.contexts if c.keyed}
+        self.instances: dict[int, dict[str, set[tuple]]] = {}
         self.keys: dict[int, str] = {}
         self.done_before = NEVER  # D: all changes with ts < D emitted
 
@@ -118,17 +121,7 @@ class DeriverProcessor:
                 # An earlier transition at this ts already ended the contexts
                 # this query runs in: it no longer derives anything.
                 continue
-            bit = 1 << self.resolver.bits[t.context]
-            if t.action == "INITIATE":
-                after = before | bit
-            elif t.action == "TERMINATE":
-                after = before & ~bit
-            else:  # SWITCH: end the contexts this query ran in, start the new one
-                ended = 0
-                for name in o.stage.contexts:
-                    ended |= self.resolver.mask(name)
-                after = (before & ~ended) | bit
-            after &= ~self.resolver.default_mask
+            after = self._transition(t, o.record, part, before)
             if after == before:
                 continue
             self.raw[part] = after
@@ -136,16 +129,56 @@ class DeriverProcessor:
             out.changes.append(ContextChange(part, self.keys.get(part, o.record["_key"]), ts,
                                              vector, self.resolver.names(vector)))
 
+    def _transition(self, t: TransitionStage, record: dict, part: int, before: int) -> int:
+        """The raw vector after transition `t` fired for `part`; keeps the open
+        instances of keyed contexts (a keyed context holds while any is open)."""
+        bit = 1 << self.resolver.bits[t.context]
+        key = tuple(record.get(f) for f in t.key_fields)
+        open_ = self.instances.setdefault(part, {})
+        if t.action == "INITIATE":
+            after = before | bit
+        elif t.action == "TERMINATE":
+            after = before & ~bit
+            if t.context in self.keyed:
+                left = open_.get(t.context, set())
+                left.discard(key)
+                if left:  # other instances still hold the context
+                    after = before
+        else:  # SWITCH: end the contexts this query ran in, start the new one
+            ended_names = [n for n in t.stage.contexts if n != t.context]
+            for name in ended_names:
+                if name in self.keyed:
+                    open_.get(name, set()).discard(key)
+            if any(open_.get(n) for n in ended_names if n in self.keyed):
+                # Closing one instance of a keyed context that others still
+                # hold: the switch waits for the last one.
+                return before
+            ended = 0
+            for name in t.stage.contexts:
+                ended |= self.resolver.mask(name)
+            after = (before & ~ended) | bit
+        after &= ~self.resolver.default_mask
+        if t.action != "TERMINATE" and t.context in self.keyed:
+            open_.setdefault(t.context, set()).add(key)
+        for name in self.keyed:  # an ended keyed context forgets its instances
+            if not after & (1 << self.resolver.bits[name]):
+                open_.pop(name, None)
+        return after
+
     def _holds(self, t: TransitionStage, vector: int) -> bool:
         return any(vector & m == m for m in self.resolver.stage_masks(t.stage))
 
     # state for the store
     def snapshot(self) -> dict:
         return {"raw": dict(self.raw), "keys": dict(self.keys), "done_before": self.done_before,
+                "instances": {p: {c: set(k) for c, k in cs.items()}
+                              for p, cs in self.instances.items()},
                 "graph": self.graph.snapshot(self.keys)}
 
     def restore(self, state: dict) -> None:
         self.raw = dict(state["raw"])
         self.keys = dict(state["keys"])
         self.done_before = state["done_before"]
+        self.instances = {p: {c: set(k) for c, k in cs.items()}
+                          for p, cs in state.get("instances", {}).items()}
         self.graph.restore(state["graph"])

@@ -16,6 +16,7 @@ records and returns alerts; it does no I/O.
 from __future__ import annotations
 
 import pickle
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ from shared.plans.engine import DerivedEvent, PatternEngine
 from shared.plans.execution import ExecutionPlan, Stage
 from shared.plans.pattern import PatternPlan
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 EngineFactory = Callable[[Sequence[PatternPlan]], PatternEngine]
 Record = dict[str, Any]  # event attributes + "type", "_ts", "_p" (partition id), "_key"
 
@@ -110,6 +111,10 @@ class StageGraph:
         self._consumes = {plan_id(s): consumed_types(s) for s in self.stages}
         self._produces = {plan_id(s): output_type(s) for s in self.stages}
         self._last_active: dict[int, frozenset[str]] = {}
+        # partition -> [(ts, active stages from ts on)]: a result released
+        # late (a closed aggregation window) runs with the contexts of its own
+        # timestamp, not those of the step that released it.
+        self._history: dict[int, list[tuple[int, frozenset[str]]]] = {}
         self._keys: dict[int, str] = {}
         self._seq = 0
         self._time = -(2**62)
@@ -123,13 +128,14 @@ class StageGraph:
         for txn, active in items:
             self._last_active[txn.partition] = active
             self._keys[txn.partition] = txn.key
+            hist = self._history.setdefault(txn.partition, [])
+            if not hist or hist[-1][1] != active:
+                hist.append((ts, active))
         released = self._release(ts)
+        outputs = released + self._run_released(released)
         per_partition: dict[int, list[Record]] = defaultdict(list)
-        for out in released:
-            per_partition[out.record["_p"]].append(out.record)
         for txn, _ in items:
             per_partition[txn.partition].extend(event_records(txn))
-        outputs = list(released)
         outputs += self._run(per_partition, {t.partition: a for t, a in items})
         self._time = ts
         return outputs
@@ -137,10 +143,34 @@ class StageGraph:
     def advance(self, watermark: int) -> list[StageOutput]:
         """No event with ts < watermark follows: release and run what that finalises."""
         released = self._release(watermark)
-        per_partition: dict[int, list[Record]] = defaultdict(list)
+        return released + self._run_released(released)
+
+    def _active_at(self, partition: int, ts: int) -> frozenset[str]:
+        hist = self._history.get(partition)
+        if not hist:
+            return self._last_active.get(partition, frozenset())
+        i = bisect_right(hist, ts, key=lambda h: h[0]) - 1
+        return hist[max(i, 0)][1]
+
+    def _run_released(self, released: list[StageOutput]) -> list[StageOutput]:
+        """Run released results in timestamp order, each with the stages
+        active for its partition at its timestamp."""
+        by_ts: dict[int, dict[int, list[Record]]] = defaultdict(lambda: defaultdict(list))
         for out in released:
-            per_partition[out.record["_p"]].append(out.record)
-        return released + self._run(per_partition, {})
+            by_ts[out.record["_ts"]][out.record["_p"]].append(out.record)
+        outputs: list[StageOutput] = []
+        for ts in sorted(by_ts):
+            parts = by_ts[ts]
+            outputs += self._run(parts, {p: self._active_at(p, ts) for p in parts})
+        return outputs
+
+    def _forget_history(self, watermark: int) -> None:
+        # Results not yet released are stamped >= watermark (their windows
+        # end after it): keep the entry in force at watermark and later ones.
+        for hist in self._history.values():
+            i = bisect_right(hist, watermark, key=lambda h: h[0]) - 1
+            if i > 0:
+                del hist[:i]
 
     def discard(self, plan_ids: Iterable[str], partition: int) -> None:
         ids = [p for p in plan_ids if p in self._by_id and
@@ -163,6 +193,7 @@ class StageGraph:
         elif self.engine is not None:
             for ev in self.engine.advance(END_OF_TIME):
                 out.append(self._derived(ev, clamp=self._time))
+        self._forget_history(watermark)
         return out
 
     def _derived(self, ev: DerivedEvent, clamp: int | None = None) -> StageOutput:
@@ -245,16 +276,19 @@ class StageGraph:
     def snapshot(self, partitions: Iterable[int]) -> bytes:
         """Everything needed to resume these partitions (engine run state per
         partition, aggregation tables, string pool, seq counter)."""
+        partitions = set(partitions)
         engine_state = {}
         if self.engine is not None:
             engine_state = {p: self.engine.snapshot(p) for p in partitions}
         aggs = {pid: a.snapshot() for pid, a in self.aggregates.items()}
         strings = [self.strings.string(i) for i in range(len(self.strings))]
+        history = {p: list(h) for p, h in self._history.items() if p in partitions}
         return pickle.dumps((STATE_VERSION, engine_state, aggs, strings, self._seq, self._time,
-                             self._last_active, self._keys))
+                             self._last_active, self._keys, history))
 
     def restore(self, state: bytes) -> None:
-        version, engine_state, aggs, strings, seq, time, last_active, keys = pickle.loads(state)
+        version, engine_state, aggs, strings, seq, time, last_active, keys, history = \
+            pickle.loads(state)
         if version != STATE_VERSION:
             raise PlanError(f"stage state version {version} is not {STATE_VERSION}")
         for s in strings:
@@ -269,6 +303,7 @@ class StageGraph:
         self._seq, self._time = seq, time
         self._last_active.update(last_active)
         self._keys.update(keys)
+        self._history.update(history)
 
 
 def _partition_of(record: Mapping[str, Any]) -> int:

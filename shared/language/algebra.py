@@ -79,6 +79,8 @@ class CX:
     current: tuple[str, ...]  # the contexts the deriving query runs in (CT_curr of a SWITCH)
     child: Op
     qid: str = field(default="", compare=False)
+    # KEYED BY: (field, expr) naming the context instance initiated/ended.
+    key: tuple[tuple[str, ir.Expr], ...] = ()
 
 
 Op = Stream | CW | FI | P | AGG | PR | CX
@@ -177,7 +179,8 @@ def individual_plan(q: CheckedQuery, producers: dict[str, tuple[Op, ...]]) -> Op
         node = FI(where, node)
     if q.kind == "deriving":
         assert q.action is not None and q.target is not None
-        return CX(q.action, q.target, q.contexts, CW(q.contexts, node), qid=q.qid)
+        return CX(q.action, q.target, q.contexts, CW(q.contexts, node), qid=q.qid,
+                  key=q.output_fields)
     node = PR(q.output_type, q.output_fields, node, qid=q.qid)
     return CW(q.contexts, node)
 
@@ -248,12 +251,13 @@ def label(op: Op) -> str:
             return f"AGG {qid}[{items}{by} {win}]"
         case PR(event_type=t, fields=fs, qid=qid):
             return f"PR {qid}[{t}({', '.join(n + '=' + ir.render(e) for n, e in fs)})]"
-        case CX(action=a, context=c, current=cur, qid=qid):
+        case CX(action=a, context=c, current=cur, qid=qid, key=key):
+            by = f" KEYED BY {', '.join(ir.render(e) for _, e in key)}" if key else ""
             if a == "INITIATE":
-                return f"CI {qid}[{c}]"
+                return f"CI {qid}[{c}{by}]"
             if a == "TERMINATE":
-                return f"CT {qid}[{c}]"
-            return f"CI {qid}[{c}] + CT[{', '.join(cur)}]"
+                return f"CT {qid}[{c}{by}]"
+            return f"CI {qid}[{c}] + CT[{', '.join(cur)}]{by}"
     raise TypeError(op)
 
 

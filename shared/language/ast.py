@@ -147,7 +147,10 @@ class Query:
     window: Window | None = None
     group_by: tuple[str, ...] = ()
     having: ExprNode | None = None
+    # KEYED BY of a deriving query: the context instance it initiates/ends.
+    instance_key: tuple[ExprNode, ...] = ()
     pos: SourcePosition = _pos()
+    key_pos: SourcePosition = _pos()
     contexts_pos: SourcePosition = _pos()
     target_pos: SourcePosition = _pos()
     strategy_pos: SourcePosition = _pos()
@@ -180,6 +183,7 @@ class ContextBlock:
     default: bool
     queries: tuple[Query, ...]
     pos: SourcePosition = _pos()
+    keyed: bool = False  # CONTEXT c KEYED: one instance per KEYED BY key
 
 
 @dataclass(frozen=True)

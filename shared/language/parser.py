@@ -256,9 +256,10 @@ class _ToAst(Transformer):
         default = isinstance(children[0], Token) and children[0].type == "DEFAULT"
         rest = children[1:] if default else children
         name_tok = rest[0]
+        keyed = any(isinstance(c, Token) and c.type == "KEYED" for c in rest[1:])
         return ast.ContextBlock(name=str(name_tok), default=default,
                                 queries=tuple(q for q in rest[1:] if isinstance(q, ast.Query)),
-                                pos=self._tpos(name_tok))
+                                pos=self._tpos(name_tok), keyed=keyed)
 
     # ---- queries ----
     def _clauses(self, children) -> dict[str, _Tagged]:
@@ -271,8 +272,9 @@ class _ToAst(Transformer):
     def window_query(self, meta, children):
         action, target = children[0], children[1]
         cl = self._clauses(children[2:])
+        keyed = {"instance_key": cl["key"].value, "key_pos": cl["key"].pos} if "key" in cl else {}
         return ast.Query(kind="window", action=str(action).upper(), target=str(target),
-                         pattern=cl["pattern"].value, **self._common(cl),
+                         pattern=cl["pattern"].value, **self._common(cl), **keyed,
                          pos=self._pos(meta), target_pos=self._tpos(target))
 
     def _common(self, cl: dict[str, _Tagged]) -> dict:
@@ -322,6 +324,9 @@ class _ToAst(Transformer):
     def sliding(self, meta, children):
         return _Tagged("window", ast.Window("SLIDING", children[0], children[1], self._pos(meta)),
                        self._pos(meta))
+
+    def key_clause(self, meta, children):
+        return _Tagged("key", tuple(children), self._pos(meta))
 
     def group_clause(self, meta, children):
         return _Tagged("group", children[0], self._pos(meta))

@@ -39,6 +39,7 @@ class _Query:
     output_type: str
     deps: list[str] = field(default_factory=list)
     transition: tuple[str, str] | None = None
+    key_fields: tuple[str, ...] = ()  # KEYED BY of a transition: its output fields
 
 
 def output_topic(model: CheckedModel, event_type: str) -> str:
@@ -117,7 +118,8 @@ class _Extractor:
             if cx is not None:
                 from shared.language.semantics import marker_type
 
-                output = Output(marker_type(cx.action, cx.context), ())
+                output = Output(marker_type(cx.action, cx.context),
+                                tuple(OutputField(n, e) for n, e in cx.key))
             else:
                 assert pr is not None
                 output = Output(pr.event_type, tuple(OutputField(n, e) for n, e in pr.fields))
@@ -147,7 +149,8 @@ class _Extractor:
             out_type = plan.output.event_type if isinstance(plan, PatternPlan) and plan.output \
                 else getattr(plan, "output_type", "")
             self.queries[qid] = _Query(qid, plan, contexts, out_type, deps,
-                                       (cx.action, cx.context) if cx is not None else None)
+                                       (cx.action, cx.context) if cx is not None else None,
+                                       tuple(n for n, _ in cx.key) if cx is not None else ())
         else:
             existing.contexts |= contexts
             existing.deps = list(dict.fromkeys(existing.deps + deps))
@@ -205,7 +208,7 @@ def physical_plan(plan: AlgebraPlan) -> ExecutionPlan:
         assert q.transition is not None
         transitions.append(TransitionStage(stage(qid, deriver_members, "deriver"),
                                            q.transition[0],  # type: ignore[arg-type]
-                                           q.transition[1]))
+                                           q.transition[1], key_fields=q.key_fields))
     groups = {g.gid: g.contexts for g in plan.groups} or {c: (c,) for c in order}
     context_groups = {c: tuple(gid for gid, cs in groups.items() if c in cs) for c in order}
     event_types = tuple(
@@ -213,7 +216,8 @@ def physical_plan(plan: AlgebraPlan) -> ExecutionPlan:
                      schema_file=t.schema_file)
         for t in model.event_types.values())
     bits = sorted(order)  # the paper keeps the bit vector sorted by context name
-    contexts = tuple(ContextDef(c.name, bits.index(c.name), c.default) for c in model.contexts)
+    contexts = tuple(ContextDef(c.name, bits.index(c.name), c.default, c.keyed)
+                     for c in model.contexts)
     return ExecutionPlan(
         model=model.name, partition_by=model.partition_by, event_types=event_types,
         contexts=contexts,

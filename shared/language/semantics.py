@@ -88,6 +88,7 @@ class ContextInfo:
     name: str
     default: bool
     pos: SourcePosition
+    keyed: bool = False
 
 
 @dataclass(frozen=True)
@@ -222,7 +223,13 @@ class _Checker:
             raise self.err(ModelStructureError, "more than one DEFAULT CONTEXT", defaults[1].pos,
                            found=f"DEFAULT CONTEXT {defaults[1].name}",
                            expected=f"only DEFAULT CONTEXT {defaults[0].name}")
-        return tuple(ContextInfo(b.name, b.default, b.pos) for b in blocks)
+        for b in blocks:
+            if b.default and b.keyed:
+                raise self.err(ModelStructureError, "the default context cannot be keyed: it "
+                               "holds exactly when no other context does", b.pos,
+                               found=f"DEFAULT CONTEXT {b.name} KEYED",
+                               expected=f"DEFAULT CONTEXT {b.name} {{")
+        return tuple(ContextInfo(b.name, b.default, b.pos, b.keyed) for b in blocks)
 
     def partition(self, types: dict[str, EventType]) -> None:
         for attr in self.model.partition_by:
@@ -292,6 +299,7 @@ class _Checker:
                                expected="queries whose outputs do not feed back into themselves")
         result = tuple(done[i] for i in range(len(located)))
         self.check_independence(result)
+        self.check_keyed(result, contexts)
         return result
 
     def check_independence(self, queries: tuple[CheckedQuery, ...]) -> None:
@@ -431,7 +439,7 @@ class _Checker:
         strategy = self.strategy(q.strategy, q.strategy_pos) if q.strategy else self.default_strategy
         if kind == "deriving":
             assert action is not None and target is not None
-            output_type, fields = marker_type(action, target), ()
+            output_type, fields = marker_type(action, target), self.key_fields(q, env)
         else:
             output_type = q.derive_type or ""
             fields = self.output_fields(q, env)
@@ -442,6 +450,54 @@ class _Checker:
                             input_types=tuple(dict.fromkeys(t for c in comps for t in c.types)),
                             components=tuple(built), conjuncts=tuple(conjuncts),
                             equivalence=tuple(equivalence), within=within, strategy=strategy)
+
+    def key_fields(self, q: ast.Query, env: _PatternEnv) -> tuple[tuple[str, ir.Expr], ...]:
+        """KEYED BY: the instance key, carried as the marker's fields key1, key2, ..."""
+        out = []
+        for i, node in enumerate(q.instance_key, start=1):
+            ex, t = env.compile(node, output=True)
+            env.output_types[f"key{i}"] = t
+            out.append((f"key{i}", ex))
+        return tuple(out)
+
+    def check_keyed(self, queries: tuple[CheckedQuery, ...],
+                    contexts: tuple[ContextInfo, ...]) -> None:
+        """Every query that opens or closes a keyed context names the instance
+        (KEYED BY), with as many values as the context's other queries."""
+        keyed = {c.name for c in contexts if c.keyed}
+        arity: dict[str, CheckedQuery] = {}
+        for q in queries:
+            if q.kind != "deriving":
+                continue
+            assert q.target is not None
+            n = len(q.source.instance_key)
+            touched = []  # (context, "opens" | "closes")
+            if q.action != "TERMINATE" and q.target in keyed:
+                touched.append((q.target, "opens"))
+            ended = (q.target,) if q.action == "TERMINATE" else \
+                q.contexts if q.action == "SWITCH" else ()
+            touched += [(c, "closes") for c in ended if c in keyed and c != q.target]
+            if n and not touched:
+                raise self.err(ModelStructureError, f"KEYED BY on a query that neither opens nor "
+                               f"closes a keyed context ({q.action} CONTEXT {q.target})",
+                               q.source.key_pos, found="KEYED BY",
+                               expected=f"CONTEXT {q.target} KEYED {{ ... }} to declare keyed "
+                               "instances, or no KEYED BY")
+            for ctx, verb in touched:
+                if not n:
+                    raise self.err(ModelStructureError,
+                                   f"context {ctx} is KEYED, so a query that {verb} it must "
+                                   "name the instance", q.source.pos, found="no KEYED BY",
+                                   expected=f"{q.action} CONTEXT {q.target} KEYED BY <expr>, ...")
+                first = arity.setdefault(ctx, q)
+                want = len(first.source.instance_key)
+                if n != want:
+                    raise self.err(ModelStructureError,
+                                   f"context {ctx} is keyed by {want} value(s) at line "
+                                   f"{first.source.key_pos.line}, so every query that {verb} it "
+                                   "names its instance the same way", q.source.key_pos,
+                                   found=f"KEYED BY with {n} value(s)",
+                                   expected=f"KEYED BY with {want} value(s)")
 
     def output_fields(self, q: ast.Query, env: _PatternEnv) -> tuple[tuple[str, ir.Expr], ...]:
         out: dict[str, ir.Expr] = {}

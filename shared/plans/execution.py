@@ -31,6 +31,8 @@ class ContextDef:
     name: str
     bit: int  # position in the context bit vector
     default: bool
+    # Keyed context (KEYED BY): holds while at least one instance is open.
+    keyed: bool = False
 
 
 @dataclass(frozen=True)
@@ -50,11 +52,19 @@ class Stage:
 class TransitionStage:
     """A context deriving query: when `stage` matches for a partition, apply
     `action` to `context` (SWITCH = terminate the current context(s) of
-    `stage.contexts` and initiate `context`)."""
+    `stage.contexts` and initiate `context`).
+
+    `key_fields` (KEYED BY) name the output fields that identify the instance
+    of a keyed context this transition opens (INITIATE/SWITCH into it) or
+    closes (TERMINATE/SWITCH out of it). A keyed context starts with its first
+    instance and ends with its last (the CAESAR paper, section 3.3: "the
+    context window accident holds until all of them are cleared"); a SWITCH
+    out of it that leaves instances open only closes its own instance."""
 
     stage: Stage
     action: Action
     context: str
+    key_fields: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
