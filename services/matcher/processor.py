@@ -133,6 +133,7 @@ class StageGraph:
                 hist.append((ts, active))
         released = self._release(ts)
         outputs = released + self._run_released(released)
+        self._forget_history(ts)
         per_partition: dict[int, list[Record]] = defaultdict(list)
         for txn, _ in items:
             per_partition[txn.partition].extend(event_records(txn))
@@ -143,7 +144,9 @@ class StageGraph:
     def advance(self, watermark: int) -> list[StageOutput]:
         """No event with ts < watermark follows: release and run what that finalises."""
         released = self._release(watermark)
-        return released + self._run_released(released)
+        outputs = released + self._run_released(released)
+        self._forget_history(watermark)
+        return outputs
 
     def _active_at(self, partition: int, ts: int) -> frozenset[str]:
         hist = self._history.get(partition)
@@ -193,7 +196,6 @@ class StageGraph:
         elif self.engine is not None:
             for ev in self.engine.advance(END_OF_TIME):
                 out.append(self._derived(ev, clamp=self._time))
-        self._forget_history(watermark)
         return out
 
     def _derived(self, ev: DerivedEvent, clamp: int | None = None) -> StageOutput:

@@ -10,7 +10,8 @@ from shared.plans.execution import ExecutionPlan
 
 def render_execution(plan: ExecutionPlan) -> str:
     out = [f"execution plan {plan.model} (partition by {', '.join(plan.partition_by) or '-'})",
-           "contexts: " + ", ".join(f"{c.name}{' (default)' if c.default else ''} bit {c.bit}"
+           "contexts: " + ", ".join(f"{c.name}{' (default)' if c.default else ''}"
+                                    f"{' (keyed)' if c.keyed else ''} bit {c.bit}"
                                     for c in plan.contexts)]
     for title, stages in (("deriver", plan.deriver_stages), ("matcher", plan.matcher_stages)):
         for s in stages:
@@ -19,7 +20,8 @@ def render_execution(plan: ExecutionPlan) -> str:
                        + (f" -> topic {s.output_topic}" if s.output_topic else ""))
     for t in plan.transitions:
         out.append(f"transition: {t.stage.plan.plan_id} in [{', '.join(t.stage.contexts)}] "
-                   f"{t.action} {t.context}")
+                   f"{t.action} {t.context}"
+                   + (f" keyed by {', '.join(t.key_fields)}" if t.key_fields else ""))
     for c, gids in plan.context_groups.items():
         out.append(f"context {c}: grouped windows {', '.join(gids)}")
     return "\n".join(out) + "\n"

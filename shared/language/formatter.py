@@ -71,7 +71,10 @@ def format_query(q: ast.Query, indent: str = "") -> str:
     lines: list[str] = []
     items = ", ".join(format_expr(i.expr) + (f" AS {i.alias}" if i.alias else "") for i in q.items)
     if q.kind == "window":
-        lines.append(f"{q.action} CONTEXT {q.target}")
+        head = f"{q.action} CONTEXT {q.target}"
+        if q.instance_key:
+            head += " KEYED BY " + ", ".join(format_expr(e) for e in q.instance_key)
+        lines.append(head)
     else:
         lines.append(f"DERIVE {q.derive_type}({items})")
     if q.kind == "aggregate":
@@ -130,7 +133,8 @@ def format_model(m: ast.Model) -> str:
         out.append(f"STRATEGY {m.strategy};")
     out.extend(format_event(e) for e in m.events)
     for c in m.contexts:
-        head = ("DEFAULT " if c.default else "") + f"CONTEXT {c.name} {{"
+        head = ("DEFAULT " if c.default else "") + f"CONTEXT {c.name}" + \
+            (" KEYED {" if c.keyed else " {")
         out.append(head)
         out.extend(format_query(q, "  ") for q in c.queries)
         out.append("}")

@@ -476,7 +476,8 @@ class _Checker:
                 touched.append((q.target, "opens"))
             ended = (q.target,) if q.action == "TERMINATE" else \
                 q.contexts if q.action == "SWITCH" else ()
-            touched += [(c, "closes") for c in ended if c in keyed and c != q.target]
+            touched += [(c, "closes") for c in ended
+                        if c in keyed and (c != q.target or q.action == "TERMINATE")]
             if n and not touched:
                 raise self.err(ModelStructureError, f"KEYED BY on a query that neither opens nor "
                                f"closes a keyed context ({q.action} CONTEXT {q.target})",

@@ -170,10 +170,34 @@ def test_grouping_and_sharing_of_overlapping_contexts() -> None:
     assert "q7" in _stages(compiled.unoptimized_execution())
 
 
+SWITCH_ONLY = BASE + """
+DEFAULT CONTEXT clear { SWITCH CONTEXT congestion PATTERN R r WHERE r.spd < 40 }
+CONTEXT congestion {
+  SWITCH CONTEXT clear PATTERN R r WHERE r.spd >= 40
+  SWITCH CONTEXT accident PATTERN S s
+}
+CONTEXT accident { SWITCH CONTEXT clear PATTERN R r WHERE r.spd > 0 }
+"""
+
+
 def test_switch_only_contexts_do_not_overlap() -> None:
-    compiled = compile_phases(ROOT / "examples" / "linear_road" / "model.caesar")
+    compiled = compile_phases(SWITCH_ONLY)
     assert compiled.optimized.overlaps == ()
     assert {g.gid for g in compiled.optimized.groups} == {"clear", "congestion", "accident"}
+
+
+def test_linear_road_accident_may_overlap_congestion() -> None:
+    """Accident detection INITIATEs (keyed) in every context, congestion too,
+    so the optimizer must assume congestion and accident overlap."""
+    compiled = compile_phases(ROOT / "examples" / "linear_road" / "model.caesar")
+    assert compiled.optimized.overlaps == (("congestion", "accident"),)
+    plan = compiled.execution
+    assert [c.name for c in plan.contexts if c.keyed] == ["accident"]
+    keyed = {t.stage.plan.plan_id: (t.action, t.context, t.key_fields) for t in plan.transitions
+             if t.key_fields}
+    assert sorted(keyed.values()) == sorted(
+        [("INITIATE", "accident", ("key1", "key2")), ("SWITCH", "accident", ("key1", "key2"))]
+        + [("SWITCH", c, ("key1", "key2")) for c in ("congestion", "clear", "clear")])
 
 
 def test_model_without_contexts_has_an_implicit_default() -> None:

@@ -73,6 +73,26 @@ CASES = [
      errors.UnknownNameError, 6, 45, ["S has no attribute spd"]),
     ("input-to-topic", "EVENT T(ts INT, seg INT) FROM TOPIC \"t\" TO TOPIC \"u\"",
      errors.ModelStructureError, 6, 7, ["cannot go TO TOPIC"]),
+    ("keyed-default", "DEFAULT CONTEXT c KEYED {}", errors.ModelStructureError, 6, 17,
+     ["default context cannot be keyed"]),
+    ("keyed-missing", "DEFAULT CONTEXT c {\n  SWITCH CONTEXT acc PATTERN S s\n}\n"
+     "CONTEXT acc KEYED {}", errors.ModelStructureError, 7, 3,
+     ["context acc is KEYED", "must name the instance"]),
+    ("keyed-close-missing", "DEFAULT CONTEXT c {\n  SWITCH CONTEXT acc KEYED BY s.seg PATTERN S s"
+     "\n}\nCONTEXT acc KEYED {\n  SWITCH CONTEXT c PATTERN R r\n}",
+     errors.ModelStructureError, 10, 3, ["a query that closes it must name the instance"]),
+    ("keyed-arity", "DEFAULT CONTEXT c {\n  SWITCH CONTEXT acc KEYED BY s.seg PATTERN S s\n}\n"
+     "CONTEXT acc KEYED {\n  SWITCH CONTEXT c KEYED BY r.seg, r.vid PATTERN R r\n}",
+     errors.ModelStructureError, 10, 20, ["keyed by 1 value(s) at line 7",
+                                         "found KEYED BY with 2 value(s)"]),
+    ("keyed-unkeyed", "DEFAULT CONTEXT c {\n  SWITCH CONTEXT acc KEYED BY s.seg PATTERN S s\n}\n"
+     "CONTEXT acc {}", errors.ModelStructureError, 7, 22,
+     ["neither opens nor closes a keyed context", "CONTEXT acc KEYED"]),
+    ("keyed-unknown-var", "DEFAULT CONTEXT c {\n  SWITCH CONTEXT acc KEYED BY z.seg PATTERN S s"
+     "\n}\nCONTEXT acc KEYED {}", errors.UnknownNameError, 7, 31,
+     ["unknown pattern variable z"]),
+    ("keyed-syntax", "DEFAULT CONTEXT c {\n  SWITCH CONTEXT acc KEYED s.seg PATTERN S s\n}",
+     errors.ModelSyntaxError, 7, 28, ["found", "expected"]),
     ("partition", "EVENT T(ts INT, x INT) FROM TOPIC \"t\"", errors.UnknownNameError, 3, 1,
      ["PARTITION BY attribute seg is missing from input event type T"]),
 ]

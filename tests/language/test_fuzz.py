@@ -24,7 +24,7 @@ TOKENS = ["SEQ(", "NOT", "ANY(", ")", "(", ",", "+", "-", "*", "/", "%", "=", "!
           "FILTER(", "count(", "avg(", "DISTINCT", "WINDOW", "TUMBLING", "SLIDING", "EVERY",
           "GROUP BY", "HAVING", "FROM", "EVENT", "INT", "STRING", ";", ".", "p", "q", "x.y",
           "PositionReport", "clear", "congestion", "accident", "STRATEGY", "strict_contiguity",
-          "TIME UNIT", "MILLISECONDS", "SITUATION", "\n", " ", "“", "≠"]
+          "TIME UNIT", "MILLISECONDS", "SITUATION", "KEYED", "KEYED BY", "\n", " ", "“", "≠"]
 
 
 def _compile(text: str) -> None:
@@ -101,6 +101,10 @@ def generated(draw) -> str:
         head = draw(st.sampled_from(["DERIVE C(p.vid)", "DERIVE D(p.vid AS v, count(q) AS n)",
                                      "SWITCH CONTEXT jam", "INITIATE CONTEXT acc",
                                      "TERMINATE CONTEXT acc", "SWITCH CONTEXT clear"]))
+        if head.startswith(("SWITCH", "INITIATE", "TERMINATE")) and draw(st.booleans()):
+            head += " KEYED BY " + ", ".join(draw(st.lists(
+                st.sampled_from(["p.seg", "q.vid", "r.x + 1", "p.nope", "z.vid"]),
+                min_size=1, max_size=2)))
         q = f"{head} PATTERN {pattern} WHERE {draw(conditions())}"
         if draw(st.booleans()):
             q += f" WITHIN {draw(st.integers(-1, 90))} SECONDS"
@@ -119,7 +123,7 @@ def generated(draw) -> str:
         lines.append("CONTEXT jam {")
         lines.extend(queries[len(queries) // 2:])
         lines.append("}")
-        lines.append("CONTEXT acc { }")
+        lines.append("CONTEXT acc " + draw(st.sampled_from(["{ }", "KEYED { }"])))
     return "\n".join(lines) + "\n"
 
 
