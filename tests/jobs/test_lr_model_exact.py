@@ -6,9 +6,9 @@ computed by the independent oracle (jobs/linear_road/oracle.py).
 Input is the generator's, fanned out per segment as the Spark producer sends it
 (`produce --segment-fanout`, jobs/linear_road/partitioning.py). The small run
 has an accident that clears and one that does not; the slow one is 2
-expressways with 4 accidents that clear. The generator's default of one accident
-per direction is assumed: overlapping accidents near one segment are a known
-limit (examples/linear_road/NOTES-from-language.md).
+expressways with 4 accidents that clear; the overlapping run has 3 accidents
+per direction, several of them near one segment at once (the keyed accident
+context holds until the last clears; alerts name the nearest).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from jobs.linear_road.generator import GeneratorConfig, generate
-from jobs.linear_road.oracle import ALERT_FIELDS, TOLL_FIELDS, expected_outputs
+from jobs.linear_road.oracle import ALERT_FIELDS, TOLL_FIELDS, Expected, expected_outputs
 from jobs.linear_road.partitioning import wire_records
 from services.embedded.pipeline import EmbeddedPipeline
 from shared.language import compile_model
@@ -27,9 +27,20 @@ from shared.language import compile_model
 MODEL = Path(__file__).parents[2] / "examples" / "linear_road" / "model.caesar"
 
 
-def compare(config: GeneratorConfig) -> dict[str, Counter]:
+def overlapping_near_accidents(expected: Expected) -> int:
+    """Pairs of accidents that both hold at some time within 4 segments."""
+    acc = expected.accidents
+    return sum(1 for i, a in enumerate(acc) for b in acc[i + 1:]
+               if (a.xway, a.dir) == (b.xway, b.dir)
+               and abs(a.pos // 5280 - b.pos // 5280) <= 4
+               and a.detected < b.cleared and b.detected < a.cleared)
+
+
+def compare(config: GeneratorConfig, *, overlapping: bool = False) -> dict[str, Counter]:
     reports = list(generate(config))
     expected = expected_outputs(reports)
+    if overlapping:
+        assert overlapping_near_accidents(expected) > 0
     values = [record for r in reports for _, record in wire_records(r, fanout=True)]
     result = EmbeddedPipeline(compile_model(MODEL)).run_values(values,
                                                                 topic="lr-position-reports")
@@ -62,3 +73,8 @@ def test_model_equals_oracle_on_a_small_run() -> None:
 def test_model_equals_oracle_on_a_larger_run() -> None:
     assert_exact(compare(GeneratorConfig(xways=2, duration_s=900, cars_per_direction=400,
                                          seed=7)))
+
+
+def test_model_equals_oracle_with_overlapping_accidents() -> None:
+    assert_exact(compare(GeneratorConfig(xways=1, duration_s=600, cars_per_direction=300,
+                                         seed=5, accidents_per_direction=3), overlapping=True))

@@ -29,7 +29,9 @@ from jobs.linear_road.validate import (
 
 pytestmark = pytest.mark.integration
 
-SHORT = GeneratorConfig(duration_s=600, cars_per_direction=300, seed=3)
+# 3 accidents per direction: some overlap near one segment (nearest acc_seg).
+SHORT = GeneratorConfig(duration_s=600, cars_per_direction=300, seed=5,
+                        accidents_per_direction=3)
 
 
 @pytest.fixture(scope="module")
