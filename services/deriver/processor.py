@@ -119,7 +119,13 @@ class DeriverProcessor:
             before = self.raw.get(part, 0)
             if not self._holds(t, self.resolver.effective(before)):
                 # An earlier transition at this ts already ended the contexts
-                # this query runs in: it no longer derives anything.
+                # this query runs in: it no longer derives anything, except
+                # that a second switch into the same keyed context opens its
+                # instance (two accidents detected in one second).
+                if t.action != "TERMINATE" and t.context in self.keyed and \
+                        before & (1 << self.resolver.bits[t.context]):
+                    key = tuple(o.record.get(f) for f in t.key_fields)
+                    self.instances.setdefault(part, {}).setdefault(t.context, set()).add(key)
                 continue
             after = self._transition(t, o.record, part, before)
             if after == before:

@@ -63,6 +63,22 @@ def test_two_instances_opened_in_one_transaction():
     assert changes(d, [txn(3, cleared(3, 2))]) == [(3, ("clear",))]
 
 
+SWITCH_ONLY = MODEL.replace("INITIATE CONTEXT accident KEYED BY c.pos PATTERN Crash c\n"
+                            "DEFAULT CONTEXT clear { }",
+                            "DEFAULT CONTEXT clear {\n"
+                            "  SWITCH CONTEXT accident KEYED BY c.pos PATTERN Crash c\n}")
+
+
+def test_switches_into_one_keyed_context_in_one_transaction_open_both_instances():
+    assert SWITCH_ONLY != MODEL
+    d = DeriverProcessor(compile_model(SWITCH_ONLY), ReferenceEngine)
+    assert changes(d, [txn(1, crash(1, 1), crash(1, 2))]) == [(1, ("accident",))]
+    assert changes(d, [txn(2, crash(2, 3))]) == []  # the switch runs in clear only
+    assert changes(d, [txn(3, cleared(3, 1))]) == []
+    assert changes(d, [txn(4, cleared(4, 3))]) == []  # never opened: 2 is still open
+    assert changes(d, [txn(5, cleared(5, 2))]) == [(5, ("clear",))]
+
+
 def test_instances_survive_snapshot_and_restore():
     plan = compile_model(MODEL)
     d = DeriverProcessor(plan, ReferenceEngine)
