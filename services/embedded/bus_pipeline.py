@@ -36,7 +36,9 @@ def service_topics(cfg: ServiceConfig) -> list:
     stages = list(cfg.plan.matcher_stages) + list(cfg.plan.deriver_stages)
     for stage in stages:  # the model's own output topics
         if stage.output_topic:
-            specs.append(TopicSpec(stage.output_topic, t.partitions, t.replication_factor))
+            specs.append(TopicSpec(stage.output_topic,
+                                   t.partitions_by_topic.get(stage.output_topic, t.partitions),
+                                   t.replication_factor))
     seen: set[str] = set()
     return [s for s in specs if not (s.name in seen or seen.add(s.name))]
 

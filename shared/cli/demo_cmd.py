@@ -40,11 +40,16 @@ def register(app: typer.Typer) -> None:
         ray_port: Annotated[int, typer.Option(help="port of the demo's own Ray head")] = 26379,  # outside Ray's worker port range 10002-19999
         keep_running: Annotated[bool, typer.Option(
             help="leave the demo's broker and Ray running afterwards")] = False,
+        idle_flush: Annotated[float, typer.Option(
+            help="seconds without input after which the scheduler releases every timestamp "
+                 "it has seen (the end of the input; gaps in sparse input)")] = 1.5,
+        hops: Annotated[bool, typer.Option(
+            help="print the latency per hop, read back from the topics")] = True,
     ) -> None:
         """Run Linear Road end to end and print the validation (zero differences expected)."""
         import ray
 
-        from jobs.linear_road.consume_alerts import AlertConsumer
+        from jobs.linear_road.consume_alerts import DEFAULT_TOPICS, AlertConsumer
         from jobs.linear_road.generator import GeneratorConfig, generate
         from jobs.linear_road.produce import print_progress, produce
         from jobs.linear_road.validate import reports_from_generator, validate
@@ -74,8 +79,13 @@ def register(app: typer.Typer) -> None:
         shutil.rmtree(runtime.dir, ignore_errors=True)
         runtime.up(base)
         bootstrap = runtime.bootstrap
+        # The output topics carry few records: one partition each halves the
+        # tasks of every Spark micro-batch (one per topic partition).
         settings = base.model_copy(update={
-            "kafka": base.kafka.model_copy(update={"bootstrap_servers": bootstrap})})
+            "kafka": base.kafka.model_copy(update={"bootstrap_servers": bootstrap}),
+            "topics": base.topics.model_copy(update={"partitions_by_topic": {
+                **dict.fromkeys(DEFAULT_TOPICS.values(), 1),
+                **base.topics.partitions_by_topic}})})
         deployment = None
         spark = None
         consumer = None
@@ -85,13 +95,16 @@ def register(app: typer.Typer) -> None:
             ray.init(address=runtime.ray().address, namespace=settings.ray.namespace,
                      include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
             # The input ends with the run: an idle flush releases the last timestamps.
-            deployment = Deployment(plan, settings, options={"idle_flush_s": 3.0})
+            # The producer sends whole slices of simulated time, so a pause of this
+            # length (3x its slice period at speed 10) is taken as "no more of the
+            # timestamps seen so far"; a report that still comes would be a dead letter.
+            deployment = Deployment(plan, settings, options={"idle_flush_s": idle_flush})
             deployment.start()
             config = GeneratorConfig(xways=xways, duration_s=duration, cars_per_direction=cars,
                                      seed=seed)
             step("starting Spark (local mode): alert consumer")
             spark = spark_session("caesar-demo", kafka=True)
-            consumer = AlertConsumer(spark, bootstrap, out, fresh=True)
+            consumer = AlertConsumer(spark, bootstrap, out, trigger_s=0.5, fresh=True)
             # 4. Input, paced; 5. wait until the alerts stop coming.
             step(f"producing Linear Road reports: {xways} expressway(s), {duration} s "
                  f"simulated, {cars} cars per direction, speed {speed or 'max'}")
@@ -103,6 +116,8 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"pipeline done in {time.monotonic() - started:.0f} s")
             consumer.stop()
             typer.echo(consumer.summary().render())
+            if hops:
+                typer.echo(_hop_breakdown(settings, out))
             # 6. Validation against plain Spark SQL over the same input.
             step("validating against plain Spark SQL over the same input")
             result = validate(spark, reports_from_generator(spark, config), out)
@@ -120,6 +135,20 @@ def register(app: typer.Typer) -> None:
                 runtime.down(progress=lambda *_: None)
         if not result.ok:
             raise CaesarError("validation found differences (see above)")
+
+
+def _hop_breakdown(settings, out: Path) -> str:
+    """Where the latency went: input wait, each service, Spark (jobs/linear_road/hops.py)."""
+    from jobs.linear_road.hops import breakdown
+    from jobs.linear_road.produce import DEFAULT_TOPIC
+    from shared.bus.kafka import KafkaBus
+    from shared.codecs import make_codec
+
+    bus = KafkaBus(settings.kafka)
+    try:
+        return breakdown(bus, make_codec(settings), settings.topics, DEFAULT_TOPIC, out).render()
+    finally:
+        bus.close()
 
 
 class _Steps:
