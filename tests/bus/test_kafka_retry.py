@@ -1,0 +1,47 @@
+"""Unit: end offsets ride out transient leadership errors, fail fast otherwise."""
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from shared.bus.errors import BusError
+from shared.bus.kafka import KafkaBus
+from shared.bus.records import TopicPartition
+
+
+class _FlakyMeta:
+    """Stands in for librdkafka's consumer: fails `failures` times, then answers."""
+
+    def __init__(self, code: int, failures: int) -> None:
+        self.code, self.failures, self.calls = code, failures, 0
+
+    def get_watermark_offsets(self, tp, timeout):
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise KafkaException(KafkaError(self.code, "Broker: Not leader for partition"))
+        return 0, 42
+
+
+def _bus(meta: _FlakyMeta, timeout_s: float = 5.0) -> KafkaBus:
+    bus = KafkaBus(admin_timeout_s=timeout_s)
+    bus._meta = meta
+    return bus
+
+
+def test_not_leader_is_retried_until_the_leader_answers():
+    meta = _FlakyMeta(KafkaError.NOT_LEADER_FOR_PARTITION, failures=3)
+    assert _bus(meta).end_offsets([TopicPartition("t", 0)]) == {TopicPartition("t", 0): 42}
+    assert meta.calls == 4
+
+
+def test_permanent_error_fails_at_once():
+    meta = _FlakyMeta(KafkaError.TOPIC_AUTHORIZATION_FAILED, failures=1)
+    with pytest.raises(BusError, match=r"cannot read end offset of t\[0\]"):
+        _bus(meta).end_offsets([TopicPartition("t", 0)])
+    assert meta.calls == 1
+
+
+def test_transient_error_gives_up_at_the_timeout():
+    meta = _FlakyMeta(KafkaError.NOT_LEADER_FOR_PARTITION, failures=10**6)
+    with pytest.raises(BusError, match="Not leader"):
+        _bus(meta, timeout_s=0.3).end_offsets([TopicPartition("t", 0)])
+    assert 2 <= meta.calls < 20
