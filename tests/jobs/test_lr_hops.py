@@ -1,0 +1,58 @@
+"""The per-hop latency breakdown (jobs/linear_road/hops.py) on hand-made topics:
+each hop is the difference of the Kafka timestamps of the records that carry
+one Linear Road output through the services."""
+
+from __future__ import annotations
+
+from jobs.linear_road.avro import POSITION_REPORT, TOLL_NOTIFICATION, encode
+from jobs.linear_road.hops import breakdown
+from services.scheduler.messages import Progress, RoutedTransaction, Transaction
+from services.scheduler.wire import (
+    PROGRESS,
+    ROUTED,
+    TXN,
+    progress_record,
+    routed_record,
+    txn_record,
+)
+from shared.bus.memory import InMemoryBus
+from shared.bus.records import OutRecord, TopicSpec
+from shared.codecs import make_codec
+from shared.settings import TopicSettings
+
+KEY = "0|0|3"
+
+
+def report(t: int) -> dict:
+    return {"time": t, "vid": 1, "spd": 50, "xway": 0, "lane": 1, "dir": 0, "seg": 3,
+            "pos": 3 * 5280, "pseg": 3}
+
+
+def test_hops_are_differences_of_kafka_timestamps() -> None:
+    codec, topics = make_codec(), TopicSettings()
+    bus = InMemoryBus()
+    names = ["lr-position-reports", topics.transactions, topics.context_changes,
+             topics.transactions + ".routed", "lr-tolls"]
+    bus.create_topics(TopicSpec(n, 1) for n in names)
+    txn = Transaction(7, KEY, 10, ({"type": "PositionReport", **report(10)},))
+    toll = {"vid": 1, "time": 10, "xway": 0, "dir": 0, "seg": 3, "lav": 40, "toll": 0,
+            "ingest_ms": 1000}
+    records = [
+        # the report at 10 enters at 1000, the first report of second 11 at 2000
+        ("lr-position-reports", encode(POSITION_REPORT, [report(10)])[0], 1000),
+        ("lr-position-reports", encode(POSITION_REPORT, [report(11)])[0], 2000),
+        (topics.transactions, codec.encode(TXN, txn_record(txn, 1)), 2100),
+        (topics.context_changes,
+         codec.encode(PROGRESS, progress_record(Progress(10, "deriver"), "d", 0)), 2250),
+        (topics.transactions + ".routed",
+         codec.encode(ROUTED, routed_record(RoutedTransaction(txn, ("p",)), 1)), 2300),
+        ("lr-tolls", encode(TOLL_NOTIFICATION, [toll])[0], 2600),
+    ]
+    bus.producer().produce(OutRecord(t, v, KEY.encode(), partition=0, timestamp_ms=ms)
+                           for t, v, ms in records)
+    table = breakdown(bus, codec, topics, "lr-position-reports")
+    got = {hop: stats[3] for hop, stats in table.percentiles().items()}
+    assert got == {"input wait": 1000, "scheduler": 100, "deriver": 150, "router": 50,
+                   "matcher": 300, "to topic (total)": 1600}
+    assert table.outputs == 1 and table.idle_released == 0
+    assert "router" in table.render()
