@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import shutil
 import time
 from collections import Counter
@@ -92,6 +93,7 @@ def replay_level(xways: int, *, duration_s: int, cars: int, seed: int, pace: flo
     bus = KafkaBus(settings.kafka)
     dep = consumer = spark = None
     try:
+        os.environ["RAY_AUTH_MODE"] = "disabled"  # as the head (see shared/cli/demo_cmd.py)
         ray.init(address=runtime.ray().address, namespace=settings.ray.namespace,
                  include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
         dep = Deployment(plan, settings, options={"idle_flush_s": idle_flush_s})

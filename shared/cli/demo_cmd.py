@@ -10,6 +10,7 @@ finish and verify.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -92,6 +93,11 @@ def register(app: typer.Typer) -> None:
         try:
             # 3. The CAESAR services as Ray actors on the demo's Ray head.
             step(f"deploying the CAESAR services for {MODEL.relative_to(ROOT)}")
+            # The demo's head runs without token auth (shared/runtime/ray_local.py);
+            # a RAY_AUTH_MODE=token inherited from a parent that ran its own
+            # ray.init() (a pytest session) makes Ray drop this driver's actors
+            # right after creating them, and the demo would wait for alerts forever.
+            os.environ["RAY_AUTH_MODE"] = "disabled"
             ray.init(address=runtime.ray().address, namespace=settings.ray.namespace,
                      include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
             # The input ends with the run: an idle flush releases the last timestamps.
@@ -100,6 +106,7 @@ def register(app: typer.Typer) -> None:
             # timestamps seen so far"; a report that still comes would be a dead letter.
             deployment = Deployment(plan, settings, options={"idle_flush_s": idle_flush})
             deployment.start()
+            deployment.stats()  # every actor is up (raises if one died), before any input
             config = GeneratorConfig(xways=xways, duration_s=duration, cars_per_direction=cars,
                                      seed=seed)
             step("starting Spark (local mode): alert consumer")
