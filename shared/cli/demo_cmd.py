@@ -48,6 +48,11 @@ def register(app: typer.Typer) -> None:
             help="print the latency per hop, read back from the topics")] = True,
     ) -> None:
         """Run Linear Road end to end and print the validation (zero differences expected)."""
+        # The demo's head runs without token auth (shared/runtime/ray_local.py); a
+        # RAY_AUTH_MODE=token inherited from a parent that ran its own ray.init() (a
+        # pytest session) would make Ray cancel this driver's actors. Ray reads it on
+        # import, so before the import.
+        os.environ["RAY_AUTH_MODE"] = "disabled"
         import ray
 
         from jobs.linear_road.consume_alerts import DEFAULT_TOPICS, AlertConsumer
@@ -93,11 +98,6 @@ def register(app: typer.Typer) -> None:
         try:
             # 3. The CAESAR services as Ray actors on the demo's Ray head.
             step(f"deploying the CAESAR services for {MODEL.relative_to(ROOT)}")
-            # The demo's head runs without token auth (shared/runtime/ray_local.py);
-            # a RAY_AUTH_MODE=token inherited from a parent that ran its own
-            # ray.init() (a pytest session) makes Ray drop this driver's actors
-            # right after creating them, and the demo would wait for alerts forever.
-            os.environ["RAY_AUTH_MODE"] = "disabled"
             ray.init(address=runtime.ray().address, namespace=settings.ray.namespace,
                      include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
             # The input ends with the run: an idle flush releases the last timestamps.
