@@ -8,6 +8,7 @@ j % actors_per_service == i (its group). Consumer group per service.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,7 @@ def deploy_model(plan: ExecutionPlan, *, model_text: str, settings_file: Path | 
                   f"actor(s) on {settings.topics.partitions} partition(s), Kafka "
                   f"{settings.kafka.bootstrap_servers}")
     started = time.monotonic()
+    restore = _stop_on_sigterm()
     try:
         while run_for <= 0 or time.monotonic() - started < run_for:
             time.sleep(min(5.0, run_for) if run_for > 0 else 5.0)
@@ -111,5 +113,22 @@ def deploy_model(plan: ExecutionPlan, *, model_text: str, settings_file: Path | 
     except KeyboardInterrupt:
         pass
     finally:
+        restore()
         dep.stop()
         console.print("stopped")
+
+
+def _stop_on_sigterm() -> Callable[[], None]:
+    """Treat SIGTERM (Kubernetes stopping the driver pod) like Ctrl-C, so the
+    actors are stopped before the driver exits; returns the undo."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    return lambda: signal.signal(signal.SIGTERM, previous)
