@@ -73,6 +73,45 @@ class SecuritySettings(_Section):
         conf.update(self.extra)
         return conf
 
+    def java_client_config(self) -> dict[str, str]:
+        """The same security for Kafka's Java client (Spark's Kafka source and
+        sink take these as `kafka.<name>` options). `extra` holds librdkafka
+        names and is not translated; PEM files are read here because the Java
+        client takes a key and certificate chain as text."""
+        conf: dict[str, str] = {"security.protocol": self.protocol}
+        if self.sasl_mechanism:
+            conf["sasl.mechanism"] = self.sasl_mechanism
+            module = _JAAS_MODULES.get(self.sasl_mechanism.upper())
+            if module and self.sasl_username is not None:
+                password = self.sasl_password.get_secret_value() if self.sasl_password else ""
+                conf["sasl.jaas.config"] = (f'{module} required username="{_jaas(self.sasl_username)}"'
+                                            f' password="{_jaas(password)}";')
+        if self.ssl_ca_location:
+            conf["ssl.truststore.type"] = "PEM"
+            conf["ssl.truststore.location"] = self.ssl_ca_location
+        if self.ssl_certificate_location and self.ssl_key_location:
+            conf["ssl.keystore.type"] = "PEM"
+            conf["ssl.keystore.certificate.chain"] = Path(self.ssl_certificate_location).read_text()
+            conf["ssl.keystore.key"] = Path(self.ssl_key_location).read_text()
+            if self.ssl_key_password is not None:
+                conf["ssl.key.password"] = self.ssl_key_password.get_secret_value()
+        if self.ssl_endpoint_identification_algorithm is not None:
+            algorithm = self.ssl_endpoint_identification_algorithm
+            conf["ssl.endpoint.identification.algorithm"] = "" if algorithm == "none" else algorithm
+        return conf
+
+
+_JAAS_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+
+
+def _jaas(value: str) -> str:
+    # JAAS option values are double-quoted strings with backslash escapes.
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
 
 class KafkaSettings(_Section):
     bootstrap_servers: str = "127.0.0.1:9092"

@@ -72,7 +72,8 @@ class AlertConsumer:
 
     def __init__(self, spark: SparkSession, bootstrap: str, out_dir: str | Path,
                  topics: dict[str, str] | None = None, trigger_s: float = 1.0,
-                 fresh: bool = False, writer: str = "arrow") -> None:
+                 fresh: bool = False, writer: str = "arrow",
+                 kafka_options: dict[str, str] | None = None) -> None:
         if writer not in ("arrow", "spark"):
             raise ValueError(f"writer must be 'arrow' or 'spark', not {writer!r}")
         self.spark = spark
@@ -89,6 +90,7 @@ class AlertConsumer:
         self._last_data = time.monotonic()
         source = (spark.readStream.format("kafka")
                   .option("kafka.bootstrap.servers", bootstrap)
+                  .options(**(kafka_options or {}))  # `kafka.*` security options
                   .option("subscribe", ",".join(self.topics.values()))
                   .option("startingOffsets", "earliest")
                   .option("failOnDataLoss", "false")
@@ -238,6 +240,7 @@ def _latency(name: str, df: DataFrame) -> TypeSummary:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from jobs.kafka_options import add_kafka_option_argument, spark_kafka_options
     from jobs.spark_session import spark_session
 
     parser = argparse.ArgumentParser(description=__doc__,
@@ -254,13 +257,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writer", choices=("arrow", "spark"), default="arrow",
                         help="Parquet writer: one file per micro-batch from the driver "
                              "(arrow, ~20 ms) or a Spark append job (spark, ~1-2 s)")
+    add_kafka_option_argument(parser)
     args = parser.parse_args(argv)
 
     spark = spark_session("caesar-lr-consume-alerts", kafka=True)
     consumer = AlertConsumer(spark, args.bootstrap, args.out,
                              {TOLL_NOTIFICATION: args.toll_topic,
                               ACCIDENT_ALERT: args.alert_topic}, trigger_s=args.trigger,
-                             fresh=args.fresh, writer=args.writer)
+                             fresh=args.fresh, writer=args.writer,
+                             kafka_options=spark_kafka_options(args.kafka_option))
     print(f"[consume] reading {args.toll_topic}, {args.alert_topic} -> {args.out}", flush=True)
     try:
         consumer.wait_idle(args.idle_stop, args.max_seconds)

@@ -116,6 +116,7 @@ def print_progress(stats: ProduceStats) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from jobs.kafka_options import add_kafka_option_argument, spark_kafka_options
     from jobs.linear_road.validate import parse_generator_spec
     from jobs.spark_session import spark_session
 
@@ -131,13 +132,16 @@ def main(argv: list[str] | None = None) -> int:
                              "segment partitions that need it (SPEC.md section 1)")
     parser.add_argument("--speed", type=float, default=0.0,
                         help="simulated seconds per wall second (1 = real time, 0 = max)")
+    add_kafka_option_argument(parser)
     args = parser.parse_args(argv)
+    options = {k.removeprefix("kafka."): v for k, v in
+               spark_kafka_options(args.kafka_option).items()}
 
     reports = (read_lr(args.lr_file) if args.lr_file
                else generate(parse_generator_spec(args.generate)))
     spark = spark_session("caesar-lr-produce", kafka=True)
     stats = produce(spark, reports, args.bootstrap, args.topic, args.speed, print_progress,
-                    fanout=args.segment_fanout)
+                    fanout=args.segment_fanout, producer_options=options)
     print(f"[produce] done: {stats.records:,} reports, {stats.simulated_s} simulated s "
           f"in {stats.wall_s:.1f} s")
     return 0

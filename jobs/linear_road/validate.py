@@ -149,13 +149,14 @@ def reports_from_lr_file(spark: SparkSession, path: str | Path) -> DataFrame:
         "Dir AS dir", "Seg AS seg", "Pos AS pos")
 
 
-def reports_from_topic(spark: SparkSession, bootstrap: str, topic: str) -> DataFrame:
+def reports_from_topic(spark: SparkSession, bootstrap: str, topic: str,
+                       kafka_options: dict[str, str] | None = None) -> DataFrame:
     """Every PositionReport on the input topic (batch read with Spark's Kafka source),
     once: of fanned-out reports only the segment's own copy (pseg = seg)."""
     from jobs.linear_road.avro import decode_column
 
     raw = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-           .option("subscribe", topic).option("startingOffsets", "earliest")
+           .options(**(kafka_options or {})).option("subscribe", topic).option("startingOffsets", "earliest")
            .option("endingOffsets", "latest").load())
     decoded = raw.select(decode_column(POSITION_REPORT, raw.value).alias("r")).select("r.*")
     return decoded.filter("_error IS NULL AND (pseg = -1 OR pseg = seg)").drop("_error", "pseg")
@@ -171,6 +172,7 @@ def parse_generator_spec(text: str) -> GeneratorConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from jobs.kafka_options import add_kafka_option_argument, spark_kafka_options
     from jobs.spark_session import spark_session
 
     parser = argparse.ArgumentParser(description=__doc__,
@@ -181,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     source.add_argument("--generate", help="generator settings, e.g. xways=1,duration_s=600")
     source.add_argument("--topic", help="input topic (needs --bootstrap)")
     parser.add_argument("--bootstrap", default="127.0.0.1:9092")
+    add_kafka_option_argument(parser)
     args = parser.parse_args(argv)
 
     spark = spark_session("caesar-lr-validate", kafka=bool(args.topic))
@@ -189,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     elif args.generate:
         reports = reports_from_generator(spark, parse_generator_spec(args.generate))
     else:
-        reports = reports_from_topic(spark, args.bootstrap, args.topic)
+        reports = reports_from_topic(spark, args.bootstrap, args.topic,
+                                     spark_kafka_options(args.kafka_option))
     result = validate(spark, reports, args.alerts)
     print(result.summary())
     return 0 if result.ok else 1
