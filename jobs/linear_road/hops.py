@@ -103,6 +103,18 @@ def _stats(values: Sequence[float]) -> tuple[float, float, float, float]:
     return sum(v) / len(v), q(0.5), q(0.99), v[-1]
 
 
+def _rising(recs: list[tuple[int, int, int]]) -> tuple[list[int], list[int]]:
+    """(offset, value, Kafka ts) records -> in offset order, each record whose
+    value exceeds every earlier one: (values, their Kafka timestamps)."""
+    values: list[int] = []
+    stamps: list[int] = []
+    for _, value, ts in sorted(recs):
+        if not values or value > values[-1]:
+            values.append(value)
+            stamps.append(ts)
+    return values, stamps
+
+
 def breakdown(bus: Any, codec: Any, topics: Any, input_topic: str,
               parquet: Path | None = None) -> HopTable:
     from services.scheduler.wire import PROGRESS, ROUTED, TXN
@@ -115,18 +127,9 @@ def breakdown(bus: Any, codec: Any, topics: Any, input_topic: str,
         _, value = codec.decode(r.value)
         per_part[r.partition].append((r.offset, value["time"], r.timestamp_ms))
     for j, recs in per_part.items():
-        recs.sort()
-        # suffix structure: arrival of the first record with time > t = min
-        # Kafka ts among records (in offset order) whose time exceeds t; input
-        # is time-ordered per partition, so the first such record in offset order.
-        times, stamps = [], []
-        best = -1
-        for _, t, ts in recs:
-            if t > best:
-                times.append(t)
-                stamps.append(ts)
-                best = t
-        later[j] = (times, stamps)
+        # Arrival of the first record with time > t: input is time-ordered per
+        # partition, so the first such record in offset order.
+        later[j] = _rising(recs)
 
     txn_at: dict[tuple[str, int], tuple[int, int]] = {}  # (key, t) -> (Kafka partition, ts)
     sched_progress: dict[int, list[tuple[int, int]]] = defaultdict(list)
@@ -143,14 +146,7 @@ def breakdown(bus: Any, codec: Any, topics: Any, input_topic: str,
         if schema == PROGRESS:
             raw[r.partition].append((r.offset, value["ts"] + 1, r.timestamp_ms))
     for j, recs in raw.items():
-        recs.sort()
-        wms, stamps, best = [], [], -(2**62)
-        for _, wm, ts in recs:
-            if wm > best:
-                wms.append(wm)
-                stamps.append(ts)
-                best = wm
-        deriver_progress[j] = (wms, stamps)
+        deriver_progress[j] = _rising(recs)
     routed_at: dict[tuple[str, int], int] = {}
     for r in read_topic(bus, topics.transactions + ".routed"):
         schema, value = codec.decode(r.value)

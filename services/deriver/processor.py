@@ -124,8 +124,7 @@ class DeriverProcessor:
                 # instance (two accidents detected in one second).
                 if t.action != "TERMINATE" and t.context in self.keyed and \
                         before & (1 << self.resolver.bits[t.context]):
-                    key = tuple(o.record.get(f) for f in t.key_fields)
-                    self.instances.setdefault(part, {}).setdefault(t.context, set()).add(key)
+                    self._open_instance(part, t, o.record)
                 continue
             after = self._transition(t, o.record, part, before)
             if after == before:
@@ -139,7 +138,7 @@ class DeriverProcessor:
         """The raw vector after transition `t` fired for `part`; keeps the open
         instances of keyed contexts (a keyed context holds while any is open)."""
         bit = 1 << self.resolver.bits[t.context]
-        key = tuple(record.get(f) for f in t.key_fields)
+        key = _instance_key(t, record)
         open_ = self.instances.setdefault(part, {})
         if t.action == "INITIATE":
             after = before | bit
@@ -165,11 +164,15 @@ class DeriverProcessor:
             after = (before & ~ended) | bit
         after &= ~self.resolver.default_mask
         if t.action != "TERMINATE" and t.context in self.keyed:
-            open_.setdefault(t.context, set()).add(key)
+            self._open_instance(part, t, record)
         for name in self.keyed:  # an ended keyed context forgets its instances
             if not after & (1 << self.resolver.bits[name]):
                 open_.pop(name, None)
         return after
+
+    def _open_instance(self, part: int, t: TransitionStage, record: dict) -> None:
+        self.instances.setdefault(part, {}).setdefault(t.context, set()).add(
+            _instance_key(t, record))
 
     def _holds(self, t: TransitionStage, vector: int) -> bool:
         return any(vector & m == m for m in self.resolver.stage_masks(t.stage))
@@ -188,3 +191,8 @@ class DeriverProcessor:
         self.instances = {p: {c: set(k) for c, k in cs.items()}
                           for p, cs in state.get("instances", {}).items()}
         self.graph.restore(state["graph"])
+
+
+def _instance_key(t: TransitionStage, record: dict) -> tuple:
+    """The keyed-context instance a transition names (its KEYED BY values)."""
+    return tuple(record.get(f) for f in t.key_fields)

@@ -16,8 +16,8 @@ from shared.events.batch import StringPool
 from shared.plans.expr import Attr, Binary, Const
 
 from .strategies import TYPES, scalar_expr, tapes
-from .tapes import comp, multiset, plan, tape
-from .test_equivalence import _drive
+from .tapes import comp, multiset, plan
+from .test_equivalence import _drive, discard_halfway
 
 SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -129,19 +129,8 @@ def test_split_active_sets(data):
 def test_discard_of_part_of_a_group(data):
     plans, rows, _cuts, _actives = data.draw(scenario())
     drop = data.draw(st.sets(st.sampled_from([p.plan_id for p in plans]), min_size=1))
-    outs = []
-    for engine in (ReferenceEngine(plans), CythonEngine(plans)):
-        pool = StringPool()
-        half = len(rows) // 2
-        out = []
-        if rows[:half]:
-            out += engine.process(tape(rows[:half], pool, partition_key="part"))
-        engine.discard(sorted(drop), 0)
-        if rows[half:]:
-            out += engine.process(tape(rows[half:], pool, partition_key="part",
-                                       first_seq=half))
-        out += engine.advance(10**9)
-        outs.append(multiset(out))
+    outs = [multiset(discard_halfway(engine, rows, sorted(drop)))
+            for engine in (ReferenceEngine(plans), CythonEngine(plans))]
     assert outs[0] == outs[1]
 
 
