@@ -79,7 +79,7 @@ def paced_slices(reports: Iterable[PositionReport], speed: float,
 def produce(spark: SparkSession, reports: Iterable[PositionReport], bootstrap: str,
             topic: str = DEFAULT_TOPIC, speed: float = 0.0,
             progress: Callable[[ProduceStats], None] | None = None,
-            producer_options: dict[str, str] | None = None,
+            kafka_options: dict[str, str] | None = None,
             fanout: bool = False) -> ProduceStats:
     """Send `reports` (time-ordered) to `topic`; `fanout` = per-segment partitions
     (jobs/linear_road/partitioning.py)."""
@@ -93,11 +93,10 @@ def produce(spark: SparkSession, reports: Iterable[PositionReport], bootstrap: s
         # Kafka partition out of event-time order, and the scheduler's watermark is
         # per Kafka partition (coalesce keeps the rows' order).
         frame = spark.createDataFrame(rows, "key BINARY, value BINARY").coalesce(1)
-        writer = (frame.write.format("kafka")
-                  .option("kafka.bootstrap.servers", bootstrap).option("topic", topic))
-        for key, value in (producer_options or {}).items():
-            writer = writer.option(f"kafka.{key}", value)
-        writer.save()
+        (frame.write.format("kafka")
+         .option("kafka.bootstrap.servers", bootstrap)
+         .options(**(kafka_options or {}))  # `kafka.*` security options
+         .option("topic", topic).save())
         stats.records += len(batch)
         stats.messages += len(rows)
         stats.slices += 1
@@ -134,14 +133,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="simulated seconds per wall second (1 = real time, 0 = max)")
     add_kafka_option_argument(parser)
     args = parser.parse_args(argv)
-    options = {k.removeprefix("kafka."): v for k, v in
-               spark_kafka_options(args.kafka_option).items()}
 
     reports = (read_lr(args.lr_file) if args.lr_file
                else generate(parse_generator_spec(args.generate)))
     spark = spark_session("caesar-lr-produce", kafka=True)
     stats = produce(spark, reports, args.bootstrap, args.topic, args.speed, print_progress,
-                    fanout=args.segment_fanout, producer_options=options)
+                    fanout=args.segment_fanout,
+                    kafka_options=spark_kafka_options(args.kafka_option))
     print(f"[produce] done: {stats.records:,} reports, {stats.simulated_s} simulated s "
           f"in {stats.wall_s:.1f} s")
     return 0
