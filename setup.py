@@ -12,13 +12,13 @@ DEBUG = os.environ.get("CAESAR_DEBUG") == "1"
 
 extensions = [
     Extension(
-        path[:-4].replace(os.sep, "."),
+        os.path.relpath(path, "src")[:-4].replace(os.sep, "."),
         [path],
         include_dirs=[numpy.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         extra_compile_args=["-O3"] if not DEBUG else ["-O0", "-g"],
     )
-    for path in sorted(glob("services/**/*.pyx", recursive=True))
+    for path in sorted(glob("src/caesar/**/*.pyx", recursive=True))
 ]
 
 setup(

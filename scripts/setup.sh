@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything CAESAR needs on a fresh machine, idempotently:
-# a virtualenv with the project (and its Cython engine) installed, plus the
-# cached jars/binaries the local runtime, Spark jobs and chart tests use.
+# a virtualenv with exactly the tested dependency set (requirements/lock.txt)
+# and the project (its Cython engine compiled), plus the cached jars/binaries
+# the local runtime, Spark jobs and chart tests use.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -15,14 +16,16 @@ if [ ! -x "$PY" ]; then
   python3 -m venv "$VENV"
 fi
 
-# Reinstall only when the dependency spec or a Cython source changed.
+# Reinstall only when the lock, the build spec or a Cython source changed.
 stamp="$VENV/.caesar-install-stamp"
-want="$(cat pyproject.toml setup.py services/matcher/*.pyx services/matcher/*.pxd 2>/dev/null | sha256sum | cut -d' ' -f1)"
+want="$(cat requirements/lock.txt pyproject.toml setup.py src/caesar/services/matcher/*.pyx \
+        src/caesar/services/matcher/*.pxd 2>/dev/null | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  step "installing CAESAR and its dependencies (first run downloads ~1 GB of wheels)"
+  step "installing the locked dependencies (first run downloads ~1 GB of wheels)"
   "$PY" -m pip install --disable-pip-version-check -q --upgrade pip setuptools wheel
-  "$PY" -m pip install --disable-pip-version-check -q -e ".[dev]"
-  step "compiling the Cython matcher"
+  "$PY" -m pip install --disable-pip-version-check -q -r requirements/lock.txt
+  step "installing CAESAR (editable) and compiling the Cython matcher"
+  "$PY" -m pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e .
   "$PY" setup.py -q build_ext --inplace
   echo "$want" > "$stamp"
 else
@@ -30,8 +33,9 @@ else
 fi
 
 # Each fetch below caches under ~/.cache/caesar and is a no-op when cached.
-for fetch in scripts/fetch_*.sh; do
-  [ -e "$fetch" ] || continue
-  step "$(basename "$fetch" .sh | tr _ ' ')"
-  bash "$fetch"
-done
+step "fetch kafka"
+bash src/caesar/runtime/fetch_kafka.sh
+step "fetch spark jars"
+CAESAR_PYTHON="$PY" bash src/caesar/jobs/fetch_spark_jars.sh
+step "fetch helm"
+bash scripts/fetch_helm.sh

@@ -16,8 +16,8 @@ import pytest
 @pytest.fixture(scope="session")
 def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """bootstrap.servers of a broker started for this session ("127.0.0.1:PORT")."""
-    from shared.runtime.broker import BrokerConfig, LocalBroker
-    from shared.runtime.processes import free_port
+    from caesar.runtime.broker import BrokerConfig, LocalBroker
+    from caesar.runtime.processes import free_port
 
     directory = tmp_path_factory.mktemp("kafka")
     broker = LocalBroker(BrokerConfig(
@@ -47,7 +47,7 @@ def ray_session() -> Iterator[None]:
 @pytest.fixture
 def kafka_settings(kafka_bootstrap: str):
     """KafkaSettings pointing at the session broker."""
-    from shared.settings import KafkaSettings
+    from caesar.settings import KafkaSettings
 
     return KafkaSettings(bootstrap_servers=kafka_bootstrap, linger_ms=1)
 
@@ -55,7 +55,7 @@ def kafka_settings(kafka_bootstrap: str):
 @pytest.fixture
 def kafka_bus(kafka_settings):
     """A KafkaBus on the session broker, closed after the test."""
-    from shared.bus.kafka import KafkaBus
+    from caesar.bus.kafka import KafkaBus
 
     bus = KafkaBus(kafka_settings)
     yield bus

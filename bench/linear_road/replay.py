@@ -3,7 +3,7 @@ virtual clock and measure latency and CPU time.
 
 Pacing (computed after the run from the measured batch times, so one run
 serves every acceleration): the reports of simulated second t (fanned out per segment as the
-producer sends them, jobs/linear_road/partitioning.py) arrive at virtual time
+producer sends them, src/caesar/examples/linear_road/partitioning.py) arrive at virtual time
 (t - t0) / acceleration; acceleration 1 is real-time pace. Each second's batch
 is fed to the pipeline as soon as it has arrived and the previous batch is
 done; its processing is timed with the wall clock. Instead of sleeping through
@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import Any
 
-from jobs.linear_road.generator import GeneratorConfig, generate
-from jobs.linear_road.partitioning import wire_records
-from services.embedded.pipeline import EmbeddedPipeline
-from services.scheduler.messages import InputRecord
-from shared.plans.execution import ExecutionPlan
+from caesar.examples.linear_road.generator import GeneratorConfig, generate
+from caesar.examples.linear_road.partitioning import wire_records
+from caesar.plans.execution import ExecutionPlan
+from caesar.services.embedded.pipeline import EmbeddedPipeline
+from caesar.services.scheduler.messages import InputRecord
 
 TOPIC = "lr-position-reports"
 

@@ -32,8 +32,8 @@ from pathlib import Path
 
 from bench.linear_road.replay import ReplayResult, Workload, make_workload, replay
 from bench.linear_road.workload import model_text
-from jobs.linear_road.generator import GeneratorConfig
-from shared.language import compile_model
+from caesar.examples.linear_road.generator import GeneratorConfig
+from caesar.language import compile_model
 
 RESULTS = Path(__file__).parent / "results"
 BOUND_S = 5.0

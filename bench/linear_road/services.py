@@ -13,7 +13,7 @@ its due wall time (`pace` = simulated seconds per wall second, 1 = real
 time). Latency of an output = Kafka timestamp of the output record on its
 topic (lr-tolls / lr-accident-alerts) - `ingest_ms`, the Kafka timestamp of
 the report that triggered it. The outputs are compared with the oracle
-(jobs/linear_road/oracle.py): a level counts only with zero differences and
+(src/caesar/examples/linear_road/oracle.py): a level counts only with zero differences and
 no dead letters. With --spark, the Spark Structured Streaming alert consumer
 also runs and the latency to Parquet is measured as in the demo.
 """
@@ -31,12 +31,13 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
-from jobs.linear_road.generator import GeneratorConfig, generate
-from jobs.linear_road.oracle import ALERT_FIELDS, TOLL_FIELDS, expected_outputs
-from jobs.linear_road.partitioning import wire_records
+from caesar.examples import model_path
+from caesar.examples.linear_road.generator import GeneratorConfig, generate
+from caesar.examples.linear_road.oracle import ALERT_FIELDS, TOLL_FIELDS, expected_outputs
+from caesar.examples.linear_road.partitioning import wire_records
 
 RESULTS = Path(__file__).parent / "results"
-MODEL = Path(__file__).parents[2] / "examples" / "linear_road" / "model.caesar"
+MODEL = model_path("linear_road")
 BOUND_S = 5.0
 INPUT_TOPIC = "lr-position-reports"
 OUTPUTS = {"lr-tolls": ("TollNotification", TOLL_FIELDS),
@@ -53,15 +54,15 @@ def replay_level(xways: int, *, duration_s: int, cars: int, seed: int, pace: flo
                  spark_out: Path | None, log: Any = print) -> dict[str, Any]:
     import ray
 
-    from jobs.linear_road.avro import POSITION_REPORT, encode
-    from jobs.linear_road.hops import breakdown, read_topic
-    from services.ray_runtime.deployment import Deployment
-    from shared.bus.kafka import KafkaBus
-    from shared.bus.records import OutRecord
-    from shared.codecs import make_codec
-    from shared.language import compile_model
-    from shared.runtime.local import LocalRuntime
-    from shared.settings import CACHE_DIR, load_settings
+    from caesar.bus.kafka import KafkaBus
+    from caesar.bus.records import OutRecord
+    from caesar.codecs import make_codec
+    from caesar.examples.linear_road.avro import POSITION_REPORT, encode
+    from caesar.examples.linear_road.hops import breakdown, read_topic
+    from caesar.language import compile_model
+    from caesar.runtime.local import LocalRuntime
+    from caesar.services.ray_runtime.deployment import Deployment
+    from caesar.settings import CACHE_DIR, load_settings
 
     reports = list(generate(GeneratorConfig(xways=xways, duration_s=duration_s,
                                             cars_per_direction=cars, seed=seed)))
@@ -93,15 +94,15 @@ def replay_level(xways: int, *, duration_s: int, cars: int, seed: int, pace: flo
     bus = KafkaBus(settings.kafka)
     dep = consumer = spark = None
     try:
-        os.environ["RAY_AUTH_MODE"] = "disabled"  # as the head (see shared/cli/demo_cmd.py)
+        os.environ["RAY_AUTH_MODE"] = "disabled"  # as the head (see src/caesar/examples/linear_road/demo.py)
         ray.init(address=runtime.ray().address, namespace=settings.ray.namespace,
                  include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
         dep = Deployment(plan, settings, options={"idle_flush_s": idle_flush_s})
         dep.start()
         dep.stats()  # every actor is up and polling
         if spark_out is not None:
-            from jobs.linear_road.consume_alerts import AlertConsumer
-            from jobs.spark_session import spark_session
+            from caesar.examples.linear_road.consume_alerts import AlertConsumer
+            from caesar.jobs.spark_session import spark_session
 
             spark = spark_session("caesar-bench-lr", kafka=True)
             consumer = AlertConsumer(spark, runtime.bootstrap, spark_out, fresh=True)
@@ -125,7 +126,7 @@ def replay_level(xways: int, *, duration_s: int, cars: int, seed: int, pace: flo
         deadline = time.monotonic() + 120 + 3 * idle_flush_s
         out_tps = None
         while time.monotonic() < deadline:
-            from shared.bus.records import TopicPartition
+            from caesar.bus.records import TopicPartition
 
             parts = bus.list_topics()
             out_tps = [TopicPartition(tp, p) for tp in OUTPUTS for p in range(parts.get(tp, 0))]

@@ -4,7 +4,7 @@ The CAESAR paper (section 7.1) simulates low, average and high query
 workloads by replicating the benchmark's queries, and its Figure 12 setups
 have critical context windows whose queries can be suspended elsewhere.
 `model_text(replicas)` appends `replicas` queries to each critical context of
-examples/linear_road/model.caesar, written like the paper's Figure 3 queries
+src/caesar/examples/linear_road/model.caesar, written like the paper's Figure 3 queries
 (a pattern over the position reports of the partition's own segment, not on
 the exit lane): in congestion a toll-candidate notice, in accident a warning
 notice. Replica i takes the cars with vid % replicas = i, so the replicas are
@@ -17,9 +17,9 @@ the context-aware plan derives.
 
 from __future__ import annotations
 
-from pathlib import Path
+from caesar.examples import model_path
 
-MODEL = Path(__file__).parents[2] / "examples" / "linear_road" / "model.caesar"
+MODEL = model_path("linear_road")
 
 
 def model_text(replicas: int, kind: str = "filter") -> str:
@@ -52,7 +52,7 @@ def model_text(replicas: int, kind: str = "filter") -> str:
     marker = "-- ---------------------------------------------------------------------------\n" \
              "DEFAULT CONTEXT clear {"
     if marker not in text:
-        raise ValueError("examples/linear_road/model.caesar changed: context section not found")
+        raise ValueError("src/caesar/examples/linear_road/model.caesar changed: context section not found")
     text = text.replace(marker, "\n".join(events) + "\n\n" + marker)
     text = text.replace("CONTEXT congestion {\n", "CONTEXT congestion {\n" + "".join(congestion), 1)
     text = text.replace("CONTEXT accident {\n", "CONTEXT accident {\n" + "".join(accident), 1)

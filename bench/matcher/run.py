@@ -22,10 +22,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from services.matcher.engine import CythonEngine
-
 from bench.matcher.workload import batches, random_queries, seq_query, shared_prefix_queries
-from services.matcher.reference import ReferenceEngine
+from caesar.services.matcher.engine import CythonEngine
+from caesar.services.matcher.reference import ReferenceEngine
 
 RESULTS = Path(__file__).parent / "results"
 

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from shared.events.batch import EventBatch, StringPool, TypeColumns
-from shared.plans.expr import Attr, Binary, Const
-from shared.plans.pattern import PatternComponent, PatternPlan
+from caesar.events.batch import EventBatch, StringPool, TypeColumns
+from caesar.plans.expr import Attr, Binary, Const
+from caesar.plans.pattern import PatternComponent, PatternPlan
 
 NUM_TYPES = 20
 ATTRS = ("attr1", "attr2", "attr3", "attr4", "attr5")

@@ -33,8 +33,8 @@ import math
 import time
 from pathlib import Path
 
-from shared.language import compile_phases
-from shared.language.algebra import AGG, CW, CX, FI, PR, P, Stream, walk
+from caesar.language import compile_phases
+from caesar.language.algebra import AGG, CW, CX, FI, PR, P, Stream, walk
 
 RESULTS = Path(__file__).parent / "results"
 SIZES = (4, 8, 12, 16, 20, 24)

@@ -6,7 +6,7 @@
 # `driver` or `executor` and the rest in SPARK_* environment variables; this
 # script turns that into the JVM/spark-submit command, like the entry point of
 # Apache Spark's own images. Anything else runs as given (e.g. `spark-submit ...`,
-# `python -m jobs.linear_road.produce ...`).
+# `python -m caesar.examples.linear_road.produce ...`).
 set -euo pipefail
 
 : "${SPARK_HOME:?SPARK_HOME is not set}"

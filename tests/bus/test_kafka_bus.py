@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from shared.bus import (
+from caesar.bus import (
     InMemoryBus,
     OutRecord,
     TopicPartition,
@@ -14,7 +14,7 @@ from shared.bus import (
     partition_for_key,
     topic_specs,
 )
-from shared.settings import TopicSettings
+from caesar.settings import TopicSettings
 
 pytestmark = pytest.mark.integration
 
@@ -174,7 +174,7 @@ def test_poll_returns_what_is_ready_without_waiting_out_the_timeout(kafka_bus, u
 
 
 def test_undeliverable_records_raise_bus_errors(kafka_bus, unique_name):
-    from shared.bus import BusError
+    from caesar.bus import BusError
 
     topic = unique_name("bad")
     kafka_bus.create_topics([TopicSpec(topic, 1)])

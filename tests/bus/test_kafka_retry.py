@@ -3,9 +3,9 @@
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from shared.bus.errors import BusError
-from shared.bus.kafka import KafkaBus
-from shared.bus.records import TopicPartition
+from caesar.bus.errors import BusError
+from caesar.bus.kafka import KafkaBus
+from caesar.bus.records import TopicPartition
 
 
 class _FlakyMeta:

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from shared.bus import (
+from caesar.bus import (
     BusError,
     InMemoryBus,
     OutRecord,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.bus.partitioner import murmur2, partition_for_key
+from caesar.bus.partitioner import murmur2, partition_for_key
 
 
 # Values from Apache Kafka's UtilsTest.testMurmur2 (Java client).

@@ -7,9 +7,9 @@ import struct
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
-from shared.codecs import CorruptRecordError, SchemaRepository, UnknownSchemaError, make_codec
-from shared.codecs.registry import RegistryCodec
-from shared.settings import Settings
+from caesar.codecs import CorruptRecordError, SchemaRepository, UnknownSchemaError, make_codec
+from caesar.codecs.registry import RegistryCodec
+from caesar.settings import Settings
 
 
 def alert():

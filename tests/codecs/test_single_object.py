@@ -7,15 +7,15 @@ from fastavro.schema import fingerprint as fastavro_fingerprint
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.codecs import (
+from caesar.codecs import (
     CorruptRecordError,
     SchemaRepository,
     SchemaViolationError,
     SingleObjectCodec,
     UnknownSchemaError,
 )
-from shared.codecs.fingerprint import crc64_avro
-from shared.codecs.single_object import MAGIC
+from caesar.codecs.fingerprint import crc64_avro
+from caesar.codecs.single_object import MAGIC
 
 
 @pytest.fixture(scope="module")

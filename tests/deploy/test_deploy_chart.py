@@ -126,10 +126,10 @@ def test_default_values_run_the_example_model(rendered: dict) -> None:
     apps = {a["metadata"]["name"]: a for a in by_kind(docs, "SparkApplication")}
     assert set(apps) == {"caesar-producer", "caesar-alert-consumer"}
     assert apps["caesar-producer"]["spec"]["arguments"] == [
-        "jobs.linear_road.produce", "--bootstrap", "kafka:9092", "--topic",
+        "caesar.examples.linear_road.produce", "--bootstrap", "kafka:9092", "--topic",
         "caesar.input.PositionReport", "--generate", "xways=1,duration_s=10800", "--speed", "1"]
     assert apps["caesar-alert-consumer"]["spec"]["arguments"][:4] == [
-        "jobs.linear_road.consume_alerts", "--bootstrap", "kafka:9092", "--out"]
+        "caesar.examples.linear_road.consume_alerts", "--bootstrap", "kafka:9092", "--out"]
     for app in apps.values():
         driver_env = env_of(app["spec"]["driver"])
         assert driver_env["CAESAR_SPARK_MASTER"]["value"] == "k8s://https://kubernetes.default.svc:443"
@@ -179,7 +179,7 @@ def test_sasl_over_tls_with_three_workers(rendered: dict) -> None:
             assert spec["imagePullSecrets"] == [{"name": "registry-credentials"}]
     producer = one(docs, "SparkApplication", "-producer")
     assert producer["spec"]["arguments"] == [
-        "jobs.linear_road.produce", "--bootstrap",
+        "caesar.examples.linear_road.produce", "--bootstrap",
         "b-1.kafka.internal:9096,b-2.kafka.internal:9096,b-3.kafka.internal:9096",
         "--lr-file", "/data/lr.txt", "--speed", "0"]
     assert producer["spec"]["executor"]["instances"] == 2
@@ -226,7 +226,7 @@ def test_mutual_tls_client_certificate(rendered: dict) -> None:
 
 def _settings_from(container: dict[str, Any], monkeypatch: pytest.MonkeyPatch):
     """Load CAESAR's settings from a rendered container's environment (Secrets stubbed)."""
-    from shared.settings import load_settings
+    from caesar.settings import load_settings
 
     for name in [n for n in __import__("os").environ if n.startswith("CAESAR_")]:
         monkeypatch.delenv(name)
@@ -241,7 +241,7 @@ def _settings_from(container: dict[str, Any], monkeypatch: pytest.MonkeyPatch):
 @pytest.mark.parametrize("name", VALUE_SETS)
 def test_environment_matches_the_settings_contract(rendered: dict, name: str,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """The CAESAR_* variables the chart sets are the ones shared/settings.py reads."""
+    """The CAESAR_* variables the chart sets are the ones src/caesar/settings.py reads."""
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     for f in VALUE_SETS[name]:
         overrides = yaml.safe_load(f.read_text())
@@ -307,7 +307,7 @@ def test_notes_say_where_to_publish_and_consume(helm: Path, tmp_path: Path) -> N
     publish, consume = notes.index("PUBLISH"), notes.index("CONSUME")
     assert publish < notes.index("caesar.input.PositionReport") < consume
     assert consume < notes.index("caesar.alerts") and consume < notes.index("caesar.dead-letters")
-    assert "caesar-producer: python -m jobs.linear_road.produce" in notes
+    assert "caesar-producer: python -m caesar.examples.linear_road.produce" in notes
     assert "4 partitions, replication factor 3" in notes
 
     notes = _notes(helm, tmp_path / "b", NO_SPARK)
@@ -379,7 +379,7 @@ def test_inconsistent_values_fail_with_the_value_to_fix(helm: Path, override: st
 
 
 def test_the_example_model_parses() -> None:
-    from shared.language.parser import parse
+    from caesar.language.parser import parse
 
     text = (CHART / "files" / "model.caesar").read_text()
     model = parse(text, "helm/caesar/files/model.caesar")
@@ -414,7 +414,7 @@ def test_commands_match_the_caesar_cli(rendered: dict) -> None:
     import click
     import typer
 
-    from shared.cli import main as cli
+    from caesar.cli import main as cli
 
     cli._register_all()
     group = typer.main.get_command(cli.app)

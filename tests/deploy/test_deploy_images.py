@@ -1,6 +1,6 @@
 """The Docker images: hadolint on every Dockerfile, version pins in step with
-pyproject.toml, and the small programs the images run (requirement extraction,
-jar merging, the module launcher, the Spark entry point)."""
+the lock files (requirements/), and the small programs the images run (jar
+merging, the module launcher, the Spark entry point)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import os
 import re
 import subprocess
 import sys
-import tomllib
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -27,7 +26,6 @@ DOCKERFILES = sorted(p for p in ROOT.rglob("*Dockerfile*")
 HADOLINT = Path(sys.executable).parent / "hadolint"
 sys.path.insert(0, str(DOCKER / "tools"))
 import merge_jars  # noqa: E402
-import requirements_from_pyproject as reqs  # noqa: E402
 
 
 def hadolint(*files: Path) -> subprocess.CompletedProcess[str]:
@@ -37,9 +35,15 @@ def hadolint(*files: Path) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=60)
 
 
-def pyproject_pins() -> dict[str, str]:
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    return {reqs.requirement_name(d): d.split("==")[1] for d in deps if "==" in d}
+def lock_pins(name: str = "lock.txt") -> dict[str, str]:
+    """Distribution -> version of a lock file (requirements/, made by scripts/lock.sh)."""
+    pins = {}
+    for line in (ROOT / "requirements" / name).read_text().splitlines():
+        requirement = line.split("#")[0].strip()
+        if requirement:
+            dist, version = requirement.split("==")
+            pins[dist.split("[")[0].lower()] = version
+    return pins
 
 
 def test_there_are_two_images() -> None:
@@ -101,7 +105,7 @@ def test_images_run_as_non_root(dockerfile: Path) -> None:
 
 
 def test_services_image_matches_the_pins() -> None:
-    pins = pyproject_pins()
+    pins = lock_pins()
     text = (DOCKER / "services" / "Dockerfile").read_text()
     bases = re.findall(r"^FROM\s+(\S+)", text, re.M)
     assert bases == [f"rayproject/ray:{pins['ray']}-py311-cpu"] * 2
@@ -113,7 +117,7 @@ def test_services_image_matches_the_pins() -> None:
 
 
 def test_spark_image_matches_the_pins() -> None:
-    pins = pyproject_pins()
+    pins = lock_pins()
     text = (DOCKER / "spark" / "Dockerfile").read_text()
     # The connector may trail PySpark (Maven Central publishes it later) but must
     # be of the same major version and not newer.
@@ -139,25 +143,21 @@ def test_spark_image_matches_the_pins() -> None:
     assert "python3.11/site-packages/pyspark" in text  # SPARK_HOME = the pinned pyspark
 
 
-def test_requirements_leave_out_what_an_image_gets_elsewhere() -> None:
-    lines = reqs.runtime_requirements(ROOT / "pyproject.toml", {"pyspark", "Matplotlib"})
-    names = {reqs.requirement_name(line) for line in lines}
-    assert "pyspark" not in names and "matplotlib" not in names
-    assert "ray[default]==" + pyproject_pins()["ray"] in lines  # extras and pin kept verbatim
-    assert reqs.requirement_name("Pydantic_Settings >= 2") == "pydantic-settings"
-    out = subprocess.run([sys.executable, str(DOCKER / "tools" / "requirements_from_pyproject.py"),
-                          str(ROOT / "pyproject.toml"), "--exclude", "ray", "matplotlib"],
-                         capture_output=True, text=True, check=True).stdout.split()
-    assert "pyspark==" + pyproject_pins()["pyspark"] in out
-    assert not any(line.startswith("ray") for line in out)
+def test_image_locks_leave_out_what_an_image_gets_elsewhere() -> None:
+    services, spark, dev = lock_pins("services.txt"), lock_pins("spark.txt"), lock_pins()
+    assert "ray" in services and "pyspark" not in services and "matplotlib" not in services
+    assert "pyspark" in spark and "ray" not in spark and "matplotlib" not in spark
+    # One version of a package everywhere: the image locks agree with the dev lock.
+    for lock in (services, spark):
+        assert {d: v for d, v in lock.items() if dev.get(d) != v} == {}
 
 
-def test_requirements_tool_reports_a_bad_file(tmp_path: Path) -> None:
-    bad = tmp_path / "pyproject.toml"
-    bad.write_text("[project]\nname = 'x'\n")
-    proc = subprocess.run([sys.executable, str(DOCKER / "tools" / "requirements_from_pyproject.py"),
-                           str(bad)], capture_output=True, text=True)
-    assert proc.returncode == 2 and "no [project] dependencies" in proc.stderr
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.parent.name)
+def test_images_install_their_lock(dockerfile: Path) -> None:
+    text = dockerfile.read_text()
+    lock = f"requirements/{dockerfile.parent.name}.txt"
+    assert f"COPY {lock}" in text or f"COPY --chown=ray:users {lock}" in text
+    assert "pip install --no-cache-dir -r /tmp/requirements.txt" in text
 
 
 def test_merge_jars_adds_only_what_spark_lacks(tmp_path: Path) -> None:
@@ -264,13 +264,13 @@ def _entrypoint(args: list[str], env: dict[str, str]) -> subprocess.CompletedPro
 def test_spark_entrypoint_driver_mode(tmp_path: Path) -> None:
     env = {**_fake_tools(tmp_path), "SPARK_DRIVER_BIND_ADDRESS": "10.0.0.7"}
     proc = _entrypoint(["driver", "--properties-file", "/opt/spark/conf/spark.properties",
-                        "local:///opt/caesar/bin/run_module.py", "jobs.linear_road.produce"], env)
+                        "local:///opt/caesar/bin/run_module.py", "caesar.examples.linear_road.produce"], env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[:-1] == [
         "spark-submit", "--conf", "spark.driver.bindAddress=10.0.0.7",
         "--conf", "spark.executorEnv.SPARK_DRIVER_POD_IP=10.0.0.7", "--deploy-mode", "client",
         "--properties-file", "/opt/spark/conf/spark.properties",
-        "local:///opt/caesar/bin/run_module.py", "jobs.linear_road.produce"]
+        "local:///opt/caesar/bin/run_module.py", "caesar.examples.linear_road.produce"]
 
 
 def test_spark_entrypoint_executor_mode(tmp_path: Path) -> None:

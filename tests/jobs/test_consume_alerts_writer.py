@@ -9,8 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from jobs.linear_road.avro import TOLL_NOTIFICATION
-from jobs.linear_road.consume_alerts import _OUT_DDL, _decode, write_batch_file
+from caesar.examples.linear_road.avro import TOLL_NOTIFICATION
+from caesar.examples.linear_road.consume_alerts import _OUT_DDL, _decode, write_batch_file
 
 
 def test_batch_file_is_typed_and_a_rerun_replaces_it(tmp_path: Path) -> None:
@@ -36,7 +36,7 @@ def test_undecodable_records_say_why() -> None:
 
 
 def test_a_toll_decodes_to_the_ddl_order() -> None:
-    from jobs.linear_road.avro import encode
+    from caesar.examples.linear_road.avro import encode
 
     record = {"vid": 7, "time": 120, "xway": 0, "dir": 1, "seg": 33, "lav": 38, "toll": 162,
               "ingest_ms": 1_700_000_000_000}

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.kafka_options import spark_kafka_options
-from shared.errors import ConfigError
+from caesar.errors import ConfigError
+from caesar.jobs.kafka_options import spark_kafka_options
 
 ENV = "CAESAR_KAFKA__SECURITY__"
 

@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).parents[2]))  # bench/ is not an installed
 
 from bench.linear_road.replay import make_workload  # noqa: E402
 from bench.linear_road.run import l_ratings, run_pair  # noqa: E402
-from jobs.linear_road.generator import GeneratorConfig  # noqa: E402
+from caesar.examples.linear_road.generator import GeneratorConfig  # noqa: E402
 
 
 def test_bench_code_path_on_a_tiny_run() -> None:

@@ -7,18 +7,18 @@ another query is refused in that mode (its filter would not be exact)."""
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
-from jobs.linear_road.generator import GeneratorConfig, generate
-from jobs.linear_road.oracle import ALERT_FIELDS, TOLL_FIELDS, expected_outputs
-from jobs.linear_road.partitioning import wire_records
-from services.embedded.pipeline import EmbeddedPipeline
-from shared.errors import PlanError
-from shared.language import compile_model
+from caesar.errors import PlanError
+from caesar.examples import model_path
+from caesar.examples.linear_road.generator import GeneratorConfig, generate
+from caesar.examples.linear_road.oracle import ALERT_FIELDS, TOLL_FIELDS, expected_outputs
+from caesar.examples.linear_road.partitioning import wire_records
+from caesar.language import compile_model
+from caesar.services.embedded.pipeline import EmbeddedPipeline
 
-MODEL = Path(__file__).parents[2] / "examples" / "linear_road" / "model.caesar"
+MODEL = model_path("linear_road")
 FIELDS = {"TollNotification": TOLL_FIELDS, "AccidentAlert": ALERT_FIELDS}
 
 

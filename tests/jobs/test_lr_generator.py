@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from jobs.linear_road.generator import GeneratorConfig, generate
-from jobs.linear_road.oracle import INF, expected_outputs, stopped_intervals
-from jobs.linear_road.records import (
+from caesar.examples.linear_road.generator import GeneratorConfig, generate
+from caesar.examples.linear_road.oracle import INF, expected_outputs, stopped_intervals
+from caesar.examples.linear_road.records import (
     LinearRoadFormatError,
     PositionReport,
     parse_lr_line,
     read_lr,
 )
 
-SAMPLE = Path(__file__).resolve().parents[2] / "examples/linear_road/data/sample-L1-480s-seed1.lr"
+SAMPLE = Path(__file__).resolve().parents[2] / "src/caesar/examples/linear_road/data/sample-L1-480s-seed1.lr"
 SHORT = GeneratorConfig(duration_s=600, cars_per_direction=300, seed=3)
 
 
@@ -98,7 +98,7 @@ def test_bad_lr_lines_name_the_problem(line, message):
 
 
 def test_segment_fanout_reaches_the_partitions_that_need_the_report():
-    from jobs.linear_road.partitioning import fanout_segments, wire_records
+    from caesar.examples.linear_road.partitioning import fanout_segments, wire_records
 
     assert fanout_segments(50, 0) == [50, 49, 48, 47, 46, 45]  # partitions upstream of 50
     assert fanout_segments(50, 1) == [50, 51, 52, 53, 54, 55]
@@ -114,7 +114,7 @@ def test_segment_fanout_reaches_the_partitions_that_need_the_report():
 
 
 def test_replay_pacing_follows_simulated_time():
-    from jobs.linear_road.produce import paced_slices, slice_seconds
+    from caesar.examples.linear_road.produce import paced_slices, slice_seconds
 
     reports = [PositionReport(t, t, 50, 0, 1, 0, 0, 0) for t in range(0, 600, 7)]
     now = [100.0]

@@ -1,13 +1,16 @@
-"""The per-hop latency breakdown (jobs/linear_road/hops.py) on hand-made topics:
+"""The per-hop latency breakdown (src/caesar/examples/linear_road/hops.py) on hand-made topics:
 each hop is the difference of the Kafka timestamps of the records that carry
 one Linear Road output through the services."""
 
 from __future__ import annotations
 
-from jobs.linear_road.avro import POSITION_REPORT, TOLL_NOTIFICATION, encode
-from jobs.linear_road.hops import breakdown
-from services.scheduler.messages import Progress, RoutedTransaction, Transaction
-from services.scheduler.wire import (
+from caesar.bus.memory import InMemoryBus
+from caesar.bus.records import OutRecord, TopicSpec
+from caesar.codecs import make_codec
+from caesar.examples.linear_road.avro import POSITION_REPORT, TOLL_NOTIFICATION, encode, repository
+from caesar.examples.linear_road.hops import breakdown
+from caesar.services.scheduler.messages import Progress, RoutedTransaction, Transaction
+from caesar.services.scheduler.wire import (
     PROGRESS,
     ROUTED,
     TXN,
@@ -15,10 +18,7 @@ from services.scheduler.wire import (
     routed_record,
     txn_record,
 )
-from shared.bus.memory import InMemoryBus
-from shared.bus.records import OutRecord, TopicSpec
-from shared.codecs import make_codec
-from shared.settings import TopicSettings
+from caesar.settings import TopicSettings
 
 KEY = "0|0|3"
 
@@ -29,7 +29,7 @@ def report(t: int) -> dict:
 
 
 def test_hops_are_differences_of_kafka_timestamps() -> None:
-    codec, topics = make_codec(), TopicSettings()
+    codec, topics = make_codec(None, repository()), TopicSettings()
     bus = InMemoryBus()
     names = ["lr-position-reports", topics.transactions, topics.context_changes,
              topics.transactions + ".routed", "lr-tolls"]

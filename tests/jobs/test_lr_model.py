@@ -1,16 +1,16 @@
-"""The Linear Road model (examples/linear_road/model.caesar) run by the CAESAR
+"""The Linear Road model (src/caesar/examples/linear_road/model.caesar) run by the CAESAR
 services in embedded mode derives exactly the outputs of the SPEC.md oracle, on
-the sample data with per-segment fan-out (jobs/linear_road/check_model.py)."""
+the sample data with per-segment fan-out (src/caesar/examples/linear_road/check_model.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from jobs.linear_road import oracle
-from jobs.linear_road.check_model import OUTPUTS, diff, run_model
-from jobs.linear_road.records import read_lr
+from caesar.examples.linear_road import oracle
+from caesar.examples.linear_road.check_model import OUTPUTS, diff, run_model
+from caesar.examples.linear_road.records import read_lr
 
-SAMPLE = Path(__file__).resolve().parents[2] / "examples/linear_road/data/sample-L1-480s-seed1.lr"
+SAMPLE = Path(__file__).resolve().parents[2] / "src/caesar/examples/linear_road/data/sample-L1-480s-seed1.lr"
 
 
 def test_model_in_embedded_mode_equals_the_oracle():

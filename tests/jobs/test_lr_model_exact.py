@@ -1,10 +1,10 @@
 """The Linear Road model, run through the real CAESAR pipeline (embedded mode:
 scheduler -> deriver -> router -> matcher processors), derives exactly the
-toll notifications and accident alerts of examples/linear_road/SPEC.md, as
-computed by the independent oracle (jobs/linear_road/oracle.py).
+toll notifications and accident alerts of src/caesar/examples/linear_road/SPEC.md, as
+computed by the independent oracle (src/caesar/examples/linear_road/oracle.py).
 
 Input is the generator's, fanned out per segment as the Spark producer sends it
-(`produce --segment-fanout`, jobs/linear_road/partitioning.py). The small run
+(`produce --segment-fanout`, src/caesar/examples/linear_road/partitioning.py). The small run
 has an accident that clears and one that does not; the slow one is 2
 expressways with 4 accidents that clear; the overlapping run has 3 accidents
 per direction, several of them near one segment at once (the keyed accident
@@ -14,17 +14,17 @@ context holds until the last clears; alerts name the nearest).
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
-from jobs.linear_road.generator import GeneratorConfig, generate
-from jobs.linear_road.oracle import ALERT_FIELDS, TOLL_FIELDS, Expected, expected_outputs
-from jobs.linear_road.partitioning import wire_records
-from services.embedded.pipeline import EmbeddedPipeline
-from shared.language import compile_model
+from caesar.examples import model_path
+from caesar.examples.linear_road.generator import GeneratorConfig, generate
+from caesar.examples.linear_road.oracle import ALERT_FIELDS, TOLL_FIELDS, Expected, expected_outputs
+from caesar.examples.linear_road.partitioning import wire_records
+from caesar.language import compile_model
+from caesar.services.embedded.pipeline import EmbeddedPipeline
 
-MODEL = Path(__file__).parents[2] / "examples" / "linear_road" / "model.caesar"
+MODEL = model_path("linear_road")
 
 
 def overlapping_near_accidents(expected: Expected) -> int:

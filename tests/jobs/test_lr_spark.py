@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from jobs.linear_road import expected_sql, oracle
-from jobs.linear_road.avro import (
+from caesar.examples.linear_road import expected_sql, oracle
+from caesar.examples.linear_road.avro import (
     ACCIDENT_ALERT,
     SPARK_DDL,
     TOLL_NOTIFICATION,
     encode,
 )
-from jobs.linear_road.generator import GeneratorConfig, generate
-from jobs.linear_road.partitioning import fanout_segments
-from jobs.linear_road.validate import (
+from caesar.examples.linear_road.generator import GeneratorConfig, generate
+from caesar.examples.linear_road.partitioning import fanout_segments
+from caesar.examples.linear_road.validate import (
     reports_from_lr_file,
     reports_from_topic,
     validate,
@@ -36,7 +36,7 @@ SHORT = GeneratorConfig(duration_s=600, cars_per_direction=300, seed=5,
 
 @pytest.fixture(scope="module")
 def spark():
-    from jobs.spark_session import spark_session
+    from caesar.jobs.spark_session import spark_session
 
     session = spark_session("caesar-tests-jobs", kafka=True, shuffle_partitions=1)
     yield session
@@ -106,8 +106,8 @@ def _create_topics(bootstrap: str, *names: str) -> None:
 def test_produce_then_consume_round_trip(spark, kafka_bootstrap, unique_name, tmp_path: Path):
     from confluent_kafka import Producer
 
-    from jobs.linear_road.consume_alerts import AlertConsumer
-    from jobs.linear_road.produce import produce
+    from caesar.examples.linear_road.consume_alerts import AlertConsumer
+    from caesar.examples.linear_road.produce import produce
 
     reports = list(generate(GeneratorConfig(duration_s=240, cars_per_direction=40, seed=5)))
     input_topic, toll_topic, alert_topic = (unique_name("lr-in"), unique_name("lr-toll"),

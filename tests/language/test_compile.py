@@ -6,16 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from shared.language import compile_model, compile_phases
-from shared.language.optimizer.context_window_grouping import UserWindow, listing1
-from shared.plans import expr as ir
-from shared.plans.aggregate import AggregatePlan
-from shared.plans.pattern import PatternPlan
+from caesar.examples import model_path
+from caesar.language import compile_model, compile_phases
+from caesar.language.optimizer.context_window_grouping import UserWindow, listing1
+from caesar.plans import expr as ir
+from caesar.plans.aggregate import AggregatePlan
+from caesar.plans.pattern import PatternPlan
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
 MODELS = [HERE / "data" / "figure3.caesar", HERE / "data" / "overlap.caesar"] + [
-    ROOT / "examples" / name / "model.caesar"
+    model_path(name)
     for name in ("linear_road", "hospital_hygiene", "aggressive_driving")]
 
 BASE = """MODEL t
@@ -189,7 +190,7 @@ def test_switch_only_contexts_do_not_overlap() -> None:
 def test_linear_road_accident_may_overlap_congestion() -> None:
     """Accident detection INITIATEs (keyed) in every context, congestion too,
     so the optimizer must assume congestion and accident overlap."""
-    compiled = compile_phases(ROOT / "examples" / "linear_road" / "model.caesar")
+    compiled = compile_phases(model_path("linear_road"))
     assert compiled.optimized.overlaps == (("congestion", "accident"),)
     plan = compiled.execution
     assert [c.name for c in plan.contexts if c.keyed] == ["accident"]
@@ -221,7 +222,7 @@ DERIVE Toll(r.vid, 0 AS toll) PATTERN R r
 
 
 def test_linear_road_outputs_go_to_the_spec_topics() -> None:
-    plan = compile_model(ROOT / "examples" / "linear_road" / "model.caesar")
+    plan = compile_model(model_path("linear_road"))
     topics = {s.plan.output.event_type: s.output_topic for s in plan.matcher_stages
               if s.output_topic is not None}
     assert topics == {"TollNotification": "lr-tolls", "AccidentAlert": "lr-accident-alerts"}

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from shared.language import parse
-from shared.language.formatter import format_model
+from caesar.examples import model_path
+from caesar.language import parse
+from caesar.language.formatter import format_model
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "language.md"
 BLOCKS = re.findall(r"```caesar\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)
-MODELS = [ROOT / "examples" / name / "model.caesar"
+MODELS = [model_path(name)
           for name in ("linear_road", "hospital_hygiene", "aggressive_driving")] + [
           Path(__file__).parent / "data" / "figure3.caesar"]
 

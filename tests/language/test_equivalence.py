@@ -8,7 +8,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.language import compile_phases
+from caesar.language import compile_phases
 
 MODEL = """
 MODEL equiv
@@ -50,9 +50,9 @@ events = st.lists(st.one_of(reports, reports, reports, alarms), max_size=80)
 
 
 def _run(plan, stream):
-    from services.embedded.pipeline import EmbeddedPipeline
-    from services.matcher.reference import ReferenceEngine
-    from services.scheduler.messages import InputRecord
+    from caesar.services.embedded.pipeline import EmbeddedPipeline
+    from caesar.services.matcher.reference import ReferenceEngine
+    from caesar.services.scheduler.messages import InputRecord
 
     pipe = EmbeddedPipeline(plan, engine_factory=ReferenceEngine)
     ts = 0

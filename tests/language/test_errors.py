@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.errors import ModelError
-from shared.language import compile_model, errors
+from caesar.errors import ModelError
+from caesar.language import compile_model, errors
 
 HEAD = """MODEL m
 TIME UNIT SECONDS
@@ -145,7 +145,7 @@ def _caesar(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
     """Run the `caesar` entry point in-process (as the console script does)."""
     import sys
 
-    from shared.cli import main as cli
+    from caesar.cli import main as cli
 
     monkeypatch.setattr(sys, "argv", ["caesar", *args])
     with pytest.raises(SystemExit) as info:

@@ -9,13 +9,14 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shared.errors import ModelError
-from shared.language import compile_phases
-from shared.language.explain import explain_dot, explain_text
+from caesar.errors import ModelError
+from caesar.examples import model_path
+from caesar.language import compile_phases
+from caesar.language.explain import explain_dot, explain_text
 
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = [
-    (ROOT / "examples" / "linear_road" / "model.caesar").read_text(encoding="utf-8"),
+    (model_path("linear_road")).read_text(encoding="utf-8"),
     (Path(__file__).parent / "data" / "figure3.caesar").read_text(encoding="utf-8"),
 ]
 TOKENS = ["SEQ(", "NOT", "ANY(", ")", "(", ",", "+", "-", "*", "/", "%", "=", "!=", "<", ">=",

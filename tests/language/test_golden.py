@@ -11,21 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from shared.language import RULES, compile_phases
-from shared.language.algebra import render_plan
-from shared.language.explain import render_execution
-from shared.language.optimizer import optimize
-from shared.language.phase1 import render_query_set
+from caesar.examples import NAMES, model_path
+from caesar.language import RULES, compile_phases
+from caesar.language.algebra import render_plan
+from caesar.language.explain import render_execution
+from caesar.language.optimizer import optimize
+from caesar.language.phase1 import render_query_set
 
 HERE = Path(__file__).parent
-ROOT = HERE.parents[1]
 GOLDEN = HERE / "golden"
 MODELS = {
     "figure3": HERE / "data" / "figure3.caesar",
     "overlap": HERE / "data" / "overlap.caesar",
-    "linear_road": ROOT / "examples" / "linear_road" / "model.caesar",
-    "hospital_hygiene": ROOT / "examples" / "hospital_hygiene" / "model.caesar",
-    "aggressive_driving": ROOT / "examples" / "aggressive_driving" / "model.caesar",
+    **{name: model_path(name) for name in NAMES},
 }
 UPDATE = os.environ.get("CAESAR_UPDATE_GOLDEN") == "1"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from shared.plans.expr import Agg, Attr, Binary, Call, Const, Expr, Unary
-from shared.plans.pattern import STRATEGIES, PatternPlan
+from caesar.plans.expr import Agg, Attr, Binary, Call, Const, Expr, Unary
+from caesar.plans.pattern import STRATEGIES, PatternPlan
 
 from .tapes import comp, plan
 

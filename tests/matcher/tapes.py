@@ -6,10 +6,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from shared.events.batch import EventBatch, StringPool
-from shared.plans.engine import DerivedEvent
-from shared.plans.expr import Attr, Binary, Const, Expr
-from shared.plans.pattern import Output, OutputField, PatternComponent, PatternPlan
+from caesar.events.batch import EventBatch, StringPool
+from caesar.plans.engine import DerivedEvent
+from caesar.plans.expr import Attr, Binary, Const, Expr
+from caesar.plans.pattern import Output, OutputField, PatternComponent, PatternPlan
 
 SCHEMA = {"x": "int", "y": "int", "s": "string", "f": "float"}
 TYPES = ("A", "B", "C", "D")

@@ -10,11 +10,11 @@ import dataclasses
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from services.matcher.engine import CythonEngine
 
-from services.matcher.reference import ReferenceEngine
-from shared.events.batch import StringPool
-from shared.plans.pattern import STRATEGIES
+from caesar.events.batch import StringPool
+from caesar.plans.pattern import STRATEGIES
+from caesar.services.matcher.engine import CythonEngine
+from caesar.services.matcher.reference import ReferenceEngine
 
 from .strategies import patterns, tapes
 from .tapes import multiset, tape

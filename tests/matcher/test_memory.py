@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from services.matcher.engine import CythonEngine
+from caesar.services.matcher.engine import CythonEngine
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench.matcher.workload import batches, seq_query  # noqa: E402

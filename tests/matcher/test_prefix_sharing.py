@@ -9,11 +9,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from services.matcher.engine import CythonEngine
 
-from services.matcher.reference import ReferenceEngine
-from shared.events.batch import StringPool
-from shared.plans.expr import Attr, Binary, Const
+from caesar.events.batch import StringPool
+from caesar.plans.expr import Attr, Binary, Const
+from caesar.services.matcher.engine import CythonEngine
+from caesar.services.matcher.reference import ReferenceEngine
 
 from .strategies import TYPES, scalar_expr, tapes
 from .tapes import comp, multiset, plan

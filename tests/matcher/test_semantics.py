@@ -6,12 +6,12 @@ examples, Kleene closure with aggregates (Cayuga FOLD)."""
 from __future__ import annotations
 
 import pytest
-from services.matcher.engine import CythonEngine
 
-from services.matcher.reference import ReferenceEngine
-from shared.errors import PlanError
-from shared.events.batch import StringPool
-from shared.plans.expr import Agg, Attr, Binary, Const
+from caesar.errors import PlanError
+from caesar.events.batch import StringPool
+from caesar.plans.expr import Agg, Attr, Binary, Const
+from caesar.services.matcher.engine import CythonEngine
+from caesar.services.matcher.reference import ReferenceEngine
 
 from .tapes import attr, cmp, comp, plan, run, seqs, tape
 

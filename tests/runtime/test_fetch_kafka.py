@@ -1,4 +1,4 @@
-"""scripts/fetch_kafka.sh is idempotent: with the jars cached it does nothing."""
+"""src/caesar/runtime/fetch_kafka.sh is idempotent: with the jars cached it does nothing."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from shared.runtime.kafka_jars import FETCH_SCRIPT, ensure_kafka_jars, kafka_libs
+from caesar.runtime.kafka_jars import FETCH_SCRIPT, ensure_kafka_jars, kafka_libs
 
 pytestmark = pytest.mark.integration
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from shared.runtime.processes import free_port, pid_alive, port_open
+from caesar.runtime.processes import free_port, pid_alive, port_open
 
 pytestmark = pytest.mark.integration
 
-CAESAR = [sys.executable, "-m", "shared.cli.main"]
+CAESAR = [sys.executable, "-m", "caesar.cli.main"]
 
 
 def caesar(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:

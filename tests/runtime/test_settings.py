@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.errors import ConfigError
-from shared.settings import Settings, load_settings
+from caesar.errors import ConfigError
+from caesar.settings import Settings, load_settings
 
 
 def test_defaults():
@@ -83,7 +83,7 @@ def test_bad_settings_are_config_errors(tmp_path, monkeypatch):
 
 
 def test_topic_specs_partitions_and_compaction():
-    from shared.bus import topic_specs
+    from caesar.bus import topic_specs
 
     s = Settings(topics={"partitions": 6, "partitions_by_topic": {"caesar.dead-letters": 1},
                          "retention_ms": 3_600_000})
@@ -109,7 +109,7 @@ def test_settings_survive_the_json_trip_to_actors_with_secrets():
 
 
 def test_bootstrap_for_prefers_explicit_setting(monkeypatch, tmp_path):
-    from shared.cli.runtime_cmd import bootstrap_for
+    from caesar.cli.runtime_cmd import bootstrap_for
 
     monkeypatch.setenv("CAESAR_RUNTIME__RUNTIME_DIR", str(tmp_path))
     assert bootstrap_for(load_settings()) == "127.0.0.1:9092"  # nothing running: default

@@ -3,10 +3,10 @@ service tests do not depend on the language front end."""
 
 from __future__ import annotations
 
-from shared.plans.aggregate import AggregatePlan, AggregateSpec
-from shared.plans.execution import ContextDef, EventTypeDef, ExecutionPlan, Stage, TransitionStage
-from shared.plans.expr import Attr, Binary, Const
-from shared.plans.pattern import Output, OutputField, PatternComponent, PatternPlan
+from caesar.plans.aggregate import AggregatePlan, AggregateSpec
+from caesar.plans.execution import ContextDef, EventTypeDef, ExecutionPlan, Stage, TransitionStage
+from caesar.plans.expr import Attr, Binary, Const
+from caesar.plans.pattern import Output, OutputField, PatternComponent, PatternPlan
 
 POS_FIELDS = {"vid": "int", "seg": "int", "spd": "float", "ts": "int"}
 SCHEMAS = {"Pos": POS_FIELDS}

@@ -6,9 +6,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.matcher.aggregate import AggregateExecutor
-from shared.plans.aggregate import AggregatePlan, AggregateSpec
-from shared.plans.expr import Attr, Binary, Const
+from caesar.plans.aggregate import AggregatePlan, AggregateSpec
+from caesar.plans.expr import Attr, Binary, Const
+from caesar.services.matcher.aggregate import AggregateExecutor
 
 SPECS = (AggregateSpec("n", "count", None), AggregateSpec("cars", "count_distinct", Attr(None, "vid")),
          AggregateSpec("total", "sum", Attr(None, "spd")), AggregateSpec("avg", "avg", Attr(None, "spd")),

@@ -8,12 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from service_plans import pos, two_context_plan
 
-from services.deriver.processor import DeriverProcessor
-from services.matcher.processor import MatcherProcessor
-from services.matcher.reference import ReferenceEngine
-from services.router.processor import RouterProcessor
-from services.scheduler.messages import InputRecord, Progress
-from services.scheduler.processor import SchedulerProcessor
+from caesar.services.deriver.processor import DeriverProcessor
+from caesar.services.matcher.processor import MatcherProcessor
+from caesar.services.matcher.reference import ReferenceEngine
+from caesar.services.router.processor import RouterProcessor
+from caesar.services.scheduler.messages import InputRecord, Progress
+from caesar.services.scheduler.processor import SchedulerProcessor
 
 
 def stream(seed, n=120):

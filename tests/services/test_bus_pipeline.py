@@ -6,20 +6,20 @@ import random
 
 from service_plans import pos, two_context_plan
 
-from services.embedded.bus_pipeline import (
+from caesar.bus.memory import InMemoryBus
+from caesar.bus.records import OutRecord
+from caesar.codecs import make_codec
+from caesar.services.embedded.bus_pipeline import (
     BusPipeline,
     make_loop,
     produce_inputs,
     read_alerts,
     read_dead_letters,
 )
-from services.embedded.pipeline import EmbeddedPipeline
-from services.matcher.reference import ReferenceEngine
-from services.store.loop import ServiceConfig
-from shared.bus.memory import InMemoryBus
-from shared.bus.records import OutRecord
-from shared.codecs import make_codec
-from shared.settings import TopicSettings
+from caesar.services.embedded.pipeline import EmbeddedPipeline
+from caesar.services.matcher.reference import ReferenceEngine
+from caesar.services.store.loop import ServiceConfig
+from caesar.settings import TopicSettings
 
 
 def stream(n=300, segs=3, seed=7):

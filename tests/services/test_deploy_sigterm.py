@@ -10,7 +10,7 @@ import sys
 import threading
 import types
 
-from services.ray_runtime import deployment
+from caesar.services.ray_runtime import deployment
 
 
 class _FakeDeployment:

@@ -1,4 +1,4 @@
-from services.ray_runtime.deployment import partition_groups
+from caesar.services.ray_runtime.deployment import partition_groups
 
 
 def test_partition_groups_cover_every_partition_once():

@@ -2,10 +2,12 @@
 
 from service_plans import pos, two_context_plan
 
-from services.deriver.processor import DeriverProcessor
-from services.matcher.reference import ReferenceEngine
-from services.router.processor import RouterProcessor
-from services.scheduler.messages import (
+from caesar.plans.execution import ContextDef, Stage
+from caesar.plans.pattern import PatternComponent, PatternPlan
+from caesar.services.deriver.processor import DeriverProcessor
+from caesar.services.matcher.reference import ReferenceEngine
+from caesar.services.router.processor import RouterProcessor
+from caesar.services.scheduler.messages import (
     ContextChange,
     Discard,
     Progress,
@@ -13,8 +15,6 @@ from services.scheduler.messages import (
     Transaction,
     partition_id,
 )
-from shared.plans.execution import ContextDef, Stage
-from shared.plans.pattern import PatternComponent, PatternPlan
 
 P7 = partition_id("7")
 

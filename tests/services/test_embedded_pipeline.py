@@ -1,7 +1,7 @@
 from service_plans import pos, two_context_plan
 
-from services.embedded.pipeline import EmbeddedPipeline
-from services.matcher.reference import ReferenceEngine
+from caesar.services.embedded.pipeline import EmbeddedPipeline
+from caesar.services.matcher.reference import ReferenceEngine
 
 
 def run(events, **kw):

@@ -7,10 +7,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.deriver.processor import DeriverProcessor
-from services.matcher.reference import ReferenceEngine
-from services.scheduler.messages import Progress, Transaction, partition_id
-from shared.language import compile_model
+from caesar.language import compile_model
+from caesar.services.deriver.processor import DeriverProcessor
+from caesar.services.matcher.reference import ReferenceEngine
+from caesar.services.scheduler.messages import Progress, Transaction, partition_id
 
 MODEL = """MODEL keyed
 TIME UNIT SECONDS

@@ -2,12 +2,17 @@
 
 from service_plans import SCHEMAS, pos, two_context_plan
 
-from services.matcher.processor import MatcherProcessor
-from services.matcher.reference import ReferenceEngine
-from services.scheduler.messages import Progress, RoutedTransaction, Transaction, partition_id
-from shared.plans.execution import Stage
-from shared.plans.expr import Attr
-from shared.plans.pattern import Output, OutputField, PatternComponent, PatternPlan
+from caesar.plans.execution import Stage
+from caesar.plans.expr import Attr
+from caesar.plans.pattern import Output, OutputField, PatternComponent, PatternPlan
+from caesar.services.matcher.processor import MatcherProcessor
+from caesar.services.matcher.reference import ReferenceEngine
+from caesar.services.scheduler.messages import (
+    Progress,
+    RoutedTransaction,
+    Transaction,
+    partition_id,
+)
 
 P7 = partition_id("7")
 

@@ -8,14 +8,14 @@ import time
 import pytest
 from service_plans import pos, two_context_plan
 
-from services.embedded.bus_pipeline import produce_inputs, read_alerts, read_dead_letters
-from services.embedded.pipeline import EmbeddedPipeline
-from services.matcher.reference import ReferenceEngine
-from services.ray_runtime.deployment import Deployment
-from services.store.loop import ServiceConfig
-from shared.bus.records import OutRecord
-from shared.codecs import make_codec
-from shared.settings import KafkaSettings, Settings, TopicSettings
+from caesar.bus.records import OutRecord
+from caesar.codecs import make_codec
+from caesar.services.embedded.bus_pipeline import produce_inputs, read_alerts, read_dead_letters
+from caesar.services.embedded.pipeline import EmbeddedPipeline
+from caesar.services.matcher.reference import ReferenceEngine
+from caesar.services.ray_runtime.deployment import Deployment
+from caesar.services.store.loop import ServiceConfig
+from caesar.settings import KafkaSettings, Settings, TopicSettings
 
 pytestmark = pytest.mark.integration
 
@@ -111,11 +111,11 @@ def test_linear_road_model_embedded_equals_kafka_ray(
     from dataclasses import replace
     from pathlib import Path
 
-    from shared.language import compile_model
+    from caesar.language import compile_model
 
     root = Path(__file__).resolve().parents[2]
-    lr = compile_model(root / "examples/linear_road/model.caesar")
-    events = lr_events(lr, root / "examples/linear_road/data/sample-L1-480s-seed1.lr",
+    lr = compile_model(root / "src/caesar/examples/linear_road/model.caesar")
+    events = lr_events(lr, root / "src/caesar/examples/linear_road/data/sample-L1-480s-seed1.lr",
                        until_s=240)
     expected = EmbeddedPipeline(lr).run_values(events)
     assert len(expected.alerts) > 100 and not expected.dead_letters
@@ -137,7 +137,7 @@ def test_linear_road_model_embedded_equals_kafka_ray(
         got = wait_for_alerts(kafka_bus, cfg, set(want), timeout_s=180)
         assert sorted(a.identity() for a in got) == sorted(want)
         # the model's own output topic carries the tolls in the Linear Road schema
-        from services.embedded.bus_pipeline import read_topic
+        from caesar.services.embedded.bus_pipeline import read_topic
 
         tolls = [cfg.codec.decode(r.value) for r in read_topic(kafka_bus, tolls_topic, 2)]
         assert {name for name, _ in tolls} == {"caesar.linear_road.TollNotification"}
@@ -150,8 +150,8 @@ def test_linear_road_model_embedded_equals_kafka_ray(
 def lr_events(plan, path, until_s):
     """Position reports as the Linear Road producer sends them (fanned out to
     segment partitions when the model partitions by `pseg`)."""
-    from jobs.linear_road.partitioning import wire_records
-    from jobs.linear_road.records import read_lr
+    from caesar.examples.linear_road.partitioning import wire_records
+    from caesar.examples.linear_road.records import read_lr
 
     fields = set(plan.event_types[0].fields) | {plan.event_types[0].ts_field}
     fanout = "pseg" in plan.partition_by

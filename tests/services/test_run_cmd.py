@@ -7,8 +7,8 @@ import json
 from service_plans import pos, two_context_plan
 from typer.testing import CliRunner
 
-import shared.cli.run_cmd as run_cmd
-from shared.cli.main import _register_all, app
+import caesar.cli.run_cmd as run_cmd
+from caesar.cli.main import _register_all, app
 
 
 def test_run_prints_alerts_and_dead_letters(tmp_path, monkeypatch):

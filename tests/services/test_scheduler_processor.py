@@ -3,8 +3,8 @@ dead letters (TopologyTestDriver style, no bus)."""
 
 from service_plans import pos, two_context_plan
 
-from services.scheduler.messages import InputRecord, Progress, Transaction, partition_id
-from services.scheduler.processor import SchedulerProcessor
+from caesar.services.scheduler.messages import InputRecord, Progress, Transaction, partition_id
+from caesar.services.scheduler.processor import SchedulerProcessor
 
 
 def records(values, topic="pos", partition=0):

@@ -4,10 +4,10 @@ that released it."""
 
 from __future__ import annotations
 
-from services.matcher.processor import StageGraph, output_type
-from services.matcher.reference import ReferenceEngine
-from services.scheduler.messages import Transaction, partition_id
-from shared.language import compile_model
+from caesar.language import compile_model
+from caesar.services.matcher.processor import StageGraph, output_type
+from caesar.services.matcher.reference import ReferenceEngine
+from caesar.services.scheduler.messages import Transaction, partition_id
 
 MODEL = """MODEL m
 TIME UNIT SECONDS

@@ -1,6 +1,7 @@
 """Messages survive the Avro records of the internal topics unchanged."""
 
-from services.scheduler.messages import (
+from caesar.codecs import make_codec
+from caesar.services.scheduler.messages import (
     Alert,
     ContextChange,
     Discard,
@@ -8,7 +9,7 @@ from services.scheduler.messages import (
     RoutedTransaction,
     Transaction,
 )
-from services.scheduler.wire import (
+from caesar.services.scheduler.wire import (
     CHANGE,
     DERIVED,
     PROGRESS,
@@ -25,7 +26,6 @@ from services.scheduler.wire import (
     txn_from,
     txn_record,
 )
-from shared.codecs import make_codec
 
 CODEC = make_codec()
 

@@ -72,7 +72,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
 {{/* The input topic of an event type: (list $root "EventType") -> topics.inputs[EventType]
-     or inputPrefix + EventType, as CAESAR resolves it (shared/settings.py). */}}
+     or inputPrefix + EventType, as CAESAR resolves it (src/caesar/settings.py). */}}
 {{- define "caesar.inputTopic" -}}
 {{- $root := index . 0 }}{{ $event := index . 1 }}
 {{- $t := $root.Values.topics }}
@@ -111,7 +111,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- end }}
 
-{{/* Kafka, topic and Ray settings as CAESAR_* variables (shared/settings.py:
+{{/* Kafka, topic and Ray settings as CAESAR_* variables (src/caesar/settings.py:
      nested fields joined by "__"). Secrets stay in their Secret. */}}
 {{- define "caesar.env" -}}
 {{- $k := .Values.kafka }}

@@ -1,0 +1,359 @@
+"""The bus on Apache Kafka (confluent-kafka / librdkafka)."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from confluent_kafka import (
+    OFFSET_INVALID,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+)
+from confluent_kafka import (
+    TopicPartition as KTopicPartition,
+)
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
+
+from caesar.bus.errors import BusError, UnknownTopicError
+from caesar.bus.protocol import OffsetReset
+from caesar.bus.records import OutRecord, Record, TopicPartition, TopicSpec
+from caesar.settings import KafkaSettings
+
+# Errors a consumer reports in-band that are not failures.
+_BENIGN = {KafkaError._PARTITION_EOF}
+# Metadata errors that clear once partition leadership settles.
+_TRANSIENT = {
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError._TRANSPORT,
+    KafkaError._TIMED_OUT,
+}
+# In-band consumer errors that do not go away by waiting.
+_PERMANENT = {
+    KafkaError.TOPIC_AUTHORIZATION_FAILED,
+    KafkaError.GROUP_AUTHORIZATION_FAILED,
+    KafkaError.SASL_AUTHENTICATION_FAILED,
+    KafkaError._AUTHENTICATION,
+    KafkaError._SSL,
+    KafkaError._INVALID_ARG,
+}
+
+
+class KafkaBus:
+    def __init__(self, settings: KafkaSettings | None = None, *,
+                 admin_timeout_s: float = 30.0) -> None:
+        self.settings = settings or KafkaSettings()
+        self._admin_timeout_s = admin_timeout_s
+        self._admin: AdminClient | None = None
+        self._meta: Consumer | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = AdminClient(self.settings.client_config())
+        return self._admin
+
+    def producer(self) -> KafkaProducer:
+        s = self.settings
+        conf: dict[str, Any] = {
+            **s.client_config(),
+            "linger.ms": s.linger_ms,
+            "batch.size": s.producer_batch_bytes,
+            "acks": "all",
+            "enable.idempotence": True,
+            # Same key -> partition mapping as Kafka's Java client (and the
+            # InMemoryBus); librdkafka's default is CRC32-based.
+            "partitioner": "murmur2_random",
+            **s.producer,
+        }
+        return KafkaProducer(conf)
+
+    def consumer(self, group_id: str, *, auto_offset_reset: OffsetReset = "earliest"
+                 ) -> KafkaConsumer:
+        s = self.settings
+        conf: dict[str, Any] = {
+            **s.client_config(),
+            "group.id": group_id,
+            "enable.auto.commit": False,
+            "auto.offset.reset": auto_offset_reset,
+            "enable.partition.eof": False,
+            **s.consumer,
+        }
+        return KafkaConsumer(conf)
+
+    # admin ---------------------------------------------------------------
+    def create_topics(self, specs: Iterable[TopicSpec]) -> list[str]:
+        specs = list(specs)
+        if not specs:
+            return []
+        new = [NewTopic(s.name, num_partitions=s.partitions,
+                        replication_factor=s.replication_factor, config=dict(s.config))
+               for s in specs]
+        futures = self.admin.create_topics(new, operation_timeout=self._admin_timeout_s,
+                                           request_timeout=self._admin_timeout_s)
+        created = []
+        for name, fut in futures.items():
+            try:
+                fut.result(timeout=self._admin_timeout_s)
+                created.append(name)
+            except KafkaException as exc:
+                if exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                    continue
+                raise BusError(f"cannot create topic {name}: {exc.args[0].str()}") from exc
+        if created:
+            self._wait_for_metadata(created)
+        return created
+
+    def _wait_for_metadata(self, names: list[str]) -> None:
+        # CreateTopics returns before every broker knows the leaders; wait so a
+        # producer or consumer started right after sees the partitions.
+        deadline = time.monotonic() + self._admin_timeout_s
+        pending = set(names)
+        while pending and time.monotonic() < deadline:
+            md = self.admin.list_topics(timeout=self._admin_timeout_s)
+            pending = {n for n in pending
+                       if n not in md.topics or md.topics[n].error is not None
+                       or any(p.leader < 0 for p in md.topics[n].partitions.values())}
+            if pending:
+                time.sleep(0.05)
+        if pending:
+            raise BusError(f"topics {sorted(pending)} have no partition leaders after "
+                           f"{self._admin_timeout_s:.0f} s")
+
+    def delete_topics(self, names: Iterable[str]) -> None:
+        names = list(names)
+        if not names:
+            return
+        for name, fut in self.admin.delete_topics(
+                names, operation_timeout=self._admin_timeout_s).items():
+            try:
+                fut.result(timeout=self._admin_timeout_s)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    raise BusError(f"cannot delete topic {name}: {exc.args[0].str()}") from exc
+
+    def list_topics(self) -> dict[str, int]:
+        try:
+            md = self.admin.list_topics(timeout=self._admin_timeout_s)
+        except KafkaException as exc:
+            raise BusError(f"cannot reach Kafka at {self.settings.bootstrap_servers}: "
+                           f"{exc.args[0].str()}") from exc
+        return {name: len(t.partitions) for name, t in md.topics.items()
+                if not name.startswith("__")}
+
+    def topic_config(self, name: str) -> dict[str, str]:
+        resource = ConfigResource(ResourceType.TOPIC, name)
+        fut = self.admin.describe_configs([resource],
+                                          request_timeout=self._admin_timeout_s)[resource]
+        try:
+            entries = fut.result(timeout=self._admin_timeout_s)
+        except KafkaException as exc:
+            if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                raise UnknownTopicError(f"topic {name!r} does not exist") from exc
+            raise BusError(f"cannot describe topic {name}: {exc.args[0].str()}") from exc
+        return {key: entry.value for key, entry in entries.items() if entry.value is not None}
+
+    def end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        with self._lock:
+            if self._meta is None:
+                self._meta = Consumer({**self.settings.client_config(),
+                                       "group.id": f"caesar-meta-{uuid.uuid4().hex[:8]}",
+                                       "enable.auto.commit": False})
+            return {TopicPartition(*tp): self._high_watermark(tp) for tp in partitions}
+
+    def _high_watermark(self, tp: TopicPartition) -> int:
+        # A broker answers NOT_LEADER / LEADER_NOT_AVAILABLE while leadership
+        # of a fresh partition settles; such errors are retried until the
+        # admin timeout, anything else fails at once.
+        deadline = time.monotonic() + self._admin_timeout_s
+        delay = 0.05
+        while True:
+            try:
+                _, high = self._meta.get_watermark_offsets(
+                    KTopicPartition(tp.topic, tp.partition), timeout=self._admin_timeout_s)
+                return high
+            except KafkaException as exc:
+                err = exc.args[0]
+                transient = err.retriable() or err.code() in _TRANSIENT
+                if not transient or time.monotonic() + delay > deadline:
+                    raise BusError(f"cannot read end offset of {tp.topic}[{tp.partition}]: "
+                                   f"{err.str()}") from exc
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._meta is not None:
+                self._meta.close()
+                self._meta = None
+        self._admin = None
+
+
+class KafkaProducer:
+    def __init__(self, conf: dict[str, Any]) -> None:
+        self._producer = Producer(conf)
+        self._errors: list[str] = []
+
+    def _on_delivery(self, err: KafkaError | None, msg: Any) -> None:
+        if err is not None:
+            self._errors.append(f"{msg.topic()}[{msg.partition()}]: {err.str()}")
+
+    def produce(self, records: Iterable[OutRecord]) -> None:
+        produce = self._producer.produce
+        for rec in records:
+            kwargs: dict[str, Any] = {"on_delivery": self._on_delivery}
+            if rec.partition is not None:
+                kwargs["partition"] = rec.partition
+            if rec.timestamp_ms is not None:
+                kwargs["timestamp"] = rec.timestamp_ms
+            if rec.headers:
+                kwargs["headers"] = list(rec.headers)
+            while True:
+                try:
+                    produce(rec.topic, rec.value, rec.key, **kwargs)
+                    break
+                except BufferError:
+                    # Local queue full: let librdkafka send, then retry.
+                    self._producer.poll(0.05)
+                except KafkaException as exc:
+                    raise BusError(f"cannot produce to {rec.topic}"
+                                   f"{'' if rec.partition is None else f'[{rec.partition}]'}: "
+                                   f"{exc.args[0].str()}") from exc
+        self._producer.poll(0)
+
+    def flush(self, timeout_s: float = 30.0) -> None:
+        left = self._producer.flush(timeout_s)
+        if left:
+            raise BusError(f"{left} records not delivered within {timeout_s} s "
+                           "(is the broker reachable?)")
+        if self._errors:
+            errors, self._errors = self._errors, []
+            raise BusError(f"{len(errors)} records failed delivery, first: {errors[0]}")
+
+    def close(self) -> None:
+        self.flush()
+
+
+class KafkaConsumer:
+    def __init__(self, conf: dict[str, Any]) -> None:
+        self._consumer = Consumer(conf)
+        self._consumed: dict[TopicPartition, int] = {}
+        self._pending_seeks: dict[TopicPartition, int] = {}
+        self._assigned: list[TopicPartition] = []
+        self._closed = False
+        self.last_error: str | None = None  # last transient error librdkafka reported
+
+    def _on_assign(self, consumer: Consumer, partitions: list[KTopicPartition]) -> None:
+        for p in partitions:
+            off = self._pending_seeks.pop(TopicPartition(p.topic, p.partition), None)
+            if off is not None:
+                p.offset = off
+        consumer.assign(partitions)
+        self._assigned = [TopicPartition(p.topic, p.partition) for p in partitions]
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[KTopicPartition]) -> None:
+        gone = {TopicPartition(p.topic, p.partition) for p in partitions}
+        self._assigned = [tp for tp in self._assigned if tp not in gone]
+        self._consumed = {tp: o for tp, o in self._consumed.items() if tp not in gone}
+
+    def subscribe(self, topics: Sequence[str]) -> None:
+        self._consumer.subscribe(list(topics), on_assign=self._on_assign,
+                                 on_revoke=self._on_revoke, on_lost=self._on_revoke)
+
+    def assign(self, partitions: Sequence[TopicPartition],
+               offsets: Mapping[TopicPartition, int] | None = None) -> None:
+        offsets = offsets or {}
+        ktps = []
+        for tp in partitions:
+            tp = TopicPartition(*tp)
+            start = offsets.get(tp, self._pending_seeks.pop(tp, None))
+            ktps.append(KTopicPartition(tp.topic, tp.partition)
+                        if start is None else KTopicPartition(tp.topic, tp.partition, start))
+        self._consumer.assign(ktps)
+        self._assigned = [TopicPartition(*tp) for tp in partitions]
+
+    def assignment(self) -> list[TopicPartition]:
+        return [TopicPartition(p.topic, p.partition) for p in self._consumer.assignment()]
+
+    def poll(self, max_records: int, timeout_s: float) -> list[Record]:
+        if self._closed:
+            raise BusError("consumer is closed")
+        # librdkafka's consume() waits until it has max_records or the timeout
+        # passed; take what is already fetched, and block only for the first record.
+        consumer = self._consumer
+        msgs = consumer.consume(num_messages=max_records, timeout=0)
+        if not msgs:
+            first = consumer.poll(timeout_s)
+            if first is None:
+                return []
+            msgs = [first]
+            if max_records > 1:
+                msgs += consumer.consume(num_messages=max_records - 1, timeout=0)
+        out: list[Record] = []
+        for m in msgs:
+            err = m.error()
+            if err is not None:
+                # librdkafka reports transient conditions in-band (coordinator moves,
+                # a topic not created yet) and recovers by itself, as the Java client
+                # does: remember them. Fail only on what never heals.
+                if err.fatal() or err.code() in _PERMANENT:
+                    raise BusError(f"consuming {m.topic()}: {err.str()}")
+                if err.code() not in _BENIGN:
+                    self.last_error = err.str()
+                continue
+            _, ts = m.timestamp()
+            headers = m.headers()
+            out.append(Record(m.topic(), m.partition(), m.offset(), m.key(), m.value(), ts,
+                              tuple(headers) if headers else ()))
+        consumed = self._consumed
+        for r in out:
+            consumed[TopicPartition(r.topic, r.partition)] = r.offset + 1
+        return out
+
+    def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
+        chosen = dict(self._consumed) if offsets is None else dict(offsets)
+        if not chosen:
+            return
+        try:
+            self._consumer.commit(offsets=[KTopicPartition(tp[0], tp[1], off)
+                                           for tp, off in chosen.items()], asynchronous=False)
+        except KafkaException as exc:
+            raise BusError(f"commit failed: {exc.args[0].str()}") from exc
+
+    def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
+        try:
+            got = self._consumer.committed([KTopicPartition(tp[0], tp[1]) for tp in partitions],
+                                           timeout=30)
+        except KafkaException as exc:
+            raise BusError(f"cannot read committed offsets: {exc.args[0].str()}") from exc
+        return {TopicPartition(p.topic, p.partition): (None if p.offset == OFFSET_INVALID or p.offset < 0
+                                                       else p.offset) for p in got}
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        tp = TopicPartition(*partition)
+        self._consumed.pop(tp, None)
+        if tp not in self.assignment():
+            # Not assigned yet (group join in progress): apply on assignment.
+            self._pending_seeks[tp] = offset
+            return
+        try:
+            self._consumer.seek(KTopicPartition(tp.topic, tp.partition, offset))
+        except KafkaException:
+            # Assigned but fetching not started yet: re-assign at the offset.
+            current = [KTopicPartition(p.topic, p.partition, offset)
+                       if (p.topic, p.partition) == tp else p
+                       for p in self._consumer.position(self._consumer.assignment())]
+            self._consumer.assign(current)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._consumer.close()

@@ -1,0 +1,154 @@
+"""`caesar run MODEL --input FILE` (embedded mode) and `caesar deploy MODEL`
+(the services as Ray actors against Kafka)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from caesar.errors import CaesarError
+from caesar.plans.execution import ExecutionPlan
+
+MAX_DEAD_SHOWN = 20
+out = Console()
+err = Console(stderr=True)
+
+
+def load_plan(model: Path) -> ExecutionPlan:
+    try:
+        from caesar.language import compile_model  # type: ignore[attr-defined]
+    except ImportError as exc:
+        raise CaesarError("the CAESAR compiler (caesar.language.compile_model) is not "
+                          "available in this build") from exc
+    if not model.exists():
+        raise CaesarError(f"model file {model} does not exist")
+    return compile_model(model)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def run(
+        model: Annotated[Path, typer.Argument(help="model file (.caesar)")],
+        input: Annotated[Path, typer.Option("--input", "-i", help="events: JSON lines or CSV")],
+        fmt: Annotated[str, typer.Option("--format", help="auto | jsonl | csv")] = "auto",
+        allowance: Annotated[int, typer.Option(help="out-of-orderness allowed in event time")] = 0,
+        as_json: Annotated[bool, typer.Option("--json", help="print alerts as JSON lines")] = False,
+        engine: Annotated[str, typer.Option(help="auto | cython | reference")] = "auto",
+        batch_size: Annotated[int, typer.Option(help="input records per batch")] = 5000,
+        bus: Annotated[str, typer.Option(
+            help="direct: processors handed batches directly | memory: the service "
+                 "runners (Avro, commit protocol) over the in-memory bus")] = "direct",
+    ) -> None:
+        """Run MODEL on the events in FILE in one process (embedded mode) and print the alerts."""
+        from caesar.services.embedded.inputs import read_events
+        from caesar.services.embedded.pipeline import EmbeddedPipeline
+        from caesar.services.scheduler.messages import InputRecord
+
+        plan = load_plan(model)
+        if bus == "memory":
+            from caesar.services.embedded.bus_pipeline import run_on_memory_bus
+
+            started = time.perf_counter()
+            alerts, dead = run_on_memory_bus(plan, read_events(input, plan, fmt),
+                                             allowance=allowance, engine_factory=_engine(engine))
+            _printer(as_json)(sorted(alerts, key=lambda a: (a.end_ts, a.key, a.event_type)))
+            for d in dead[:MAX_DEAD_SHOWN]:
+                err.print(f"dead letter ({d['reason']}) offset {d['offset']}: {d['detail']}",
+                          markup=False, highlight=False)
+            err.print(f"{len(alerts)} alerts, {len(dead)} dead letters in "
+                      f"{time.perf_counter() - started:.2f}s (in-memory bus)")
+            return
+        if bus != "direct":
+            raise CaesarError(f"unknown --bus {bus!r} (direct or memory)")
+        pipe = EmbeddedPipeline(plan, allowance=allowance, engine_factory=_engine(engine),
+                                batch_size=batch_size)
+        started = time.perf_counter()
+        batch: list[InputRecord] = []
+        count = 0
+        printer = _printer(as_json)
+        for offset, (value, error, raw) in enumerate(read_events(input, plan, fmt)):
+            batch.append(InputRecord(str(input), 0, offset, value, raw, error))
+            count += 1
+            if len(batch) >= batch_size:
+                printer(pipe.feed(batch))
+                batch = []
+        if batch:
+            printer(pipe.feed(batch))
+        printer(pipe.finish())
+        elapsed = time.perf_counter() - started
+        res = pipe.result
+        for dl in res.dead_letters[:MAX_DEAD_SHOWN]:
+            err.print(f"[yellow]dead letter[/yellow] ({dl.reason}) record {dl.offset}: "
+                      f"{dl.detail}", markup=True, highlight=False)
+        if len(res.dead_letters) > MAX_DEAD_SHOWN:
+            reasons = Counter(d.reason for d in res.dead_letters)
+            err.print(f"... {len(res.dead_letters) - MAX_DEAD_SHOWN} more dead letters "
+                      f"(all: {dict(reasons)})")
+        err.print(f"{count} events, {len(res.alerts)} alerts, {len(res.context_changes)} "
+                  f"context changes, {len(res.dead_letters)} dead letters in {elapsed:.2f}s")
+
+    @app.command()
+    def deploy(
+        model: Annotated[Path, typer.Argument(help="model file (.caesar)")],
+        settings_file: Annotated[Path | None, typer.Option("--settings",
+                                                           help="settings file")] = None,
+        ray_address: Annotated[str | None, typer.Option(
+            "--ray-address", help="Ray cluster (default: local or RAY_ADDRESS)")] = None,
+        run_for: Annotated[float, typer.Option(
+            help="seconds to run, 0 = until interrupted")] = 0.0,
+        allowance: Annotated[int, typer.Option(help="out-of-orderness allowed in event time")] = 0,
+        idle_flush: Annotated[float | None, typer.Option(
+            help="seconds of quiet input after which the scheduler releases what it "
+                 "holds (later events at or below it become late)")] = None,
+    ) -> None:
+        """Start the CAESAR services for MODEL as Ray actors reading and writing Kafka."""
+        from caesar.services.ray_runtime.deployment import deploy_model
+
+        plan = load_plan(model)
+        deploy_model(plan, model_text=model.read_text(), settings_file=settings_file,
+                     ray_address=ray_address, run_for=run_for, console=err,
+                     options={"allowance": allowance, "idle_flush_s": idle_flush})
+
+
+def _engine(name: str):
+    if name == "auto":
+        from caesar.services.matcher.processor import default_engine_factory
+
+        return default_engine_factory
+    if name == "reference":
+        from caesar.services.matcher.reference import ReferenceEngine
+
+        return ReferenceEngine
+    if name == "cython":
+        try:
+            from caesar.services.matcher.engine import CythonEngine  # type: ignore[import-not-found]
+        except ImportError as exc:
+            raise CaesarError("the Cython engine is not built (run scripts/setup.sh)") from exc
+        return CythonEngine
+    raise CaesarError(f"unknown engine {name!r} (auto, cython or reference)")
+
+
+def _printer(as_json: bool):
+    def show(alerts) -> None:
+        if not alerts:
+            return
+        if as_json:
+            for a in alerts:
+                out.print_json(json.dumps({"type": a.event_type, "plan": a.plan_id,
+                                           "partition": a.key, "start_ts": a.start_ts,
+                                           "ts": a.end_ts, "fields": dict(a.fields)},
+                                          default=str), indent=None)
+            return
+        table = Table("ts", "alert", "partition", "fields", box=None, show_header=False)
+        for a in alerts:
+            table.add_row(str(a.end_ts), a.event_type, a.key,
+                          " ".join(f"{k}={v}" for k, v in a.fields.items()))
+        out.print(table)
+    return show

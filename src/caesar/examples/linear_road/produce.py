@@ -1,0 +1,149 @@
+"""Spark producer: Linear Road position reports -> the input topic, as Avro
+(single-object encoding), keyed by the stream partition key "<xway>:<dir>" or, with
+segment fan-out, "<xway>:<dir>:<pseg>" (SPEC.md section 1).
+
+Reports come from the generator or a standard LR file, in time order. They are
+sent in slices of simulated time through Spark's Kafka sink; between slices the
+job waits so that simulated time advances `speed` times faster than wall time
+(speed 1 = real time, 0 = as fast as possible). The Kafka record timestamp is
+the time a report entered Kafka; the pipeline carries it into the alerts as
+`ingest_ms` for the latency figures.
+
+    python -m caesar.examples.linear_road.produce --bootstrap 127.0.0.1:9092 --generate xways=1,duration_s=600 --speed 10
+    python -m caesar.examples.linear_road.produce --bootstrap 127.0.0.1:9092 --lr-file data.lr --speed 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from caesar.examples.linear_road.avro import POSITION_REPORT, encode
+from caesar.examples.linear_road.generator import generate
+from caesar.examples.linear_road.partitioning import wire_records
+from caesar.examples.linear_road.records import PositionReport, read_lr
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+DEFAULT_TOPIC = "lr-position-reports"
+MIN_SLICE_WALL_S = 0.5  # one Spark write per slice: keep slices long enough to amortize it
+
+
+@dataclass
+class ProduceStats:
+    records: int = 0
+    messages: int = 0  # Kafka records: records x fan-out
+    slices: int = 0
+    simulated_s: int = 0
+    wall_s: float = 0.0
+
+
+def time_slices(reports: Iterable[PositionReport], slice_s: int
+                ) -> Iterator[tuple[int, list[PositionReport]]]:
+    """(end of slice in simulated seconds, reports with time < end), in order."""
+    if slice_s < 1:
+        raise ValueError("slice_s must be >= 1")
+    for start, group in itertools.groupby(reports, key=lambda r: r.time // slice_s):
+        yield (start + 1) * slice_s, list(group)
+
+
+def slice_seconds(speed: float) -> int:
+    if speed <= 0:
+        return 60
+    return max(1, int(speed * MIN_SLICE_WALL_S))
+
+
+def paced_slices(reports: Iterable[PositionReport], speed: float,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> Iterator[list[PositionReport]]:
+    """Time slices of `reports`, each released when its first report is due in wall
+    time: simulated time runs `speed` times faster than the clock (0 = no waiting)."""
+    started = clock()
+    first_time: int | None = None
+    for _end, batch in time_slices(reports, slice_seconds(speed)):
+        if first_time is None:
+            first_time = batch[0].time
+        if speed > 0:
+            delay = started + (batch[0].time - first_time) / speed - clock()
+            if delay > 0:
+                sleep(delay)
+        yield batch
+
+
+def produce(spark: SparkSession, reports: Iterable[PositionReport], bootstrap: str,
+            topic: str = DEFAULT_TOPIC, speed: float = 0.0,
+            progress: Callable[[ProduceStats], None] | None = None,
+            kafka_options: dict[str, str] | None = None,
+            fanout: bool = False) -> ProduceStats:
+    """Send `reports` (time-ordered) to `topic`; `fanout` = per-segment partitions
+    (src/caesar/examples/linear_road/partitioning.py)."""
+    stats = ProduceStats()
+    started = time.monotonic()
+    for batch in paced_slices(reports, speed):
+        wire = [pair for r in batch for pair in wire_records(r, fanout)]
+        values = encode(POSITION_REPORT, [record for _, record in wire])
+        rows = [(key.encode(), v) for (key, _), v in zip(wire, values, strict=True)]
+        # One writer task per slice: several tasks would interleave their rows in a
+        # Kafka partition out of event-time order, and the scheduler's watermark is
+        # per Kafka partition (coalesce keeps the rows' order).
+        frame = spark.createDataFrame(rows, "key BINARY, value BINARY").coalesce(1)
+        (frame.write.format("kafka")
+         .option("kafka.bootstrap.servers", bootstrap)
+         .options(**(kafka_options or {}))  # `kafka.*` security options
+         .option("topic", topic).save())
+        stats.records += len(batch)
+        stats.messages += len(rows)
+        stats.slices += 1
+        stats.simulated_s = batch[-1].time + 1
+        stats.wall_s = time.monotonic() - started
+        if progress is not None:
+            progress(stats)
+    return stats
+
+
+def print_progress(stats: ProduceStats) -> None:
+    rate = stats.records / stats.wall_s if stats.wall_s else 0.0
+    print(f"[produce] {stats.records:>9,} reports sent ({stats.messages:,} Kafka records) | simulated time {stats.simulated_s:>6} s "
+          f"(minute {stats.simulated_s // 60 + 1}) | {stats.wall_s:7.1f} s wall | "
+          f"{rate:,.0f} reports/s", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from caesar.examples.linear_road.validate import parse_generator_spec
+    from caesar.jobs.kafka_options import add_kafka_option_argument, spark_kafka_options
+    from caesar.jobs.spark_session import spark_session
+
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--bootstrap", default="127.0.0.1:9092")
+    parser.add_argument("--topic", default=DEFAULT_TOPIC)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--lr-file")
+    source.add_argument("--generate", help="generator settings, e.g. xways=1,duration_s=600")
+    parser.add_argument("--segment-fanout", action="store_true",
+                        help="key by (xway, dir, pseg) and send each report to the 6 "
+                             "segment partitions that need it (SPEC.md section 1)")
+    parser.add_argument("--speed", type=float, default=0.0,
+                        help="simulated seconds per wall second (1 = real time, 0 = max)")
+    add_kafka_option_argument(parser)
+    args = parser.parse_args(argv)
+
+    reports = (read_lr(args.lr_file) if args.lr_file
+               else generate(parse_generator_spec(args.generate)))
+    spark = spark_session("caesar-lr-produce", kafka=True)
+    stats = produce(spark, reports, args.bootstrap, args.topic, args.speed, print_progress,
+                    fanout=args.segment_fanout,
+                    kafka_options=spark_kafka_options(args.kafka_option))
+    print(f"[produce] done: {stats.records:,} reports, {stats.simulated_s} simulated s "
+          f"in {stats.wall_s:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""The CAESAR language: parser, semantic checks, phases 1 and 2, optimizer,
+physical planning and explain.
+
+    parse(text, file)        -> Model AST (positions on every node)
+    compile_phases(text)     -> Compilation (query set, unoptimized and
+                                optimized algebra plans, execution plans)
+    compile_model(text|path) -> ExecutionPlan (optimized)
+
+Every failure on user input is a caesar.errors.ModelError subclass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from caesar.errors import CaesarError, ModelError, SourcePosition
+from caesar.language.algebra import AlgebraPlan, phase2
+from caesar.language.ast import Model
+from caesar.language.errors import LanguageError, ModelStructureError
+from caesar.language.independent import context_independent
+from caesar.language.optimizer import RULES, optimize
+from caesar.language.parser import parse
+from caesar.language.phase1 import QuerySet, query_set
+from caesar.language.physical import physical_plan
+from caesar.language.semantics import check
+from caesar.plans.execution import ExecutionPlan
+
+__all__ = ["Compilation", "compile_model", "compile_phases", "parse", "RULES", "LanguageError"]
+
+
+@dataclass(frozen=True)
+class Compilation:
+    query_set: QuerySet
+    unoptimized: AlgebraPlan
+    optimized: AlgebraPlan
+    execution: ExecutionPlan = field(repr=False)
+
+    def unoptimized_execution(self) -> ExecutionPlan:
+        """The execution plan of the unoptimized algebra plan (for equivalence tests)."""
+        return physical_plan(self.unoptimized)
+
+
+def _read(text_or_path: str | Path, file: str | None) -> tuple[str, str]:
+    if isinstance(text_or_path, Path) or (
+            isinstance(text_or_path, str) and "\n" not in text_or_path
+            and text_or_path.endswith(".caesar")):
+        path = Path(text_or_path)
+        try:
+            return path.read_text(encoding="utf-8"), file or str(path)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ModelError(f"cannot read model file {path}: {exc}",
+                             SourcePosition(str(path), 1, 1)) from None
+    return text_or_path, file or "<model>"
+
+
+def compile_phases(text_or_path: str | Path, file: str | None = None,
+                   rules=RULES) -> Compilation:
+    text, name = _read(text_or_path, file)
+    model = parse(text, name)
+    try:
+        checked = check(model)
+        qs = query_set(checked)
+        unoptimized = phase2(qs)
+        optimized = optimize(unoptimized, rules)
+        return Compilation(qs, unoptimized, optimized, physical_plan(optimized))
+    except CaesarError:
+        raise
+    except RecursionError:
+        raise ModelStructureError("the model nests too deeply to compile",
+                                  SourcePosition(name, 1, 1)) from None
+
+
+def compile_model(text_or_path: str | Path, file: str | None = None, *,
+                  context_aware: bool = True) -> ExecutionPlan:
+    """context_aware=False: the context-independent baseline (every query runs
+    all the time, its context an output filter; src/caesar/language/independent.py)."""
+    plan = compile_phases(text_or_path, file).execution
+    return plan if context_aware else context_independent(plan)
+
+
+__all__ += ["Model", "ModelError"]

@@ -1,0 +1,202 @@
+"""The model AST: what the parser produces, with a source position on every
+node. Positions never take part in equality, so a model printed back with
+`format_model` and parsed again compares equal to the original."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from caesar.errors import SourcePosition
+
+NOWHERE = SourcePosition("<model>", 0, 0)
+
+
+def _pos() -> SourcePosition:
+    return field(default=NOWHERE, compare=False, repr=False)  # type: ignore[return-value]
+
+
+# ---- expressions -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Literal:
+    value: int | float | str | bool
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class Ref:
+    """`var.attr` (var set) or a bare `attr`."""
+
+    var: str | None
+    name: str
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class UnaryExpr:
+    op: str  # "-" | "NOT"
+    operand: ExprNode
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class BinaryExpr:
+    op: str  # + - * / % = != < <= > >= AND OR
+    left: ExprNode
+    right: ExprNode
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class CallExpr:
+    """Function or aggregate call: `abs(x)`, `avg(p.spd)`, `count(*)`,
+    `count(DISTINCT vid)`."""
+
+    func: str
+    args: tuple[ExprNode, ...]
+    distinct: bool = False
+    star: bool = False
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class Equivalence:
+    """SASE equivalence test `[attr, ...]`: the attributes are equal across
+    all events of a match. Only allowed as a top-level WHERE conjunct."""
+
+    attrs: tuple[str, ...]
+    pos: SourcePosition = _pos()
+
+
+ExprNode = Literal | Ref | UnaryExpr | BinaryExpr | CallExpr | Equivalence
+
+
+# ---- patterns --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Component:
+    """One pattern component: `T v`, `ANY(T1, T2) v`, `T+ v FILTER(expr)`,
+    `NOT T v` (inside SEQ)."""
+
+    types: tuple[str, ...]
+    var: str | None
+    negated: bool = False
+    kleene: bool = False
+    any_of: bool = False  # written as ANY(...), even with one type
+    filter: ExprNode | None = None
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """`PATTERN T v` (one component) or `PATTERN SEQ(...)` (flattened)."""
+
+    components: tuple[Component, ...]
+    is_seq: bool
+    pos: SourcePosition = _pos()
+
+
+# ---- queries ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Duration:
+    amount: int
+    unit: str | None  # normalised: "MILLISECONDS", "SECONDS", ... or None = ticks
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class DeriveItem:
+    expr: ExprNode
+    alias: str | None
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class Window:
+    kind: str  # "TUMBLING" | "SLIDING"
+    size: Duration
+    slide: Duration | None
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class Query:
+    """Any query. `kind` says which clauses are meaningful:
+
+    - "window":    action + target context (INITIATE/SWITCH/TERMINATE CONTEXT c)
+    - "retrieval": DERIVE type(items) PATTERN ...
+    - "aggregate": DERIVE type(items) FROM source ... WINDOW ... GROUP BY ...
+    """
+
+    kind: str
+    action: str | None = None
+    target: str | None = None
+    derive_type: str | None = None
+    items: tuple[DeriveItem, ...] = ()
+    pattern: Pattern | None = None
+    where: ExprNode | None = None
+    within: Duration | None = None
+    strategy: str | None = None
+    contexts: tuple[str, ...] = ()  # explicit CONTEXT clause (may be empty)
+    source: str | None = None
+    source_var: str | None = None
+    window: Window | None = None
+    group_by: tuple[str, ...] = ()
+    having: ExprNode | None = None
+    # KEYED BY of a deriving query: the context instance it initiates/ends.
+    instance_key: tuple[ExprNode, ...] = ()
+    pos: SourcePosition = _pos()
+    key_pos: SourcePosition = _pos()
+    contexts_pos: SourcePosition = _pos()
+    target_pos: SourcePosition = _pos()
+    strategy_pos: SourcePosition = _pos()
+
+
+# ---- model -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FieldDecl:
+    name: str
+    type: str  # normalised: "int" | "float" | "string" | "bool"
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class EventDecl:
+    name: str
+    fields: tuple[FieldDecl, ...]
+    timestamp: str | None = None
+    topic: str | None = None
+    schema: str | None = None
+    output_topic: str | None = None  # TO TOPIC: where derived events of this type go
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class ContextBlock:
+    name: str
+    default: bool
+    queries: tuple[Query, ...]
+    pos: SourcePosition = _pos()
+    keyed: bool = False  # CONTEXT c KEYED: one instance per KEYED BY key
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str | None
+    time_unit: str | None
+    partition_by: tuple[str, ...]
+    strategy: str | None
+    events: tuple[EventDecl, ...]
+    contexts: tuple[ContextBlock, ...]
+    queries: tuple[Query, ...]  # top-level queries (outside any context block)
+    file: str = field(default="<model>", compare=False)
+    source: str = field(default="", compare=False, repr=False)
+    pos: SourcePosition = _pos()
+    strategy_pos: SourcePosition = _pos()
+    partition_pos: SourcePosition = _pos()

@@ -1,0 +1,488 @@
+"""Text -> Model AST (lark LALR parser, positions kept on every node)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import (
+    LarkError,
+    UnexpectedCharacters,
+    UnexpectedEOF,
+    UnexpectedInput,
+    UnexpectedToken,
+)
+
+from caesar.errors import SourcePosition
+from caesar.language import ast
+from caesar.language.errors import LanguageError, ModelSyntaxError, ReservedFeatureError
+
+GRAMMAR = Path(__file__).with_name("grammar.lark")
+
+TYPE_NAMES = {"int": "int", "integer": "int", "long": "int", "float": "float", "double": "float",
+              "string": "string", "bool": "bool", "boolean": "bool"}
+UNITS = {"millisecond": "MILLISECONDS", "second": "SECONDS", "minute": "MINUTES",
+         "hour": "HOURS", "day": "DAYS"}
+COMPARISON_SPELLING = {"<>": "!=", "≠": "!=", "≤": "<=", "≥": ">="}
+
+# Readable names for the grammar's terminals in "expected ..." messages.
+TERMINAL_NAMES = {
+    "NAME": "a name", "INT": "an integer", "DECIMAL": "a number", "STRING": "a string",
+    "LPAR": "'('", "RPAR": "')'", "COMMA": "','", "SEMICOLON": "';'", "LBRACE": "'{'",
+    "RBRACE": "'}'", "DOT": "'.'", "LSQB": "'['", "RSQB": "']'", "COMP_OP": "a comparison",
+    "ADD_OP": "'+' or '-'", "MUL_OP": "'*', '/' or '%'", "MINUS": "'-'", "PLUS": "'+'",
+    "STAR": "'*'", "KLEENE": "'+'", "UNIT": "a time unit (SECONDS, MINUTES, ...)",
+    "TYPE_NAME": "a type (INT, FLOAT, STRING, BOOL)", "ACTION": "INITIATE, SWITCH or TERMINATE",
+    "DEFAULT": "DEFAULT", "RESERVED": "a reserved keyword", "$END": "end of model",
+}
+
+
+class _ReservedSeen(Exception):
+    def __init__(self, token: Token) -> None:
+        super().__init__(str(token))
+        self.token = token
+
+
+def _on_reserved(token: Token) -> Token:
+    # The lexer only yields RESERVED where an item may start: stop right there
+    # with a message about the planned feature instead of a confusing syntax error.
+    raise _ReservedSeen(token)
+
+
+@lru_cache(maxsize=1)
+def _lark() -> Lark:
+    return Lark(GRAMMAR.read_text(encoding="utf-8"), parser="lalr", propagate_positions=True,
+                maybe_placeholders=False, lexer_callbacks={"RESERVED": _on_reserved})
+
+
+def _describe_terminal(name: str) -> str:
+    if name in TERMINAL_NAMES:
+        return TERMINAL_NAMES[name]
+    # Anonymous keyword terminals are named after their text, e.g. "WHERE" or "__ANON_3".
+    pattern = _lark().get_terminal(name).pattern if name in _terminal_names() else None
+    if pattern is not None and pattern.type == "str":
+        return pattern.value.upper()
+    return name
+
+
+@lru_cache(maxsize=1)
+def _terminal_names() -> frozenset[str]:
+    return frozenset(t.name for t in _lark().terminals)
+
+
+def _expected(names: set[str] | frozenset[str]) -> str:
+    described = sorted({_describe_terminal(n) for n in names})
+    if len(described) > 8:
+        described = described[:8] + ["..."]
+    return ", ".join(described)
+
+
+def parse(text: str, file: str = "<model>") -> ast.Model:
+    """Parse model text; raise ModelSyntaxError (a ModelError) on bad input."""
+    if not isinstance(text, str):
+        raise ModelSyntaxError("a model must be text", SourcePosition(file, 1, 1))
+    try:
+        tree = _lark().parse(text)
+    except UnexpectedInput as exc:
+        raise _syntax_error(exc, text, file) from None
+    except _ReservedSeen as seen:
+        raise _reserved(seen.token, file, text) from None
+    except RecursionError:
+        raise _too_deep(file) from None
+    except LarkError as exc:  # defensive: any other lark failure is still a model error
+        raise ModelSyntaxError(f"cannot parse model: {exc}", SourcePosition(file, 1, 1)) from None
+    try:
+        return _ToAst(file, text).transform(tree)
+    except LanguageError:
+        raise
+    except RecursionError:
+        raise _too_deep(file) from None
+    except LarkError as exc:
+        inner = getattr(exc, "orig_exc", None)
+        if isinstance(inner, LanguageError):
+            raise inner from None
+        raise ModelSyntaxError(f"cannot parse model: {exc}", SourcePosition(file, 1, 1)) from None
+
+
+def _syntax_error(exc: UnexpectedInput, text: str, file: str) -> LanguageError:
+    line = getattr(exc, "line", None) or 1
+    column = getattr(exc, "column", None) or 1
+    if isinstance(exc, UnexpectedEOF):
+        lines = text.splitlines() or [""]
+        line, column = len(lines), len(lines[-1]) + 1
+    pos = SourcePosition(file, max(line, 1), max(column, 1))
+    if isinstance(exc, UnexpectedToken):
+        token = exc.token
+        if token.type == "$END":
+            lines = text.splitlines() or [""]
+            pos = SourcePosition(file, len(lines), len(lines[-1]) + 1)
+        found = "end of model" if token.type == "$END" else repr(str(token.value))
+        return ModelSyntaxError("unexpected input", pos, text, found=found,
+                                expected=_expected(exc.expected))
+    if isinstance(exc, UnexpectedCharacters):
+        char = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else "end of model"
+        return ModelSyntaxError("unexpected character", pos, text, found=repr(char),
+                                expected=_expected(exc.allowed or set()))
+    if isinstance(exc, UnexpectedEOF):
+        return ModelSyntaxError("model ends too early", pos, text, found="end of model",
+                                expected=_expected(set(exc.expected)))
+    return ModelSyntaxError(f"cannot parse model: {exc}", pos, text)
+
+
+def _too_deep(file: str) -> LanguageError:
+    return ModelSyntaxError("the model nests too deeply (parentheses, SEQ or NOT)",
+                            SourcePosition(file, 1, 1), expected="less nesting")
+
+
+def _reserved(token: Token, file: str, text: str) -> LanguageError:
+    return ReservedFeatureError(
+        f"{str(token).upper()} is reserved for a planned feature "
+        "(TPStream situations, ACEP rules and shared tables; see docs/language.md)",
+        SourcePosition(file, token.line or 1, token.column or 1), text, found=repr(str(token)))
+
+
+class _Tagged:
+    """A clause result tagged with its clause name (used while assembling queries)."""
+
+    def __init__(self, tag: str, value: object, pos: SourcePosition) -> None:
+        self.tag = tag
+        self.value = value
+        self.pos = pos
+
+
+@v_args(meta=True)
+class _ToAst(Transformer):
+    def __init__(self, file: str, text: str) -> None:
+        super().__init__()
+        self.file = file
+        self.text = text
+
+    def _pos(self, meta) -> SourcePosition:
+        if getattr(meta, "empty", True):
+            return SourcePosition(self.file, 1, 1)
+        return SourcePosition(self.file, meta.line, meta.column)
+
+    def _tpos(self, token: Token) -> SourcePosition:
+        return SourcePosition(self.file, token.line or 1, token.column or 1)
+
+    # ---- model ----
+    def start(self, meta, items):
+        name = time_unit = strategy = None
+        partition: tuple[str, ...] = ()
+        events, contexts, queries = [], [], []
+        strategy_pos = partition_pos = ast.NOWHERE
+        for item in items:
+            if isinstance(item, _Tagged):
+                if item.tag in ("model", "time_unit", "strategy", "partition"):
+                    if item.tag == "model":
+                        if name is not None:
+                            raise ModelSyntaxError("MODEL is declared twice", item.pos, self.text)
+                        name = item.value
+                    elif item.tag == "time_unit":
+                        if time_unit is not None:
+                            raise ModelSyntaxError("TIME UNIT is declared twice", item.pos, self.text)
+                        time_unit = item.value
+                    elif item.tag == "strategy":
+                        if strategy is not None:
+                            raise ModelSyntaxError("STRATEGY is declared twice", item.pos, self.text)
+                        strategy, strategy_pos = item.value, item.pos
+                    else:
+                        if partition:
+                            raise ModelSyntaxError("PARTITION BY is declared twice", item.pos, self.text)
+                        partition, partition_pos = item.value, item.pos
+            elif isinstance(item, ast.EventDecl):
+                events.append(item)
+            elif isinstance(item, ast.ContextBlock):
+                contexts.append(item)
+            elif isinstance(item, ast.Query):
+                queries.append(item)
+        return ast.Model(name=name, time_unit=time_unit, partition_by=partition, strategy=strategy,
+                         events=tuple(events), contexts=tuple(contexts), queries=tuple(queries),
+                         file=self.file, source=self.text, pos=self._pos(meta),
+                         strategy_pos=strategy_pos, partition_pos=partition_pos)
+
+    def model_decl(self, meta, children):
+        return _Tagged("model", str(children[0]), self._pos(meta))
+
+    def time_unit_decl(self, meta, children):
+        return _Tagged("time_unit", _unit(children[0]), self._pos(meta))
+
+    def partition_decl(self, meta, children):
+        return _Tagged("partition", children[0], self._pos(meta))
+
+    def strategy_decl(self, meta, children):
+        return _Tagged("strategy", str(children[0]), self._tpos(children[0]))
+
+    def name_list(self, meta, children):
+        return tuple(str(c) for c in children)
+
+    def reserved_decl(self, meta, children):
+        raise _reserved(children[0], self.file, self.text)
+
+    def event_decl(self, meta, children):
+        name = str(children[0])
+        fields = [c for c in children[1:] if isinstance(c, ast.FieldDecl)]
+        opts = {}
+        for c in children[1:]:
+            if isinstance(c, _Tagged):
+                if c.tag in opts:
+                    raise ModelSyntaxError(f"{c.tag.upper().replace('_', ' ')} is given twice "
+                                           f"for event {name}",
+                                           c.pos, self.text)
+                opts[c.tag] = c.value
+        return ast.EventDecl(name=name, fields=tuple(fields), timestamp=opts.get("timestamp"),
+                             topic=opts.get("topic"), schema=opts.get("schema"),
+                             output_topic=opts.get("output_topic"),
+                             pos=self._tpos(children[0]))
+
+    def field_decl(self, meta, children):
+        return ast.FieldDecl(str(children[0]), TYPE_NAMES[str(children[1]).lower()],
+                             self._tpos(children[0]))
+
+    def timestamp_opt(self, meta, children):
+        return _Tagged("timestamp", str(children[0]), self._pos(meta))
+
+    def topic_opt(self, meta, children):
+        return _Tagged("topic", _string(children[0]), self._pos(meta))
+
+    def output_topic_opt(self, meta, children):
+        return _Tagged("output_topic", _string(children[0]), self._pos(meta))
+
+    def schema_opt(self, meta, children):
+        return _Tagged("schema", _string(children[0]), self._pos(meta))
+
+    def context_block(self, meta, children):
+        default = isinstance(children[0], Token) and children[0].type == "DEFAULT"
+        rest = children[1:] if default else children
+        name_tok = rest[0]
+        keyed = any(isinstance(c, Token) and c.type == "KEYED" for c in rest[1:])
+        return ast.ContextBlock(name=str(name_tok), default=default,
+                                queries=tuple(q for q in rest[1:] if isinstance(q, ast.Query)),
+                                pos=self._tpos(name_tok), keyed=keyed)
+
+    # ---- queries ----
+    def _clauses(self, children) -> dict[str, _Tagged]:
+        out: dict[str, _Tagged] = {}
+        for c in children:
+            if isinstance(c, _Tagged):
+                out[c.tag] = c
+        return out
+
+    def window_query(self, meta, children):
+        action, target = children[0], children[1]
+        cl = self._clauses(children[2:])
+        keyed = {"instance_key": cl["key"].value, "key_pos": cl["key"].pos} if "key" in cl else {}
+        return ast.Query(kind="window", action=str(action).upper(), target=str(target),
+                         pattern=cl["pattern"].value, **self._common(cl), **keyed,
+                         pos=self._pos(meta), target_pos=self._tpos(target))
+
+    def _common(self, cl: dict[str, _Tagged]) -> dict:
+        out: dict = {}
+        if "where" in cl:
+            out["where"] = cl["where"].value
+        if "within" in cl:
+            out["within"] = cl["within"].value
+        if "strategy" in cl:
+            out["strategy"] = cl["strategy"].value
+            out["strategy_pos"] = cl["strategy"].pos
+        if "context" in cl:
+            out["contexts"] = cl["context"].value
+            out["contexts_pos"] = cl["context"].pos
+        return out
+
+    def retrieval_query(self, meta, children):
+        name = children[0]
+        items = tuple(c for c in children[1:] if isinstance(c, ast.DeriveItem))
+        cl = self._clauses(children[1:])
+        return ast.Query(kind="retrieval", derive_type=str(name), items=items,
+                         pattern=cl["pattern"].value, **self._common(cl), pos=self._pos(meta),
+                         target_pos=self._tpos(name))
+
+    def aggregate_query(self, meta, children):
+        name = children[0]
+        items = tuple(c for c in children[1:] if isinstance(c, ast.DeriveItem))
+        tokens = [c for c in children[1:] if isinstance(c, Token)]
+        source = tokens[0]
+        source_var = str(tokens[1]) if len(tokens) > 1 else None
+        cl = self._clauses(children[1:])
+        common = self._common(cl)
+        return ast.Query(kind="aggregate", derive_type=str(name), items=items, source=str(source),
+                         source_var=source_var, window=cl["window"].value,
+                         group_by=cl["group"].value if "group" in cl else (),
+                         having=cl["having"].value if "having" in cl else None,
+                         **common, pos=self._pos(meta), target_pos=self._tpos(source))
+
+    def derive_item(self, meta, children):
+        alias = str(children[1]) if len(children) > 1 else None
+        return ast.DeriveItem(children[0], alias, self._pos(meta))
+
+    def tumbling(self, meta, children):
+        return _Tagged("window", ast.Window("TUMBLING", children[0], None, self._pos(meta)),
+                       self._pos(meta))
+
+    def sliding(self, meta, children):
+        return _Tagged("window", ast.Window("SLIDING", children[0], children[1], self._pos(meta)),
+                       self._pos(meta))
+
+    def key_clause(self, meta, children):
+        return _Tagged("key", tuple(children), self._pos(meta))
+
+    def group_clause(self, meta, children):
+        return _Tagged("group", children[0], self._pos(meta))
+
+    def having_clause(self, meta, children):
+        return _Tagged("having", children[0], self._pos(meta))
+
+    def pattern_clause(self, meta, children):
+        return _Tagged("pattern", as_pattern(children[0]), self._pos(meta))
+
+    def where_clause(self, meta, children):
+        return _Tagged("where", children[0], self._pos(meta))
+
+    def within_clause(self, meta, children):
+        return _Tagged("within", children[0], self._pos(meta))
+
+    def query_strategy(self, meta, children):
+        return _Tagged("strategy", str(children[0]), self._tpos(children[0]))
+
+    def context_clause(self, meta, children):
+        return _Tagged("context", children[0], self._pos(meta))
+
+    def duration(self, meta, children):
+        amount = int(children[0])
+        unit = _unit(children[1]) if len(children) > 1 else None
+        return ast.Duration(amount, unit, self._pos(meta))
+
+    # ---- patterns ----
+    def seq(self, meta, children):
+        comps: list[ast.Component] = []
+        for c in children:
+            if isinstance(c, ast.Pattern):
+                comps.extend(c.components)  # SEQ is associative: nested SEQs flatten
+            else:
+                comps.append(c)
+        return ast.Pattern(tuple(comps), True, self._pos(meta))
+
+    def negated(self, meta, children):
+        comp: ast.Component = children[0]
+        return ast.Component(comp.types, comp.var, True, comp.kleene, comp.any_of, comp.filter,
+                             self._pos(meta))
+
+    def component(self, meta, children):
+        types_node = children[0]
+        any_of = isinstance(types_node, tuple) and types_node[0] == "any"
+        types = types_node[1]
+        kleene = False
+        var = None
+        filt = None
+        for c in children[1:]:
+            if isinstance(c, Token) and c.type == "KLEENE":
+                kleene = True
+            elif isinstance(c, Token):
+                var = str(c)
+            elif isinstance(c, _Tagged):
+                filt = c.value
+        comp = ast.Component(types, var, False, kleene, any_of, filt, self._pos(meta))
+        return comp
+
+    def filter_clause(self, meta, children):
+        return _Tagged("filter", children[0], self._pos(meta))
+
+    def single_type(self, meta, children):
+        return ("single", (str(children[0]),))
+
+    def any_type(self, meta, children):
+        return ("any", tuple(str(c) for c in children))
+
+    # ---- expressions ----
+    def or_expr(self, meta, children):
+        return _fold("OR", children, self._pos(meta))
+
+    def and_expr(self, meta, children):
+        return _fold("AND", children, self._pos(meta))
+
+    def not_op(self, meta, children):
+        return ast.UnaryExpr("NOT", children[0], self._pos(meta))
+
+    def comparison(self, meta, children):
+        op = str(children[1])
+        return ast.BinaryExpr(COMPARISON_SPELLING.get(op, op), children[0], children[2],
+                              self._tpos(children[1]))
+
+    def sum(self, meta, children):
+        return self._chain(children)
+
+    def product(self, meta, children):
+        return self._chain(children)
+
+    def _chain(self, children):
+        left = children[0]
+        for i in range(1, len(children), 2):
+            op = children[i]
+            left = ast.BinaryExpr(str(op), left, children[i + 1], self._tpos(op))
+        return left
+
+    def neg(self, meta, children):
+        operand = children[1]
+        if isinstance(operand, ast.Literal) and isinstance(operand.value, int | float) \
+                and not isinstance(operand.value, bool):
+            return ast.Literal(-operand.value, self._pos(meta))
+        return ast.UnaryExpr("-", operand, self._pos(meta))
+
+    def int_lit(self, meta, children):
+        return ast.Literal(int(children[0]), self._pos(meta))
+
+    def float_lit(self, meta, children):
+        return ast.Literal(float(children[0]), self._pos(meta))
+
+    def str_lit(self, meta, children):
+        return ast.Literal(_string(children[0]), self._pos(meta))
+
+    def true_lit(self, meta, children):
+        return ast.Literal(True, self._pos(meta))
+
+    def false_lit(self, meta, children):
+        return ast.Literal(False, self._pos(meta))
+
+    def qualified(self, meta, children):
+        return ast.Ref(str(children[0]), str(children[1]), self._pos(meta))
+
+    def bare(self, meta, children):
+        return ast.Ref(None, str(children[0]), self._pos(meta))
+
+    def call(self, meta, children):
+        return ast.CallExpr(str(children[0]).lower(), tuple(children[1:]), pos=self._pos(meta))
+
+    def distinct_call(self, meta, children):
+        return ast.CallExpr(str(children[0]).lower(), (children[1],), distinct=True,
+                            pos=self._pos(meta))
+
+    def star_call(self, meta, children):
+        return ast.CallExpr(str(children[0]).lower(), (), star=True, pos=self._pos(meta))
+
+    def equivalence(self, meta, children):
+        return ast.Equivalence(tuple(str(c) for c in children), self._pos(meta))
+
+
+def _fold(op: str, children, pos: SourcePosition):
+    left = children[0]
+    for right in children[1:]:
+        left = ast.BinaryExpr(op, left, right, pos)
+    return left
+
+
+def _unit(token) -> str:
+    word = str(token).lower().rstrip("s")
+    return UNITS[word]
+
+
+def _string(token) -> str:
+    return str(token)[1:-1]
+
+
+def as_pattern(node) -> ast.Pattern:
+    """PATTERN with a single component is a one-component pattern."""
+    if isinstance(node, ast.Pattern):
+        return node
+    return ast.Pattern((node,), False, node.pos)

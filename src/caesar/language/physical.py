@@ -1,0 +1,228 @@
+"""Physical planning (pipeline step 5): algebra plan -> ExecutionPlan.
+
+Each query of the algebra plan becomes one Stage holding a PatternPlan or an
+AggregatePlan: filters on a pattern's inputs and above it become its `where`
+conjuncts, Kleene iteration filters its `iteration_filter`, the projection
+its `output`. A stage runs in the contexts of the context windows that guard
+it: after push-down those sit on its input streams (possibly narrowed to the
+consumers' contexts); before push-down, the CW above the query.
+
+The deriver gets the deriving queries (as transitions) and every stage they
+depend on; the matcher gets the processing queries the deriving queries do
+not need, plus the stages those depend on. A stage needed by both runs in
+both services.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from caesar.language.algebra import AGG, CW, CX, FI, PR, AlgebraPlan, Op, P, Stream
+from caesar.language.semantics import CheckedModel
+from caesar.plans import expr as ir
+from caesar.plans.aggregate import AggregatePlan, AggregateSpec
+from caesar.plans.execution import (
+    ContextDef,
+    EventTypeDef,
+    ExecutionPlan,
+    Stage,
+    TransitionStage,
+)
+from caesar.plans.pattern import Output, OutputField, PatternPlan
+
+
+@dataclass
+class _Query:
+    qid: str
+    plan: PatternPlan | AggregatePlan
+    contexts: set[str]
+    output_type: str
+    deps: list[str] = field(default_factory=list)
+    transition: tuple[str, str] | None = None
+    key_fields: tuple[str, ...] = ()  # KEYED BY of a transition: its output fields
+
+
+def output_topic(model: CheckedModel, event_type: str) -> str:
+    """Kafka topic for a derived event type that leaves the service: its
+    `TO TOPIC` if declared, else `<model>.<EventType>`."""
+    declared = model.event_types.get(event_type)
+    if declared is not None and declared.output_topic is not None:
+        return declared.output_topic
+    return f"{model.name}.{event_type}"
+
+
+class _Extractor:
+    def __init__(self, model: CheckedModel) -> None:
+        self.model = model
+        self.queries: dict[str, _Query] = {}
+        self.all_contexts = set(model.context_names())
+
+    def schemas(self, types) -> dict[str, dict[str, str]]:
+        return {t: dict(self.model.event_types[t].fields) for t in types
+                if t in self.model.event_types}
+
+    def query(self, op: Op) -> str:
+        """Extract the query rooted at op; return its qid."""
+        node = op
+        cx: CX | None = None
+        pr: PR | None = None
+        above: list[ir.Expr] = []
+        ctx_above: set[str] | None = None
+        while not isinstance(node, P | AGG):
+            if isinstance(node, CX):
+                cx = node
+            elif isinstance(node, CW):
+                ctx_above = set(node.contexts) if ctx_above is None else ctx_above & set(node.contexts)
+            elif isinstance(node, PR):
+                pr = node
+            elif isinstance(node, FI):
+                above = list(node.conjuncts) + above
+            else:
+                raise TypeError(f"unexpected operator above a pattern: {node!r}")
+            node = node.child  # type: ignore[union-attr]
+        leaf_ctx: set[str] = set()
+        deps: list[str] = []
+        saw_cw = False
+
+        def chain(inp: Op) -> tuple[list[ir.Expr], list[ir.Expr], Stream]:
+            nonlocal saw_cw
+            conj: list[ir.Expr] = []
+            iteration: list[ir.Expr] = []
+            while not isinstance(inp, Stream):
+                if isinstance(inp, FI):
+                    (iteration if inp.iteration else conj)[:0] = list(inp.conjuncts)
+                elif isinstance(inp, CW):
+                    saw_cw = True
+                    leaf_ctx.update(inp.contexts)
+                else:
+                    raise TypeError(f"unexpected operator on a pattern input: {inp!r}")
+                inp = inp.child  # type: ignore[union-attr]
+            for producer in inp.producers:
+                deps.append(self.query(producer))
+            return conj, iteration, inp
+
+        if isinstance(node, P):
+            comps = []
+            where: list[ir.Expr] = []
+            types: list[str] = []
+            for comp, inp in zip(node.components, node.inputs, strict=True):
+                conj, iteration, stream = chain(inp)
+                types.extend(stream.types)
+                where.extend(conj)
+                it = None
+                for e in iteration:
+                    it = e if it is None else ir.Binary("AND", it, e)
+                comps.append(type(comp)(var=comp.var, types=comp.types, negated=comp.negated,
+                                        kleene=comp.kleene, iteration_filter=it))
+            where.extend(above)
+            if cx is not None:
+                from caesar.language.semantics import marker_type
+
+                output = Output(marker_type(cx.action, cx.context),
+                                tuple(OutputField(n, e) for n, e in cx.key))
+            else:
+                assert pr is not None
+                output = Output(pr.event_type, tuple(OutputField(n, e) for n, e in pr.fields))
+            qid = node.qid
+            plan: PatternPlan | AggregatePlan = PatternPlan(
+                plan_id=qid, components=tuple(comps), where=tuple(dict.fromkeys(where)),
+                equivalence=node.equivalence, within=node.within,
+                strategy=node.strategy,  # type: ignore[arg-type]
+                output=output, schemas=self.schemas(dict.fromkeys(types)))
+        else:
+            conj, _, stream = chain(node.child)
+            assert pr is not None
+            qid = node.qid
+            plan = AggregatePlan(
+                plan_id=qid, source_type=stream.types[0], output_type=pr.event_type,
+                size=node.size, slide=node.slide, group_by=node.group_by,
+                aggregates=tuple(AggregateSpec(n, f, a) for n, f, a in node.aggregates),  # type: ignore[arg-type]
+                where=tuple(conj), having=tuple(above))
+        if ctx_above is not None:
+            contexts = ctx_above
+        elif saw_cw:
+            contexts = leaf_ctx
+        else:
+            contexts = set(self.all_contexts)
+        existing = self.queries.get(qid)
+        if existing is None:
+            out_type = plan.output.event_type if isinstance(plan, PatternPlan) and plan.output \
+                else getattr(plan, "output_type", "")
+            self.queries[qid] = _Query(qid, plan, contexts, out_type, deps,
+                                       (cx.action, cx.context) if cx is not None else None,
+                                       tuple(n for n, _ in cx.key) if cx is not None else ())
+        else:
+            existing.contexts |= contexts
+            existing.deps = list(dict.fromkeys(existing.deps + deps))
+        return qid
+
+
+def physical_plan(plan: AlgebraPlan) -> ExecutionPlan:
+    qs = plan.query_set
+    model = qs.model
+    ex = _Extractor(model)
+    root_ids = [ex.query(root) for _, root in plan.roots]
+    order = [c.name for c in model.contexts]
+    # Contexts per service: a helper stage in the deriver runs only where the
+    # transitions need it, in the matcher only where the processing queries do.
+    by_service: dict[str, _Extractor] = {"deriver": _Extractor(model), "matcher": _Extractor(model)}
+    for _, root in plan.roots:
+        service = "deriver" if isinstance(root, CX) else "matcher"
+        by_service[service].query(root)
+
+    def ctx_tuple(ctxs: set[str]) -> tuple[str, ...]:
+        return tuple(c for c in order if c in ctxs)
+
+    def closure(start: list[str]) -> list[str]:
+        seen: list[str] = []
+
+        def visit(q: str) -> None:
+            if q in seen:
+                return
+            for d in ex.queries[q].deps:
+                visit(d)
+            seen.append(q)
+
+        for q in start:
+            visit(q)
+        return seen
+
+    deriving = [q for q in root_ids if ex.queries[q].transition is not None]
+    processing = [q for q in root_ids if ex.queries[q].transition is None]
+    deriver_ids = [q for q in closure(deriving) if ex.queries[q].transition is None]
+    matcher_ids = closure(processing)
+    consumed = {t for q in ex.queries.values() for d in q.deps for t in [ex.queries[d].output_type]}
+
+    def stage(qid: str, members: list[str], service: str) -> Stage:
+        q = by_service[service].queries[qid]
+        feeds_here = any(qid in ex.queries[m].deps for m in members)
+        external = q.transition is None and q.output_type not in consumed
+        return Stage(plan=q.plan, contexts=ctx_tuple(q.contexts),
+                     feeds=(q.output_type,) if feeds_here else (),
+                     output_topic=output_topic(model, q.output_type) if external else None)
+
+    deriver_members = deriver_ids + deriving
+    transitions = []
+    for qid in deriving:
+        q = ex.queries[qid]
+        assert q.transition is not None
+        transitions.append(TransitionStage(stage(qid, deriver_members, "deriver"),
+                                           q.transition[0],  # type: ignore[arg-type]
+                                           q.transition[1], key_fields=q.key_fields))
+    groups = {g.gid: g.contexts for g in plan.groups} or {c: (c,) for c in order}
+    context_groups = {c: tuple(gid for gid, cs in groups.items() if c in cs) for c in order}
+    event_types = tuple(
+        EventTypeDef(name=t.name, fields=dict(t.fields), ts_field=t.ts_field, topic=t.topic,
+                     schema_file=t.schema_file, schema_json=t.schema_json)
+        for t in model.event_types.values())
+    bits = sorted(order)  # the paper keeps the bit vector sorted by context name
+    contexts = tuple(ContextDef(c.name, bits.index(c.name), c.default, c.keyed)
+                     for c in model.contexts)
+    return ExecutionPlan(
+        model=model.name, partition_by=model.partition_by, event_types=event_types,
+        contexts=contexts,
+        deriver_stages=tuple(stage(q, deriver_members, "deriver") for q in deriver_ids),
+        transitions=tuple(transitions),
+        matcher_stages=tuple(stage(q, matcher_ids, "matcher") for q in matcher_ids),
+        context_groups=context_groups, groups=groups,
+        shared=dict(plan.shared))

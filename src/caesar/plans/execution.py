@@ -1,0 +1,94 @@
+"""Per-service execution plans: the compiler's final output (step 5 of the
+pipeline in shared/DESIGN.md), consumed by the deriver, router and matcher.
+
+Owned by the compiler (src/caesar/language); the services read it. Everything here
+is plain frozen data so it pickles to Ray actors and prints in `caesar explain`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from caesar.plans.aggregate import AggregatePlan
+from caesar.plans.pattern import PatternPlan
+
+Action = Literal["INITIATE", "SWITCH", "TERMINATE"]
+Plan = PatternPlan | AggregatePlan
+
+
+@dataclass(frozen=True)
+class EventTypeDef:
+    name: str
+    fields: dict[str, str]  # attribute -> "int" | "float" | "string" | "bool"
+    ts_field: str
+    topic: str | None  # input topic; None for derived-only types
+    schema_file: str | None  # as the model wrote it (for explain)
+    schema_json: str | None = None  # the Avro schema it names, read by the compiler
+
+
+@dataclass(frozen=True)
+class ContextDef:
+    name: str
+    bit: int  # position in the context bit vector
+    default: bool
+    # Keyed context (KEYED BY): holds while at least one instance is open.
+    keyed: bool = False
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One executable query: a pattern or aggregation plan with the contexts
+    it runs in (after push-down: it receives events only while one holds)."""
+
+    plan: Plan
+    contexts: tuple[str, ...]
+    # Types this stage's output feeds inside the same service (combined plans).
+    feeds: tuple[str, ...] = ()
+    # Output topic for alerts / derived events leaving the service; None = internal.
+    output_topic: str | None = None
+
+
+@dataclass(frozen=True)
+class TransitionStage:
+    """A context deriving query: when `stage` matches for a partition, apply
+    `action` to `context` (SWITCH = terminate the current context(s) of
+    `stage.contexts` and initiate `context`).
+
+    `key_fields` (KEYED BY) name the output fields that identify the instance
+    of a keyed context this transition opens (INITIATE/SWITCH into it) or
+    closes (TERMINATE/SWITCH out of it). A keyed context starts with its first
+    instance and ends with its last (the CAESAR paper, section 3.3: "the
+    context window accident holds until all of them are cleared"); a SWITCH
+    out of it that leaves instances open only closes its own instance."""
+
+    stage: Stage
+    action: Action
+    context: str
+    key_fields: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ExecutionPlan:
+    model: str
+    partition_by: tuple[str, ...]
+    event_types: tuple[EventTypeDef, ...]
+    contexts: tuple[ContextDef, ...]
+    # Deriver: helper stages (aggregations/patterns feeding transitions) in
+    # topological order, then the transitions.
+    deriver_stages: tuple[Stage, ...]
+    transitions: tuple[TransitionStage, ...]
+    # Matcher: context processing stages in topological order.
+    matcher_stages: tuple[Stage, ...]
+    # Grouped context windows (section 5.3): original context -> group ids;
+    # partial matches survive between windows of one group.
+    context_groups: dict[str, tuple[str, ...]]
+    # Grouped window id -> the original contexts holding in it (added by the
+    # compiler; a non-overlapping context is its own group).
+    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Query dropped by sub-plan sharing -> the plan id that computes it.
+    shared: dict[str, str] = field(default_factory=dict)
+    # Context-independent baseline only (src/caesar/language/independent.py):
+    # matcher plan id -> the contexts its outputs are filtered to. Empty in a
+    # context-aware plan.
+    context_filters: dict[str, tuple[str, ...]] = field(default_factory=dict)

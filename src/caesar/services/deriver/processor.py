@@ -1,0 +1,198 @@
+"""The deriver: runs the context deriving queries per stream partition and
+keeps each partition's context bit vector (section 6.2 of the CAESAR paper).
+
+Input: transactions and scheduler progress, in order, from one bus partition.
+Output: context changes (every change of a partition's vector, stamped with
+the time from which it holds for later transactions: windows are half-open
+(ti, tt], so a change at ts affects transactions at t > ts) and deriver
+progress D: every change with ts < D has been emitted. The router routes a
+transaction at t once D >= t. D moves to t when a transaction at t arrives
+(all earlier ones are derived) and to W on scheduler progress W.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from caesar.errors import PlanError
+from caesar.plans.execution import ExecutionPlan, TransitionStage
+from caesar.services.matcher.processor import (
+    EngineFactory,
+    StageGraph,
+    StageOutput,
+    default_engine_factory,
+)
+from caesar.services.router.contexts import ContextResolver, StageActivation
+from caesar.services.scheduler.messages import Alert, ContextChange, Progress, Transaction
+
+NEVER = -(2**62)
+
+
+@dataclass
+class DeriverOutput:
+    changes: list[ContextChange] = field(default_factory=list)
+    alerts: list[Alert] = field(default_factory=list)
+    progress: Progress | None = None
+
+
+class DeriverProcessor:
+    def __init__(self, plan: ExecutionPlan,
+                 engine_factory: EngineFactory = default_engine_factory) -> None:
+        self.plan = plan
+        self.resolver = ContextResolver(plan)
+        stages = list(plan.deriver_stages) + [t.stage for t in plan.transitions]
+        schemas = {t.name: dict(t.fields) for t in plan.event_types}
+        self.graph = StageGraph(stages, schemas, engine_factory)
+        self.activation = StageActivation(self.resolver, stages)
+        self.transitions = {t.stage.plan.plan_id: t for t in plan.transitions}
+        for t in plan.transitions:
+            if t.context not in self.resolver.bits:
+                raise PlanError(f"transition {t.stage.plan.plan_id} names unknown context "
+                                f"{t.context!r}")
+        self.raw: dict[int, int] = {}  # partition -> bits of non-default contexts
+        # Keyed contexts: partition -> context -> keys of its open instances.
+        self.keyed = {c.name for c in plan.contexts if c.keyed}
+        self.instances: dict[int, dict[str, set[tuple]]] = {}
+        self.keys: dict[int, str] = {}
+        self.done_before = NEVER  # D: all changes with ts < D emitted
+
+    def vector(self, partition: int) -> int:
+        return self.resolver.effective(self.raw.get(partition, 0))
+
+    def process(self, items: Sequence[Transaction | Progress]) -> DeriverOutput:
+        out = DeriverOutput()
+        step: list[Transaction] = []
+        for item in items:
+            if isinstance(item, Transaction):
+                if step and step[0].ts != item.ts:
+                    self._step(step, out)
+                    step = []
+                step.append(item)
+            elif isinstance(item, Progress):
+                if step:
+                    self._step(step, out)
+                    step = []
+                if item.watermark > self.done_before:
+                    self._apply(self.graph.advance(item.watermark), out)
+                    self.done_before = item.watermark
+                    out.progress = Progress(self.done_before, "deriver")
+            else:
+                raise TypeError(f"deriver cannot process {type(item).__name__}")
+        if step:
+            self._step(step, out)
+        return out
+
+    def _step(self, txns: list[Transaction], out: DeriverOutput) -> None:
+        ts = txns[0].ts
+        for t in txns:
+            self.keys[t.partition] = t.key
+        # A transaction at ts means every one before ts is in: windows ending
+        # at or before ts are final, and their results (stamped end - 1 or end,
+        # see AggregatePlan.emit_ts) may change the contexts that hold at ts.
+        self._apply(self.graph.advance(ts), out)
+        # D = ts, not ts + 1: more transactions at ts (other stream partitions)
+        # may still come in the next batch, and a window ending at ts + 1 is
+        # final only once they are in (at the next ts or scheduler progress).
+        self.done_before = max(self.done_before, ts)
+        items = [(t, self.activation.active(self.vector(t.partition))) for t in txns]
+        self._apply(self.graph.step(ts, items), out)
+        out.progress = Progress(self.done_before, "deriver")
+
+    def _apply(self, outputs: list[StageOutput], out: DeriverOutput) -> None:
+        floor = self.done_before
+        fired = []
+        for o in outputs:
+            pid = o.stage.plan.plan_id
+            if pid in self.transitions:
+                fired.append((max(o.record["_ts"], floor), o))
+            elif o.stage.output_topic is not None:
+                rec = o.record
+                out.alerts.append(Alert(
+                    plan_id=pid, event_type=rec["type"], partition=rec["_p"], key=rec["_key"],
+                    start_ts=o.start_ts, end_ts=o.end_ts, topic=o.stage.output_topic,
+                    fields={k: v for k, v in rec.items() if k != "type" and not k.startswith("_")}))
+        fired.sort(key=lambda f: f[0])  # stable: transition order within one ts
+        for ts, o in fired:
+            t = self.transitions[o.stage.plan.plan_id]
+            part = o.record["_p"]
+            before = self.raw.get(part, 0)
+            if not self._holds(t, self.resolver.effective(before)):
+                # An earlier transition at this ts already ended the contexts
+                # this query runs in: it no longer derives anything, except
+                # that a second switch into the same keyed context opens its
+                # instance (two accidents detected in one second).
+                if t.action != "TERMINATE" and t.context in self.keyed and \
+                        before & (1 << self.resolver.bits[t.context]):
+                    self._open_instance(part, t, o.record)
+                continue
+            after = self._transition(t, o.record, part, before)
+            if after == before:
+                continue
+            self.raw[part] = after
+            vector = self.resolver.effective(after)
+            out.changes.append(ContextChange(part, self.keys.get(part, o.record["_key"]), ts,
+                                             vector, self.resolver.names(vector)))
+
+    def _transition(self, t: TransitionStage, record: dict, part: int, before: int) -> int:
+        """The raw vector after transition `t` fired for `part`; keeps the open
+        instances of keyed contexts (a keyed context holds while any is open)."""
+        bit = 1 << self.resolver.bits[t.context]
+        key = _instance_key(t, record)
+        open_ = self.instances.setdefault(part, {})
+        if t.action == "INITIATE":
+            after = before | bit
+        elif t.action == "TERMINATE":
+            after = before & ~bit
+            if t.context in self.keyed:
+                left = open_.get(t.context, set())
+                left.discard(key)
+                if left:  # other instances still hold the context
+                    after = before
+        else:  # SWITCH: end the contexts this query ran in, start the new one
+            ended_names = [n for n in t.stage.contexts if n != t.context]
+            for name in ended_names:
+                if name in self.keyed:
+                    open_.get(name, set()).discard(key)
+            if any(open_.get(n) for n in ended_names if n in self.keyed):
+                # Closing one instance of a keyed context that others still
+                # hold: the switch waits for the last one.
+                return before
+            ended = 0
+            for name in t.stage.contexts:
+                ended |= self.resolver.mask(name)
+            after = (before & ~ended) | bit
+        after &= ~self.resolver.default_mask
+        if t.action != "TERMINATE" and t.context in self.keyed:
+            self._open_instance(part, t, record)
+        for name in self.keyed:  # an ended keyed context forgets its instances
+            if not after & (1 << self.resolver.bits[name]):
+                open_.pop(name, None)
+        return after
+
+    def _open_instance(self, part: int, t: TransitionStage, record: dict) -> None:
+        self.instances.setdefault(part, {}).setdefault(t.context, set()).add(
+            _instance_key(t, record))
+
+    def _holds(self, t: TransitionStage, vector: int) -> bool:
+        return any(vector & m == m for m in self.resolver.stage_masks(t.stage))
+
+    # state for the store
+    def snapshot(self) -> dict:
+        return {"raw": dict(self.raw), "keys": dict(self.keys), "done_before": self.done_before,
+                "instances": {p: {c: set(k) for c, k in cs.items()}
+                              for p, cs in self.instances.items()},
+                "graph": self.graph.snapshot(self.keys)}
+
+    def restore(self, state: dict) -> None:
+        self.raw = dict(state["raw"])
+        self.keys = dict(state["keys"])
+        self.done_before = state["done_before"]
+        self.instances = {p: {c: set(k) for c, k in cs.items()}
+                          for p, cs in state.get("instances", {}).items()}
+        self.graph.restore(state["graph"])
+
+
+def _instance_key(t: TransitionStage, record: dict) -> tuple:
+    """The keyed-context instance a transition names (its KEYED BY values)."""
+    return tuple(record.get(f) for f in t.key_fields)

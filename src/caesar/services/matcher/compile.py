@@ -1,0 +1,270 @@
+"""Compiles a PatternPlan into the flat tables the Cython engine runs.
+
+Expressions become postfix instruction arrays (4 int32 per instruction) over
+a constant table; nothing is ever eval'ed. Conjuncts are split SASE-style:
+- pushed-down filters: read one non-Kleene component only (checked at scan,
+  before an event enters a stack);
+- per-level checks: checked in sequence construction as soon as every
+  component they read is bound (a Kleene component counts as bound once it
+  is closed, i.e. when the next component binds or the match completes);
+- negation checks: read one negated variable (plus positives), applied to the
+  candidate negative events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from caesar.errors import PlanError
+from caesar.plans.expr import Agg, Attr, Binary, Call, Const, Expr, Unary, render, variables
+from caesar.plans.pattern import PatternPlan
+from caesar.services.matcher.reference import validate_plan
+
+MAX_COMPONENTS = 16
+
+# opcodes (keep in sync with engine.pyx)
+OP_CONST, OP_LOAD, OP_NEG, OP_NOT = 0, 1, 2, 3
+OP_ARITH = {"+": 4, "-": 5, "*": 6, "/": 7, "%": 8}
+OP_CMP = {"=": 9, "!=": 10, "<": 11, "<=": 12, ">": 13, ">=": 14}
+OP_AND, OP_OR, OP_CALL, OP_AGG = 15, 16, 17, 18
+CALLS = {"abs": 0, "floor": 1, "ceil": 2, "least": 3, "greatest": 4}
+AGGS = {"count": 0, "count_distinct": 1, "sum": 2, "avg": 3, "min": 4, "max": 5,
+        "first": 6, "last": 7}
+# value kinds
+K_MISSING, K_INT, K_FLOAT, K_STR, K_BOOL = 0, 1, 2, 3, 4
+KIND_OF_TYPE = {"int": K_INT, "float": K_FLOAT, "string": K_STR, "bool": K_BOOL}
+
+STRATEGY_CODE = {"skip_till_any_match": 0, "skip_till_next_match": 1, "strict_contiguity": 2}
+
+
+@dataclass
+class CompInfo:
+    var: str
+    types: tuple[str, ...]
+    negated: bool
+    kleene: bool
+    layout: tuple[str, ...]  # attribute names stored per event of this component
+    filters: list[int] = field(default_factory=list)  # pushed-down program ids
+    iter_filter: int = -1
+    neg_checks: list[int] = field(default_factory=list)
+    equiv_cols: list[int] = field(default_factory=list)  # layout col per equivalence attr
+    # pushed `attr = const` usable by the constant index: (attr, const)
+    const_eq: tuple[str, int | float | str] | None = None
+    filter_key: tuple = ()  # equal keys = same pushed filters on the same layout
+    prev_pos: int = -1  # negated: neighbouring positive components (positive order)
+    next_pos: int = -1
+
+
+@dataclass
+class CompiledPlan:
+    plan: PatternPlan
+    strategy: int
+    within: int  # -1: no window
+    comps: list[CompInfo]
+    pos: list[int]  # component indices of the positive components, in order
+    code: np.ndarray  # int32 [n, 4]
+    const_vals: np.ndarray  # float64
+    const_kinds: np.ndarray  # uint8
+    const_strings: list[tuple[int, str]]  # (const index, text): interned per pool
+    prog_start: np.ndarray  # int32
+    prog_len: np.ndarray  # int32
+    checks_at: list[list[int]]  # by positive position
+    outputs: list[tuple[str, int]]
+    equivalence: tuple[str, ...]
+    has_end_negation: bool
+
+
+class _Builder:
+    def __init__(self, comp_index: dict[str, int], comps: list[CompInfo]) -> None:
+        self.code: list[tuple[int, int, int, int]] = []
+        self.progs: list[tuple[int, int]] = []
+        self.consts: list[tuple[float, int]] = []
+        self.strings: list[tuple[int, str]] = []
+        self.comp_index = comp_index
+        self.comps = comps
+
+    def const(self, value: object) -> int:
+        if isinstance(value, bool):
+            entry = (float(value), K_BOOL)
+        elif isinstance(value, int):
+            entry = (float(value), K_INT)
+        elif isinstance(value, float):
+            entry = (value, K_FLOAT)
+        elif isinstance(value, str):
+            self.consts.append((0.0, K_STR))
+            self.strings.append((len(self.consts) - 1, value))
+            return len(self.consts) - 1
+        elif value is None:
+            entry = (0.0, K_MISSING)
+        else:
+            raise PlanError(f"unsupported constant {value!r}")
+        self.consts.append(entry)
+        return len(self.consts) - 1
+
+    def program(self, expr: Expr) -> int:
+        body: list[tuple[int, int, int, int]] = []
+        self._emit(expr, body)
+        start = len(self.code)
+        self.code.extend(body)
+        self.progs.append((start, len(body)))
+        return len(self.progs) - 1
+
+    def _emit(self, expr: Expr, out: list[tuple[int, int, int, int]]) -> None:
+        match expr:
+            case Const(value=value):
+                out.append((OP_CONST, self.const(value), 0, 0))
+            case Attr(var=var, name=name):
+                ci = self.comp_index.get(var) if var is not None else None
+                if ci is None or name not in self.comps[ci].layout:
+                    out.append((OP_CONST, self.const(None), 0, 0))
+                else:
+                    out.append((OP_LOAD, ci, self.comps[ci].layout.index(name), 0))
+            case Unary(op=op, operand=operand):
+                self._emit(operand, out)
+                out.append((OP_NOT if op == "NOT" else OP_NEG, 0, 0, 0))
+            case Binary(op=op, left=left, right=right):
+                self._emit(left, out)
+                self._emit(right, out)
+                if op == "AND":
+                    out.append((OP_AND, 0, 0, 0))
+                elif op == "OR":
+                    out.append((OP_OR, 0, 0, 0))
+                elif op in OP_CMP:
+                    out.append((OP_CMP[op], 0, 0, 0))
+                else:
+                    out.append((OP_ARITH[op], 0, 0, 0))
+            case Call(func=func, args=args):
+                for arg in args:
+                    self._emit(arg, out)
+                out.append((OP_CALL, CALLS[func], len(args), 0))
+            case Agg(func=func, var=var, arg=arg):
+                ci = self.comp_index.get(var)
+                if ci is None or not self.comps[ci].kleene:
+                    raise PlanError(f"aggregate over {var}, which is not a Kleene variable")
+                sub = -1 if arg is None else self.program(arg)
+                out.append((OP_AGG, AGGS[func], ci, sub))
+            case _:
+                raise PlanError(f"not an expression: {expr!r}")
+
+
+def _layout(plan: PatternPlan, types: tuple[str, ...]) -> tuple[str, ...]:
+    names: set[str] = set()
+    for t in types:
+        names.update(plan.schemas.get(t, {}))
+    return tuple(sorted(names))
+
+
+def _const_eq(expr: Expr, var: str) -> tuple[str, int | float | str] | None:
+    if isinstance(expr, Binary) and expr.op == "=":
+        for a, b in ((expr.left, expr.right), (expr.right, expr.left)):
+            if isinstance(a, Attr) and a.var == var and isinstance(b, Const) \
+                    and not isinstance(b.value, bool):
+                return (a.name, b.value)
+    return None
+
+
+def _has_agg(expr: Expr) -> bool:
+    match expr:
+        case Agg():
+            return True
+        case Unary(operand=o):
+            return _has_agg(o)
+        case Binary(left=left, right=right):
+            return _has_agg(left) or _has_agg(right)
+        case Call(args=args):
+            return any(_has_agg(a) for a in args)
+    return False
+
+
+def compile_plan(plan: PatternPlan) -> CompiledPlan:
+    validate_plan(plan)
+    if len(plan.components) > MAX_COMPONENTS:
+        raise PlanError(f"plan {plan.plan_id}: more than {MAX_COMPONENTS} components")
+    comps = [CompInfo(c.var, c.types, c.negated, c.kleene, _layout(plan, c.types))
+             for c in plan.components]
+    comp_index = {c.var: i for i, c in enumerate(plan.components)}
+    pos = [i for i, c in enumerate(plan.components) if not c.negated]
+    pos_rank = {ci: k for k, ci in enumerate(pos)}
+    b = _Builder(comp_index, comps)
+    checks_at: list[list[int]] = [[] for _ in pos]
+    pushed: list[list[Expr]] = [[] for _ in comps]
+
+    for ci, comp in enumerate(comps):
+        comp.equiv_cols = [comp.layout.index(a) if a in comp.layout else -1
+                           for a in plan.equivalence]
+        if comp.negated:
+            before = [k for k, p in enumerate(pos) if p < ci]
+            after = [k for k, p in enumerate(pos) if p > ci]
+            comp.prev_pos = before[-1] if before else -1
+            comp.next_pos = after[0] if after else -1
+        if comp.kleene and plan.components[ci].iteration_filter is not None:
+            comp.iter_filter = b.program(plan.components[ci].iteration_filter)
+
+    for conj in plan.where:
+        used = variables(conj)
+        negs = [comp_index[v] for v in used if v in comp_index and comps[comp_index[v]].negated]
+        poss = [comp_index[v] for v in used if v in comp_index and not comps[comp_index[v]].negated]
+        prog = b.program(conj)
+        if negs:
+            ci = negs[0]
+            if not poss and not _has_agg(conj):
+                comps[ci].filters.append(prog)
+                pushed[ci].append(conj)
+                comps[ci].const_eq = comps[ci].const_eq or _const_eq(conj, comps[ci].var)
+            else:
+                comps[ci].neg_checks.append(prog)
+            continue
+        if len(poss) == 1 and not comps[poss[0]].kleene and not _has_agg(conj):
+            ci = poss[0]
+            comps[ci].filters.append(prog)
+            pushed[ci].append(conj)
+            comps[ci].const_eq = comps[ci].const_eq or _const_eq(conj, comps[ci].var)
+            continue
+        level = max((pos_rank[ci] for ci in poss), default=0)
+        checks_at[level].append(prog)
+
+    outputs: list[tuple[str, int]] = []
+    if plan.output is not None:
+        outputs = [(f.name, b.program(f.expr)) for f in plan.output.fields]
+
+    code = np.array(b.code if b.code else [(0, 0, 0, 0)], dtype=np.int32).reshape(-1, 4)
+    has_end = any(c.negated and c.next_pos == -1 for c in comps)
+    cp = CompiledPlan(
+        plan=plan,
+        strategy=STRATEGY_CODE[plan.strategy],
+        within=-1 if plan.within is None else int(plan.within),
+        comps=comps,
+        pos=pos,
+        code=np.ascontiguousarray(code),
+        const_vals=np.array([v for v, _ in b.consts] or [0.0], dtype=np.float64),
+        const_kinds=np.array([k for _, k in b.consts] or [0], dtype=np.uint8),
+        const_strings=b.strings,
+        prog_start=np.array([s for s, _ in b.progs] or [0], dtype=np.int32),
+        prog_len=np.array([n for _, n in b.progs] or [0], dtype=np.int32),
+        checks_at=checks_at,
+        outputs=outputs,
+        equivalence=tuple(plan.equivalence),
+        has_end_negation=has_end,
+    )
+    for ci, comp in enumerate(comps):
+        # canonical text of the pushed filters, the variable renamed, so that
+        # identical filters of different plans are evaluated once per event
+        # (shared filter groups, the idea of Cayuga's FR index)
+        texts = sorted(render(_rename(e, comp.var)) for e in pushed[ci])
+        comp.filter_key = (comp.layout, tuple(texts))
+    return cp
+
+
+def _rename(expr: Expr, var: str) -> Expr:
+    match expr:
+        case Attr(var=v, name=name):
+            return Attr("$" if v == var else v, name)
+        case Unary(op=op, operand=o):
+            return Unary(op, _rename(o, var))
+        case Binary(op=op, left=left, right=right):
+            return Binary(op, _rename(left, var), _rename(right, var))
+        case Call(func=func, args=args):
+            return Call(func, tuple(_rename(a, var) for a in args))
+    return expr

@@ -1,0 +1,183 @@
+"""Tree-walking evaluator of the expression IR (src/caesar/plans/expr.py).
+
+Used by the reference matcher (the test oracle). The Cython engine compiles
+the same IR to instruction arrays (src/caesar/services/matcher/compile.py) and must agree
+with this module on every value, including the missing-value rules:
+
+- a missing attribute (absent or null) is `MISSING`; arithmetic on it is
+  MISSING, a comparison reading it is unknown (MISSING);
+- AND/OR/NOT are three-valued (unknown = MISSING), and a conjunct holds only
+  when it evaluates to exactly True;
+- `/` is float division, `%` is Python's modulo, both MISSING on a zero divisor;
+- strings compare only with `=` and `!=`, and only with strings (anything
+  else is unknown);
+- bools take part in arithmetic and comparisons as 0/1.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from caesar.plans.expr import Agg, Attr, Binary, Call, Const, Expr, Unary
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+Lookup = Callable[[str | None, str], Any]
+AggLookup = Callable[[Agg], Any]
+
+
+def _num(value: Any) -> int | float:
+    # bools behave as ints in arithmetic (True + 1 == 2)
+    return int(value) if isinstance(value, bool) else value
+
+
+def _is_num(value: Any) -> bool:
+    return isinstance(value, (int, float)) and value is not MISSING
+
+
+def _arith(op: str, left: Any, right: Any) -> Any:
+    if left is MISSING or right is MISSING or not (_is_num(left) and _is_num(right)):
+        return MISSING
+    a, b = _num(left), _num(right)
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if b == 0:
+        return MISSING
+    if op == "/":
+        return a / b
+    return a % b
+
+
+def _compare(op: str, left: Any, right: Any) -> Any:
+    if left is MISSING or right is MISSING:
+        return MISSING
+    left_str, right_str = isinstance(left, str), isinstance(right, str)
+    if left_str or right_str:
+        if not (left_str and right_str) or op not in ("=", "!="):
+            return MISSING
+        return (left == right) if op == "=" else (left != right)
+    a, b = _num(left), _num(right)
+    if isinstance(a, float) and math.isnan(a) or isinstance(b, float) and math.isnan(b):
+        return MISSING
+    return {
+        "=": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b,
+    }[op]
+
+
+def _truth(value: Any) -> Any:
+    """Three-valued truth: True, False or MISSING (unknown)."""
+    if value is MISSING:
+        return MISSING
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value != 0
+    return MISSING
+
+
+def evaluate(expr: Expr, lookup: Lookup, agg: AggLookup | None = None) -> Any:
+    """Value of `expr`; `lookup(var, name)` reads attributes (MISSING if
+    absent), `agg(node)` computes an aggregate node."""
+    match expr:
+        case Const(value=value):
+            return value
+        case Attr(var=var, name=name):
+            value = lookup(var, name)
+            return MISSING if value is None else value
+        case Unary(op="NOT", operand=operand):
+            truth = _truth(evaluate(operand, lookup, agg))
+            return MISSING if truth is MISSING else not truth
+        case Unary(op="-", operand=operand):
+            value = evaluate(operand, lookup, agg)
+            return -_num(value) if _is_num(value) else MISSING
+        case Binary(op="AND", left=left, right=right):
+            a = _truth(evaluate(left, lookup, agg))
+            if a is False:
+                return False
+            b = _truth(evaluate(right, lookup, agg))
+            if b is False:
+                return False
+            return MISSING if (a is MISSING or b is MISSING) else True
+        case Binary(op="OR", left=left, right=right):
+            a = _truth(evaluate(left, lookup, agg))
+            if a is True:
+                return True
+            b = _truth(evaluate(right, lookup, agg))
+            if b is True:
+                return True
+            return MISSING if (a is MISSING or b is MISSING) else False
+        case Binary(op=op, left=left, right=right) if op in ("=", "!=", "<", "<=", ">", ">="):
+            return _compare(op, evaluate(left, lookup, agg), evaluate(right, lookup, agg))
+        case Binary(op=op, left=left, right=right):
+            return _arith(op, evaluate(left, lookup, agg), evaluate(right, lookup, agg))
+        case Call(func=func, args=args):
+            values = [evaluate(a, lookup, agg) for a in args]
+            return call(func, values)
+        case Agg():
+            if agg is None:
+                return MISSING
+            return agg(expr)
+    raise TypeError(f"not an expression: {expr!r}")
+
+
+def call(func: str, values: Sequence[Any]) -> Any:
+    if not values or any(v is MISSING or not _is_num(v) for v in values):
+        return MISSING
+    nums = [_num(v) for v in values]
+    if func == "abs":
+        return abs(nums[0])
+    if func == "floor":
+        return math.floor(nums[0]) if math.isfinite(nums[0]) else MISSING
+    if func == "ceil":
+        return math.ceil(nums[0]) if math.isfinite(nums[0]) else MISSING
+    if func == "least":
+        return min(nums)
+    if func == "greatest":
+        return max(nums)
+    raise TypeError(f"unknown function {func}")
+
+
+def aggregate(func: str, values: Sequence[Any]) -> Any:
+    """Cayuga-style FOLD result over the per-event values of the argument
+    (`count` without argument gets one True per event). MISSING values are
+    skipped except by `first`/`last`, which report the first/last event's."""
+    if func == "first":
+        return values[0] if values else MISSING
+    if func == "last":
+        return values[-1] if values else MISSING
+    present = [v for v in values if v is not MISSING]
+    if func == "count":
+        return len(present)
+    if func == "count_distinct":
+        return len(set(present))
+    nums = [_num(v) for v in present if _is_num(v)]
+    if not nums:
+        return MISSING
+    if func == "sum":
+        return sum(nums)
+    if func == "avg":
+        return sum(nums) / len(nums)
+    if func == "min":
+        return min(nums)
+    if func == "max":
+        return max(nums)
+    raise TypeError(f"unknown aggregate {func}")
+
+
+def holds(expr: Expr, lookup: Lookup, agg: AggLookup | None = None) -> bool:
+    """A conjunct holds only when it is exactly true (unknown is false)."""
+    return _truth(evaluate(expr, lookup, agg)) is True
