@@ -1,7 +1,8 @@
 """CAESAR side of the peer benchmark: the model text of the queries,
 compiled by the real compiler, run on the Cython engine over the same event
 stream as columnar batches (process + advance per batch, as the matcher
-service drives it)."""
+service drives it); a model with contexts runs through the embedded
+pipeline instead (the deriver and router decide what the matcher sees)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bench.peers.events import max_ts
+from bench.peers.events import ATTRS, Stream, max_ts
 from bench.peers.patterns import Query, caesar_model
 from caesar.events.batch import EventBatch
 from caesar.language import compile_model
 from caesar.plans.pattern import PatternPlan
+from caesar.services.embedded.pipeline import EmbeddedPipeline
 from caesar.services.matcher.engine import CythonEngine  # type: ignore[import-not-found]
 
 END_OF_TIME = 2**62
@@ -67,3 +69,40 @@ def run_caesar(plans: list[PatternPlan], index: dict[str, int], batches: list[Ev
     if found is not None:
         found += [(index[d.plan_id], d.event_seqs) for d in out]
     return CaesarResult(wall, cpu, proc, count, setup, found)
+
+
+def stream_values(stream: Stream) -> list[dict[str, int | str]]:
+    """The stream as the decoded input values the scheduler reads."""
+    out: list[dict[str, int | str]] = []
+    for i in range(len(stream)):
+        value: dict[str, int | str] = {"type": f"E{int(stream.type[i])}", "ts": int(stream.ts[i])}
+        for j, a in enumerate(ATTRS):
+            value[a] = int(stream.attrs[i, j])
+        out.append(value)
+    return out
+
+
+def run_pipeline(model_text: str, values: list[dict[str, int | str]],
+                 record: bool = False, batch_size: int = 10_000) -> CaesarResult:
+    """The whole embedded pipeline (scheduler, deriver, router, matcher,
+    direct wiring) on decoded values. A match is named by its projected
+    timestamps s0, s1, ... (ts = seq in the benchmark streams)."""
+    t0 = time.perf_counter_ns()
+    plan = compile_model(model_text)
+    pipeline = EmbeddedPipeline(plan, batch_size=batch_size)
+    setup = time.perf_counter_ns() - t0
+    p0, c0, w0 = time.process_time_ns(), time.thread_time_ns(), time.perf_counter_ns()
+    result = pipeline.run_values(values)
+    wall = time.perf_counter_ns() - w0
+    cpu = time.thread_time_ns() - c0
+    proc = time.process_time_ns() - p0
+    if result.dead_letters:
+        raise RuntimeError(f"{len(result.dead_letters)} dead letters, e.g. "
+                           f"{result.dead_letters[0]}")
+    alerts = [a for a in result.alerts if a.event_type.startswith("M")]
+    found = None
+    if record:
+        found = [(int(a.event_type[1:]),
+                  tuple(int(a.fields[f"s{i}"]) for i in range(len(a.fields))))
+                 for a in alerts]
+    return CaesarResult(wall, cpu, proc, len(alerts), setup, found)

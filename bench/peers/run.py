@@ -31,7 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.peers.caesar_side import plans_for, run_caesar
+from bench.peers.caesar_side import plans_for, run_caesar, run_pipeline, stream_values
 from bench.peers.events import sase_stream, to_batches, write_events
 from bench.peers.jvm import ESPER_VERSION, FLINK_VERSION, Harness, java_available, read_matches
 from bench.peers.patterns import esper_module, flink_spec
@@ -98,17 +98,20 @@ class Bench:
     def run(self, w: Workload, n_events: int, warmup: int, reps: int) -> dict[str, Runs]:
         forms = [f for f in w.forms
                  if f == CAESAR or (f in self.engines and f not in w.unsupported)]
-        stream = sase_stream(n_events, domains=w.domains)
+        stream = sase_stream(n_events, domains=w.domains, num_types=w.num_types)
         events_file = write_events(stream, self.workdir / "events.bin")
-        batches = to_batches(stream, partition_by=w.partition_by)
         t0 = time.perf_counter()
-        plans, index = plans_for(w.queries, w.partition_by)
+        if w.caesar_text is None:
+            batches = to_batches(stream, partition_by=w.partition_by)
+            plans, index = plans_for(w.queries, w.partition_by)
+        else:
+            values = stream_values(stream)
         compile_s = time.perf_counter() - t0
         files: dict[str, Path] = {}
         for form in forms:
             if form == ESPER:
                 files[form] = self.workdir / f"{form}.epl"
-                files[form].write_text(esper_module(w.queries))
+                files[form].write_text(w.epl or esper_module(w.queries))
             elif form == ESPER_KEYED:
                 files[form] = self.workdir / f"{form}.epl"
                 attr = w.partition_by or w.queries[0].equivalence[0]
@@ -126,7 +129,9 @@ class Bench:
             for form in forms:
                 record = r == 0
                 if form == CAESAR:
-                    res = run_caesar(plans, index, batches, record=record)
+                    res = (run_caesar(plans, index, batches, record=record)
+                           if w.caesar_text is None
+                           else run_pipeline(w.caesar_text, values, record=record))
                     if record:
                         truth = Counter(res.found or [])
                     wall, tcpu, pcpu, setup, count = (res.wall_ns, res.thread_cpu_ns,

@@ -12,7 +12,11 @@ Groups:
   `v0.attr3 = c`);
 - keyed: the basic query with Esper's idiomatic keyed segmented context
   (`partition by attr1`) against CAESAR with `PARTITION BY attr1`, where the
-  matcher keeps each stream partition's state apart.
+  matcher keeps each stream partition's state apart;
+- contexts: a context per key that E0 events open and close, the query
+  running only while it holds: CAESAR contexts (SWITCH between a default
+  and an active context, the whole embedded pipeline) against Esper's nested
+  context (keyed segmented, then start/end).
 
 Hook for later workloads (TPStream situations, ACEP rules): add a function
 returning `Workload`s to `GROUPS` below; an engine without a rendering for a
@@ -49,6 +53,11 @@ class Workload:
     partition_by: str | None = None
     unsupported: dict[str, str] = field(default_factory=dict)
     description: str = ""
+    num_types: int = NUM_TYPES
+    # contexts: CAESAR runs `caesar_text` through the embedded pipeline
+    # (scheduler, deriver, router, matcher); Esper runs `epl`
+    caesar_text: str | None = None
+    epl: str | None = None
 
 
 def sweep() -> list[Workload]:
@@ -136,6 +145,42 @@ def keyed() -> list[Workload]:
     return out
 
 
+CONTEXT_COLS = "ts INT, attr1 INT, attr2 INT, attr3 INT, attr4 INT, attr5 INT"
+CONTEXT_MODEL = "\n".join([
+    "MODEL peers_contexts", "TIME UNIT MILLISECONDS", "PARTITION BY attr1",
+    *(f'EVENT E{t}({CONTEXT_COLS}) FROM TOPIC "E{t}"' for t in range(4)),
+    "DEFAULT CONTEXT idle {",
+    "  SWITCH CONTEXT active PATTERN E0 s WHERE s.attr5 < 3",
+    "}",
+    "CONTEXT active {",
+    "  SWITCH CONTEXT idle PATTERN E0 e WHERE e.attr5 >= 7",
+    # ts = seq in the benchmark stream: the projected timestamps name the match
+    "  DERIVE M0(v0.ts AS s0, v1.ts AS s1, v2.ts AS s2)",
+    "    PATTERN SEQ(E1 v0, E2 v1, E3 v2) WITHIN 10000 MILLISECONDS",
+    "}", ""])
+CONTEXT_EPL = "\n".join([
+    "// flush=10001",
+    "create context ByKeyActive",
+    "  context ByKey partition by attr1 from E0, attr1 from E1, attr1 from E2, attr1 from E3,",
+    "  context Active start E0(attr5 < 3) end E0(attr5 >= 7);",
+    "@name('q0') context ByKeyActive select v0, v1, v2 from pattern "
+    "[every v0=E1 -> (every v1=E2 -> every v2=E3) where timer:within(10000 msec)];", ""])
+
+
+def contexts() -> list[Workload]:
+    return [Workload(
+        "contexts", "contexts", [seq([1, 2, 3], 10_000, equivalence=())],
+        domains=(100, *DEFAULT_DOMAINS[1:]), events=20_000, num_types=4,
+        forms=(CAESAR, ESPER), partition_by="attr1",
+        caesar_text=CONTEXT_MODEL, epl=CONTEXT_EPL,
+        unsupported={FLINK: "Flink CEP has no context windows"},
+        description="per attr1 key (V1=100), E0 with attr5 < 3 opens a context and one with "
+                    "attr5 >= 7 closes it; SEQ(E1,E2,E3) WITHIN 10K runs only inside "
+                    "(4 types). CAESAR: DEFAULT CONTEXT + SWITCH, the embedded pipeline "
+                    "(scheduler, deriver, router, matcher); Esper: nested context "
+                    "(partition by attr1, then start/end)")]
+
+
 # The order of the report. Later groups (TPStream, ACEP) plug in here.
 GROUPS: dict[str, Callable[[], list[Workload]]] = {
     "sweep": sweep,
@@ -143,4 +188,5 @@ GROUPS: dict[str, Callable[[], list[Workload]]] = {
     "kleene": kleene,
     "many": many,
     "keyed": keyed,
+    "contexts": contexts,
 }
