@@ -22,11 +22,8 @@ err = Console(stderr=True)
 
 
 def load_plan(model: Path) -> ExecutionPlan:
-    try:
-        from caesar.language import compile_model  # type: ignore[attr-defined]
-    except ImportError as exc:
-        raise CaesarError("the CAESAR compiler (caesar.language.compile_model) is not "
-                          "available in this build") from exc
+    from caesar.language import compile_model
+
     if not model.exists():
         raise CaesarError(f"model file {model} does not exist")
     return compile_model(model)
@@ -47,9 +44,9 @@ def register(app: typer.Typer) -> None:
                  "runners (Avro, commit protocol) over the in-memory bus")] = "direct",
     ) -> None:
         """Run MODEL on the events in FILE in one process (embedded mode) and print the alerts."""
+        from caesar.services.common.messages import InputRecord
         from caesar.services.embedded.inputs import read_events
         from caesar.services.embedded.pipeline import EmbeddedPipeline
-        from caesar.services.scheduler.messages import InputRecord
 
         plan = load_plan(model)
         if bus == "memory":
@@ -118,20 +115,14 @@ def register(app: typer.Typer) -> None:
 
 
 def _engine(name: str):
-    if name == "auto":
-        from caesar.services.matcher.processor import default_engine_factory
+    if name in ("auto", "cython"):
+        from caesar.services.matcher.engine import CythonEngine
 
-        return default_engine_factory
+        return CythonEngine
     if name == "reference":
         from caesar.services.matcher.reference import ReferenceEngine
 
         return ReferenceEngine
-    if name == "cython":
-        try:
-            from caesar.services.matcher.engine import CythonEngine  # type: ignore[import-not-found]
-        except ImportError as exc:
-            raise CaesarError("the Cython engine is not built (run scripts/setup.sh)") from exc
-        return CythonEngine
     raise CaesarError(f"unknown engine {name!r} (auto, cython or reference)")
 
 

@@ -13,14 +13,8 @@ from itertools import islice
 from typing import Any
 
 from caesar.plans.execution import ExecutionPlan
-from caesar.services.deriver.processor import DeriverProcessor
-from caesar.services.matcher.processor import (
-    EngineFactory,
-    MatcherProcessor,
-    default_engine_factory,
-)
-from caesar.services.router.processor import RouterProcessor
-from caesar.services.scheduler.messages import (
+from caesar.services.common.config import EngineFactory
+from caesar.services.common.messages import (
     Alert,
     ContextChange,
     DeadLetter,
@@ -28,6 +22,10 @@ from caesar.services.scheduler.messages import (
     Progress,
     Transaction,
 )
+from caesar.services.deriver.processor import DeriverProcessor
+from caesar.services.matcher.processor import MatcherProcessor
+from caesar.services.matcher.stage_graph import default_engine_factory
+from caesar.services.router.processor import RouterProcessor
 from caesar.services.scheduler.processor import SchedulerOutput, SchedulerProcessor
 
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import ray
 
-from caesar.services.embedded.bus_pipeline import make_loop
-from caesar.services.store.loop import ServiceConfig
+from caesar.services.common.config import ServiceConfig
+from caesar.services.wiring import make_loop
 
 
 @ray.remote(max_restarts=-1, max_task_retries=3, num_cpus=0)

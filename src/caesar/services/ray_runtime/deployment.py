@@ -14,8 +14,8 @@ from typing import Any
 
 from caesar.errors import RuntimeEnvironmentError
 from caesar.plans.execution import ExecutionPlan
-from caesar.services.embedded.bus_pipeline import SERVICES, service_topics
-from caesar.services.store.loop import ServiceConfig
+from caesar.services.common.config import ServiceConfig
+from caesar.services.wiring import SERVICES, service_topics
 from caesar.settings import Settings
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from caesar.plans.execution import EventTypeDef, ExecutionPlan
-from caesar.services.scheduler.messages import (
+from caesar.services.common.messages import (
     END_OF_TIME,
     DeadLetter,
     InputRecord,
