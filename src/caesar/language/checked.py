@@ -6,7 +6,7 @@ queries the transition it makes."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeGuard, get_args
 
 from caesar.errors import SourcePosition
 from caesar.language import ast
@@ -15,6 +15,11 @@ from caesar.plans.pattern import PatternComponent
 
 IMPLICIT_DEFAULT = "default"
 Action = Literal["INITIATE", "SWITCH", "TERMINATE"]
+ACTIONS: tuple[Action, ...] = get_args(Action)
+
+
+def is_action(word: str | None) -> TypeGuard[Action]:
+    return word in ACTIONS
 
 
 @dataclass(frozen=True)

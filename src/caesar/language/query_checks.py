@@ -30,6 +30,7 @@ from caesar.language.expressions import (
     AggregateEnv,
     OutputEnv,
     PatternEnv,
+    Reading,
     default_alias,
     describe,
     split_and,
@@ -85,7 +86,7 @@ def check_pattern(ck: ModelChecker, qid: str, q: ast.Query, home: str | None,
         iteration_filter = None
         if c.filter is not None:
             if c.kleene:
-                ex, t = env.compile(c.filter, iteration_of=var)
+                ex, t = env.compile(c.filter, Reading(iteration_of=var))
                 env.expect_bool(t, c.filter)
                 iteration_filter = ex
             else:
@@ -132,7 +133,7 @@ def key_fields(q: ast.Query, env: PatternEnv) -> tuple[tuple[str, ir.Expr], ...]
     """KEYED BY: the instance key, carried as the marker's fields key1, key2, ..."""
     out = []
     for i, node in enumerate(q.instance_key, start=1):
-        ex, t = env.compile(node, output=True)
+        ex, t = env.compile(node, Reading(output=True))
         env.output_types[f"key{i}"] = t
         out.append((f"key{i}", ex))
     return tuple(out)
@@ -141,7 +142,7 @@ def key_fields(q: ast.Query, env: PatternEnv) -> tuple[tuple[str, ir.Expr], ...]
 def output_fields(ck: ModelChecker, q: ast.Query, env: PatternEnv) -> tuple[tuple[str, ir.Expr], ...]:
     out: dict[str, ir.Expr] = {}
     for item in q.items:
-        ex, t = env.compile(item.expr, output=True)
+        ex, t = env.compile(item.expr, Reading(output=True))
         name = item.alias or default_alias(item.expr)
         if name is None:
             raise ck.err(ModelStructureError, "this DERIVE field needs a name", item.pos,

@@ -11,8 +11,8 @@ Errors are LanguageError subclasses with position, found and expected.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from caesar.errors import SourcePosition
 from caesar.language import ast
@@ -24,6 +24,7 @@ from caesar.language.checked import (
     ContextInfo,
     EventType,
     Transition,
+    is_action,
 )
 from caesar.language.errors import (
     DuplicateNameError,
@@ -50,8 +51,8 @@ class ModelChecker:
         self.time_unit = model.time_unit or "SECONDS"
 
     def err(self, cls: type[LanguageError], message: str, pos: SourcePosition,
-            **kw: Any) -> LanguageError:
-        return cls(message, pos, self.text, **kw)
+            found: str | None = None, expected: str | None = None) -> LanguageError:
+        return cls(message, pos, self.text, found=found, expected=expected)
 
     # ---- model level ----
     def run(self) -> CheckedModel:
@@ -192,7 +193,9 @@ class ModelChecker:
         return total // tick
 
     # ---- queries ----
-    def queries(self, located, types: dict[str, EventType], contexts, names) -> tuple[CheckedQuery, ...]:
+    def queries(self, located: Sequence[tuple[ast.Query, str | None]],
+                types: dict[str, EventType], contexts: tuple[ContextInfo, ...],
+                names: set[str]) -> tuple[CheckedQuery, ...]:
         default = next(c.name for c in contexts if c.default)
         all_contexts = tuple(c.name for c in contexts)
         # Which queries derive which types (schemas come from the DERIVE clauses).
@@ -246,7 +249,8 @@ class ModelChecker:
                 if t in made_in and not set(q.contexts) <= made_in[t]:
                     missing = sorted(set(q.contexts) - made_in[t])
                     raise self.err(ModelStructureError, f"{t} is never derived in context "
-                                   f"{', '.join(missing)}, where this query runs", q.pos,
+                                   f"{', '.join(missing)}, where this query runs",
+                                   _type_pos(q.source, t),
                                    found=f"CONTEXT {', '.join(q.contexts)}",
                                    expected=f"contexts where {t} is derived: "
                                    + ", ".join(sorted(made_in[t])))
@@ -268,9 +272,18 @@ class ModelChecker:
                            f"{_fmt_fields(fields)} but {name} is {_fmt_fields(existing.fields)}",
                            q.pos, found=_fmt_fields(fields), expected=_fmt_fields(existing.fields))
 
-    def query(self, index: int, q: ast.Query, home: str | None, types, names, default,
-              all_contexts) -> CheckedQuery:
+    def query(self, index: int, q: ast.Query, home: str | None, types: dict[str, EventType],
+              names: set[str], default: str, all_contexts: tuple[str, ...]) -> CheckedQuery:
         qid = f"q{index + 1}"
+        contexts = self.query_contexts(q, home, names, all_contexts)
+        transition = self.transition(q, names, default) if q.kind == "window" else None
+        if q.kind == "aggregate":
+            return check_aggregate(self, qid, q, home, contexts, types)
+        return check_pattern(self, qid, q, home, contexts, transition, types)
+
+    def query_contexts(self, q: ast.Query, home: str | None, names: set[str],
+                       all_contexts: tuple[str, ...]) -> tuple[str, ...]:
+        """The contexts a query runs in: its CONTEXT clause, else its block, else all."""
         for c in q.contexts:
             if c not in names:
                 raise self.err(UnknownNameError, f"unknown context {c}", q.contexts_pos, found=c,
@@ -283,24 +296,21 @@ class ModelChecker:
             contexts = q.contexts or (home,)
         else:
             contexts = q.contexts or all_contexts
-        contexts = tuple(dict.fromkeys(contexts))
-        action = target = None
-        if q.kind == "window":
-            action, target = q.action, q.target
-            assert action is not None and target is not None
-            if target not in names:
-                raise self.err(UnknownNameError, f"{action} to undefined context {target}",
-                               q.target_pos, found=target, expected=expected_names(sorted(names)))
-            if target == default and action != "SWITCH":
-                raise self.err(ModelStructureError, f"{action} CONTEXT {target}: the default context "
-                               "holds exactly when no other context does", q.target_pos,
-                               found=f"{action} CONTEXT {target}",
-                               expected=f"SWITCH CONTEXT {target} or TERMINATE the other context")
-        if q.kind == "aggregate":
-            return check_aggregate(self, qid, q, home, contexts, types)
-        transition = Transition(action, target) if action is not None and target is not None \
-            else None
-        return check_pattern(self, qid, q, home, contexts, transition, types)
+        return tuple(dict.fromkeys(contexts))
+
+    def transition(self, q: ast.Query, names: set[str], default: str) -> Transition:
+        """What a context deriving query (INITIATE/SWITCH/TERMINATE) does."""
+        action, target = q.action, q.target
+        assert is_action(action) and target is not None  # the grammar allows no other
+        if target not in names:
+            raise self.err(UnknownNameError, f"{action} to undefined context {target}",
+                           q.target_pos, found=target, expected=expected_names(sorted(names)))
+        if target == default and action != "SWITCH":
+            raise self.err(ModelStructureError, f"{action} CONTEXT {target}: the default context "
+                           "holds exactly when no other context does", q.target_pos,
+                           found=f"{action} CONTEXT {target}",
+                           expected=f"SWITCH CONTEXT {target} or TERMINATE the other context")
+        return Transition(action, target)
 
     def check_keyed(self, queries: tuple[CheckedQuery, ...],
                     contexts: tuple[ContextInfo, ...]) -> None:
