@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -15,6 +16,10 @@ from rich.table import Table
 
 from caesar.errors import CaesarError
 from caesar.plans.execution import ExecutionPlan
+
+if TYPE_CHECKING:
+    from caesar.services.common.config import EngineFactory
+    from caesar.services.common.messages import Alert
 
 MAX_DEAD_SHOWN = 20
 out = Console()
@@ -114,7 +119,7 @@ def register(app: typer.Typer) -> None:
                      options={"allowance": allowance, "idle_flush_s": idle_flush})
 
 
-def _engine(name: str):
+def _engine(name: str) -> EngineFactory:
     if name in ("auto", "cython"):
         from caesar.services.matcher.engine import CythonEngine
 
@@ -126,8 +131,8 @@ def _engine(name: str):
     raise CaesarError(f"unknown engine {name!r} (auto, cython or reference)")
 
 
-def _printer(as_json: bool):
-    def show(alerts) -> None:
+def _printer(as_json: bool) -> Callable[[Sequence[Alert]], None]:
+    def show(alerts: Sequence[Alert]) -> None:
         if not alerts:
             return
         if as_json:

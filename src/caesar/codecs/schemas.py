@@ -71,8 +71,8 @@ class SchemaRepository:
                 except (SchemaParseException, CodecError, ValueError) as exc:
                     raise CodecError(f"{path}: invalid Avro schema: {exc}") from exc
             if len(failed) == len(pending):
-                path, _, exc = failed[0]
-                raise CodecError(f"{path}: refers to an unknown named type: {exc}")
+                path, _, unknown = failed[0]
+                raise CodecError(f"{path}: refers to an unknown named type: {unknown}")
             pending = [(p, r) for p, r, _ in failed]
 
     def add(self, raw: dict[str, Any] | str | list[Any]) -> SchemaEntry:

@@ -16,6 +16,7 @@ identical sub-plans of different queries compare equal.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from caesar.language.checked import AggregateBody, CheckedQuery
@@ -106,7 +107,7 @@ class AlgebraPlan:
     shared: tuple[tuple[str, str], ...] = ()
     applied: tuple[str, ...] = ()  # names of optimizer rules applied, in order
 
-    def with_roots(self, roots) -> AlgebraPlan:
+    def with_roots(self, roots: Iterable[tuple[str, Op]]) -> AlgebraPlan:
         return replace(self, roots=tuple(roots))
 
 
@@ -131,7 +132,7 @@ def with_children(op: Op, new: tuple[Op, ...]) -> Op:
             return replace(op, child=new[0])
 
 
-def transform(op: Op, fn) -> Op:
+def transform(op: Op, fn: Callable[[Op], Op]) -> Op:
     """Bottom-up rewrite: fn is applied to each node after its children."""
     kids = children(op)
     if kids:
@@ -139,7 +140,7 @@ def transform(op: Op, fn) -> Op:
     return fn(op)
 
 
-def walk(op: Op):
+def walk(op: Op) -> Iterator[Op]:
     yield op
     for k in children(op):
         yield from walk(k)

@@ -3,9 +3,14 @@ and after optimization (used by `caesar explain` and the golden tests)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from caesar.language.algebra import AlgebraPlan, Op, children, label, render_plan
 from caesar.language.phase1 import render_query_set
 from caesar.plans.execution import ExecutionPlan
+
+if TYPE_CHECKING:
+    from caesar.language import Compilation
 
 
 def render_execution(plan: ExecutionPlan) -> str:
@@ -27,7 +32,7 @@ def render_execution(plan: ExecutionPlan) -> str:
     return "\n".join(out) + "\n"
 
 
-def explain_text(compiled) -> str:
+def explain_text(compiled: Compilation) -> str:
     return "\n".join([
         "== phase 1: query set ==", render_query_set(compiled.query_set),
         "== phase 2: plan before optimization ==", render_plan(compiled.unoptimized),
@@ -61,7 +66,7 @@ def plan_dot(plan: AlgebraPlan, name: str, out: list[str]) -> None:
     out.append("  }")
 
 
-def explain_dot(compiled) -> str:
+def explain_dot(compiled: Compilation) -> str:
     out = ["digraph caesar {", "  rankdir=BT;", '  node [fontname="Helvetica"];']
     plan_dot(compiled.unoptimized, "before", out)
     plan_dot(compiled.optimized, "after", out)

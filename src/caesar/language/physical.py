@@ -15,6 +15,7 @@ both services.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from caesar.language.algebra import AGG, CW, CX, FI, PR, AlgebraPlan, Op, P, Stream
@@ -57,7 +58,7 @@ class _Extractor:
         self.queries: dict[str, _Query] = {}
         self.all_contexts = set(model.context_names())
 
-    def schemas(self, types) -> dict[str, dict[str, str]]:
+    def schemas(self, types: Iterable[str]) -> dict[str, dict[str, str]]:
         return {t: dict(self.model.event_types[t].fields) for t in types
                 if t in self.model.event_types}
 
@@ -79,7 +80,7 @@ class _Extractor:
                 above = list(node.conjuncts) + above
             else:
                 raise TypeError(f"unexpected operator above a pattern: {node!r}")
-            node = node.child  # type: ignore[union-attr]
+            node = node.child
         leaf_ctx: set[str] = set()
         deps: list[str] = []
         saw_cw = False
@@ -96,7 +97,7 @@ class _Extractor:
                     leaf_ctx.update(inp.contexts)
                 else:
                     raise TypeError(f"unexpected operator on a pattern input: {inp!r}")
-                inp = inp.child  # type: ignore[union-attr]
+                inp = inp.child
             for producer in inp.producers:
                 deps.append(self.query(producer))
             return conj, iteration, inp

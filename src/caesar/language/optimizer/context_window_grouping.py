@@ -123,7 +123,7 @@ def _components(names: list[str], overlaps: set[frozenset[str]]) -> list[list[st
 
 def _start_order(comp: list[str], qs: QuerySet) -> list[str]:
     # s before t when a query running in s enters t (t's window starts inside s's).
-    after = {c: set() for c in comp}
+    after: dict[str, set[str]] = {c: set() for c in comp}
     for q in qs.deriving:
         assert q.transition is not None
         target = q.transition.target
@@ -140,7 +140,8 @@ def _start_order(comp: list[str], qs: QuerySet) -> list[str]:
     return order
 
 
-def grouped_windows(comp: list[str], qs: QuerySet, overlaps) -> list[tuple[str, ...]]:
+def grouped_windows(comp: list[str], qs: QuerySet,
+                    overlaps: set[frozenset[str]]) -> list[tuple[str, ...]]:
     """The sets of contexts that can hold together in a component."""
     found: list[tuple[str, ...]] = []
     if len(comp) > MAX_EXACT:
