@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
     from caesar.codecs import Codec
@@ -15,6 +15,16 @@ if TYPE_CHECKING:
 
 # Builds the pattern engine of a matcher from its plans (tests swap in the reference).
 EngineFactory = Callable[[Sequence["PatternPlan"]], "PatternEngine"]
+
+
+class RunnerOptions(TypedDict, total=False):
+    """Options of a deployment's service loops (all optional)."""
+
+    allowance: int  # out-of-orderness allowed in event time
+    idle_flush_s: float | None  # scheduler: release everything after this much quiet
+    engine_factory: EngineFactory | None
+    group_prefix: str  # consumer groups and actor names start with it
+    commit_interval_s: float
 
 
 @dataclass

@@ -14,15 +14,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from caesar.errors import PlanError
 from caesar.plans.execution import ExecutionPlan, TransitionStage
 from caesar.services.common.config import EngineFactory
 from caesar.services.common.messages import Alert, ContextChange, Progress, Transaction
-from caesar.services.matcher.stage_graph import StageGraph, StageOutput, default_engine_factory
+from caesar.services.matcher.stage_graph import (
+    Record,
+    StageGraph,
+    StageOutput,
+    default_engine_factory,
+)
 from caesar.services.router.contexts import ContextResolver, StageActivation
 
 NEVER = -(2**62)
+InstanceKey = tuple[Any, ...]  # the KEYED BY values naming one instance of a keyed context
 
 
 @dataclass
@@ -49,7 +56,7 @@ class DeriverProcessor:
         self.raw: dict[int, int] = {}  # partition -> bits of non-default contexts
         # Keyed contexts: partition -> context -> keys of its open instances.
         self.keyed = {c.name for c in plan.contexts if c.keyed}
-        self.instances: dict[int, dict[str, set[tuple]]] = {}
+        self.instances: dict[int, dict[str, set[InstanceKey]]] = {}
         self.keys: dict[int, str] = {}
         self.done_before = NEVER  # D: all changes with ts < D emitted
 
@@ -97,7 +104,7 @@ class DeriverProcessor:
 
     def _apply(self, outputs: list[StageOutput], out: DeriverOutput) -> None:
         floor = self.done_before
-        fired = []
+        fired: list[tuple[int, StageOutput]] = []
         for o in outputs:
             pid = o.stage.plan.plan_id
             if pid in self.transitions:
@@ -127,10 +134,10 @@ class DeriverProcessor:
                 continue
             self.raw[part] = after
             vector = self.resolver.effective(after)
-            out.changes.append(ContextChange(part, self.keys.get(part, o.record["_key"]), ts,
-                                             vector, self.resolver.names(vector)))
+            key: str = self.keys[part] if part in self.keys else o.record["_key"]
+            out.changes.append(ContextChange(part, key, ts, vector, self.resolver.names(vector)))
 
-    def _transition(self, t: TransitionStage, record: dict, part: int, before: int) -> int:
+    def _transition(self, t: TransitionStage, record: Record, part: int, before: int) -> int:
         """The raw vector after transition `t` fired for `part`; keeps the open
         instances of keyed contexts (a keyed context holds while any is open)."""
         bit = 1 << self.resolver.bits[t.context]
@@ -189,6 +196,6 @@ class DeriverProcessor:
         self.graph.restore(state["graph"])
 
 
-def _instance_key(t: TransitionStage, record: dict) -> tuple:
+def _instance_key(t: TransitionStage, record: Record) -> InstanceKey:
     """The keyed-context instance a transition names (its KEYED BY values)."""
     return tuple(record.get(f) for f in t.key_fields)

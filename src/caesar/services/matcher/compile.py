@@ -199,8 +199,9 @@ def compile_plan(plan: PatternPlan) -> CompiledPlan:
             after = [k for k, p in enumerate(pos) if p > ci]
             comp.prev_pos = before[-1] if before else -1
             comp.next_pos = after[0] if after else -1
-        if comp.kleene and plan.components[ci].iteration_filter is not None:
-            comp.iter_filter = b.program(plan.components[ci].iteration_filter)
+        iteration_filter = plan.components[ci].iteration_filter
+        if comp.kleene and iteration_filter is not None:
+            comp.iter_filter = b.program(iteration_filter)
 
     for conj in plan.where:
         used = variables(conj)

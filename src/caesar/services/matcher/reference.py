@@ -30,7 +30,14 @@ from caesar.events.batch import EventBatch
 from caesar.plans.engine import DerivedEvent
 from caesar.plans.expr import Agg, variables
 from caesar.plans.pattern import PatternComponent, PatternPlan
-from caesar.services.matcher.expr_eval import MISSING, aggregate, evaluate, holds
+from caesar.services.matcher.expr_eval import (
+    MISSING,
+    AggLookup,
+    Lookup,
+    aggregate,
+    evaluate,
+    holds,
+)
 
 SNAPSHOT_VERSION = b"CAESAR-REF-1\n"
 
@@ -44,6 +51,8 @@ class Ev:
 
 
 Bindings = list[list[Ev]]  # one list per positive component (Kleene: several events)
+RunKey = tuple[str, int]  # (plan id, partition)
+Held = tuple[int, DerivedEvent, Bindings]  # a result held back by an end negation: deadline
 
 
 def validate_plan(plan: PatternPlan) -> None:
@@ -114,7 +123,7 @@ class _Plan:
 
 
 def _env(p: _Plan, bindings: Bindings, current: tuple[int, Ev] | None = None,
-         neg: tuple[str, Ev] | None = None):
+         neg: tuple[str, Ev] | None = None) -> tuple[Lookup, AggLookup]:
     """Lookup/agg closures over a (partial) binding. `current` = (Kleene
     component index, event being tested by its iteration filter)."""
 
@@ -156,6 +165,13 @@ def _env(p: _Plan, bindings: Bindings, current: tuple[int, Ev] | None = None,
     return lookup, agg
 
 
+def _within(p: _Plan) -> int:
+    """WITHIN of a plan with a negation at its start or end (validate_plan
+    rejects such a plan without one)."""
+    assert p.plan.within is not None
+    return p.plan.within
+
+
 def _prune(hist: list[Ev], bound: int) -> None:
     """Drop events with ts <= bound (the history is in ts order)."""
     k = 0
@@ -173,9 +189,9 @@ class ReferenceEngine:
     def __init__(self, plans: Sequence[PatternPlan]) -> None:
         self._plans = {p.plan_id: _Plan(p) for p in plans}
         # (plan_id, partition) -> state
-        self._hist: dict[tuple[str, int], list[Ev]] = {}
-        self._runs: dict[tuple[str, int], list[Bindings]] = {}
-        self._pending: dict[tuple[str, int], list[tuple[int, DerivedEvent, Bindings]]] = {}
+        self._hist: dict[RunKey, list[Ev]] = {}
+        self._runs: dict[RunKey, list[Bindings]] = {}
+        self._pending: dict[RunKey, list[Held]] = {}
 
     # -- protocol ---------------------------------------------------------
 
@@ -324,9 +340,8 @@ class ReferenceEngine:
         before = [c for c in comps[:comp_index] if not c.negated]
         after = [c for c in comps[comp_index + 1:] if not c.negated]
         first, last = b[0][0].ts, b[-1][-1].ts
-        within = p.plan.within
-        lo = b[p.pos_index[before[-1].var]][-1].ts if before else last - within
-        hi = b[p.pos_index[after[0].var]][0].ts if after else first + within
+        lo = b[p.pos_index[before[-1].var]][-1].ts if before else last - _within(p)
+        hi = b[p.pos_index[after[0].var]][0].ts if after else first + _within(p)
         return lo, hi
 
     def _neg_blocks(self, p: _Plan, comp: PatternComponent, b: Bindings, ev: Ev,
@@ -341,7 +356,7 @@ class ReferenceEngine:
         lookup, agg = _env(p, b, neg=(comp.var, ev))
         return all(holds(c, lookup, agg) for c in p.plan.where if comp.var in variables(c))
 
-    def _finish(self, p: _Plan, key, partition: int, b: Bindings,
+    def _finish(self, p: _Plan, key: RunKey, partition: int, b: Bindings,
                 hist: list[Ev]) -> list[DerivedEvent]:
         """Negation checks on a complete positive candidate, then output (or
         hold it until the window closes if it ends with a negation)."""
@@ -354,12 +369,12 @@ class ReferenceEngine:
                 return []
         derived = self._derive(p, partition, b)
         if p.has_end_negation:
-            deadline = b[0][0].ts + p.plan.within
+            deadline = b[0][0].ts + _within(p)
             self._pending.setdefault(key, []).append((deadline, derived, b))
             return []
         return [derived]
 
-    def _kills_end(self, p: _Plan, item, ev: Ev) -> bool:
+    def _kills_end(self, p: _Plan, item: Held, ev: Ev) -> bool:
         _deadline, _derived, b = item
         comps = p.plan.components
         for ci, comp in enumerate(comps):
@@ -410,7 +425,7 @@ class ReferenceEngine:
     def _complete(self, p: _Plan, b: Bindings) -> bool:
         return len(b) == len(p.pos) and self._positive_ok(p, b, len(p.pos))
 
-    def _step_runs(self, p: _Plan, key, partition: int, ev: Ev,
+    def _step_runs(self, p: _Plan, key: RunKey, partition: int, ev: Ev,
                    hist: list[Ev]) -> list[DerivedEvent]:
         out: list[DerivedEvent] = []
         within = p.plan.within

@@ -85,13 +85,12 @@ class StageGraph:
         ids = [plan_id(s) for s in self.stages]
         if len(set(ids)) != len(ids):
             raise PlanError(f"duplicate plan ids among stages: {ids}")
-        self._patterns = [s for s in self.stages if isinstance(s.plan, PatternPlan)]
+        patterns = [s.plan for s in self.stages if isinstance(s.plan, PatternPlan)]
         self._schemas = dict(self.schemas)
-        for s in self._patterns:
-            for t, cols in s.plan.schemas.items():
+        for p in patterns:
+            for t, cols in p.schemas.items():
                 self._schemas.setdefault(t, dict(cols))
-        self.engine: PatternEngine | None = (
-            self.engine_factory([s.plan for s in self._patterns]) if self._patterns else None)
+        self.engine: PatternEngine | None = self.engine_factory(patterns) if patterns else None
         self.aggregates: dict[str, AggregateExecutor] = {
             plan_id(s): AggregateExecutor(s.plan, self.strings)
             for s in self.stages if isinstance(s.plan, AggregatePlan)}

@@ -16,7 +16,7 @@ from caesar.services.common.messages import (
     RoutedTransaction,
     Transaction,
 )
-from caesar.services.common.replay import SeqFilter, owned
+from caesar.services.common.replay import SeqFilter, owned, owned_by
 from caesar.services.common.wire import (
     CHANGE,
     PROGRESS,
@@ -51,6 +51,8 @@ class RouterHandler:
     def handle(self, records: Sequence[Record]) -> list[OutRecord]:
         by_partition: dict[int, list[Transaction | ContextChange | Progress]] = defaultdict(list)
         for r in records:
+            if r.value is None:  # a tombstone: the services never write one here
+                continue
             schema, value = self.codec.decode(r.value)
             if schema == TXN:
                 txn, seq = txn_from(value)
@@ -94,7 +96,7 @@ class RouterHandler:
         return {"proc": self.procs[j].snapshot(),
                 "seen_txn": owned(self.seen_txn.last, self.owner, j),
                 "seen_change": owned(self.seen_change.last, self.owner, j),
-                "txn_seq": owned(self.txn_seq, self.owner, j, key=lambda k: k[0])}
+                "txn_seq": owned_by(self.txn_seq, self.owner, j, lambda k: k[0])}
 
     def restore_partition(self, j: int, state: Any) -> None:
         self.procs[j].restore(state["proc"])
