@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
     from caesar.codecs import Codec
+    from caesar.logs import LogFormat
     from caesar.plans.engine import PatternEngine
     from caesar.plans.execution import ExecutionPlan
     from caesar.plans.pattern import PatternPlan
@@ -25,6 +26,8 @@ class RunnerOptions(TypedDict, total=False):
     engine_factory: EngineFactory | None
     group_prefix: str  # consumer groups and actor names start with it
     commit_interval_s: float
+    log_level: str  # the actors log like the driver (caesar.logs)
+    log_format: LogFormat
 
 
 @dataclass
