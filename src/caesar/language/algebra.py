@@ -273,9 +273,8 @@ def render_plan(plan: AlgebraPlan, title: str = "") -> str:
     if plan.overlaps:
         out.append("overlapping contexts: " +
                    ", ".join(f"{a}~{b}" for a, b in plan.overlaps))
-    for g in plan.groups:
-        out.append(f"group {g.gid}: contexts {', '.join(g.contexts)}; "
-                   f"queries {', '.join(g.queries) or '-'}")
+    out.extend(f"group {g.gid}: contexts {', '.join(g.contexts)}; "
+               f"queries {', '.join(g.queries) or '-'}" for g in plan.groups)
     if plan.applied:
         out.append("rules: " + ", ".join(plan.applied))
     return "\n".join(out) + "\n"

@@ -19,14 +19,14 @@ def render_execution(plan: ExecutionPlan) -> str:
                                     f"{' (keyed)' if c.keyed else ''} bit {c.bit}"
                                     for c in plan.contexts)]
     for title, stages in (("deriver", plan.deriver_stages), ("matcher", plan.matcher_stages)):
-        for s in stages:
-            out.append(f"{title}: {s.plan.plan_id} in [{', '.join(s.contexts)}]"
-                       + (f" feeds {', '.join(s.feeds)}" if s.feeds else "")
-                       + (f" -> topic {s.output_topic}" if s.output_topic else ""))
-    for t in plan.transitions:
-        out.append(f"transition: {t.stage.plan.plan_id} in [{', '.join(t.stage.contexts)}] "
-                   f"{t.action} {t.context}"
-                   + (f" keyed by {', '.join(t.key_fields)}" if t.key_fields else ""))
+        out.extend(f"{title}: {s.plan.plan_id} in [{', '.join(s.contexts)}]"
+                   + (f" feeds {', '.join(s.feeds)}" if s.feeds else "")
+                   + (f" -> topic {s.output_topic}" if s.output_topic else "")
+                   for s in stages)
+    out.extend(f"transition: {t.stage.plan.plan_id} in [{', '.join(t.stage.contexts)}] "
+               f"{t.action} {t.context}"
+               + (f" keyed by {', '.join(t.key_fields)}" if t.key_fields else "")
+               for t in plan.transitions)
     for c, gids in plan.context_groups.items():
         out.append(f"context {c}: grouped windows {', '.join(gids)}")
     return "\n".join(out) + "\n"
@@ -56,7 +56,8 @@ def plan_dot(plan: AlgebraPlan, name: str, out: list[str]) -> None:
         shape = "box" if type(op).__name__ in ("Stream",) else "ellipse"
         out.append(f'    {nid} [label="{_dot_escape(label(op))}", shape={shape}];')
         for k in children(op):
-            out.append(f"    {node(k)} -> {nid};")  # edges follow the event flow
+            child = node(k)  # writes the child's subtree first
+            out.append(f"    {child} -> {nid};")  # edges follow the event flow
         return nid
 
     for qid, root in plan.roots:

@@ -152,10 +152,7 @@ class ExprEnv:
                 raise self.err(ModelTypeError, f"{node.func} needs numbers", a.pos, found=t,
                                expected="int or float")
         types = {t for _, t in args}
-        if node.func in ("floor", "ceil"):
-            typ = "int"
-        else:
-            typ = "float" if "float" in types else "int"
+        typ = "int" if func in ("floor", "ceil") or "float" not in types else "float"
         return ir.Call(func, tuple(e for e, _ in args)), typ
 
 
@@ -213,11 +210,11 @@ class PatternEnv(ExprEnv):
         if comp.negated and at.output:
             raise self.err(PatternError, f"{var} is negated: it has no event to derive from",
                            node.pos, found=f"{var}.{node.name}", expected="a positive variable")
-        if iteration_of is not None and var != iteration_of:
-            if self.order.index(var) > self.order.index(iteration_of) or comp.negated:
-                raise self.err(PatternError, "a Kleene FILTER may read only earlier positive "
-                               "variables and the iterated event", node.pos, found=var,
-                               expected=f"{iteration_of} or a variable before it")
+        if iteration_of is not None and var != iteration_of and \
+                (self.order.index(var) > self.order.index(iteration_of) or comp.negated):
+            raise self.err(PatternError, "a Kleene FILTER may read only earlier positive "
+                           "variables and the iterated event", node.pos, found=var,
+                           expected=f"{iteration_of} or a variable before it")
         return ir.Attr(var, node.name), typ
 
     def call(self, node: ast.CallExpr, at: Reading = PLAIN) -> tuple[ir.Expr, str]:

@@ -405,8 +405,7 @@ class _ToAst(Transformer[Token, ast.Model]):
                 var = str(c)
             elif isinstance(c, _Tagged):
                 filt = c.value
-        comp = ast.Component(types, var, False, kleene, any_of, filt, self._pos(meta))
-        return comp
+        return ast.Component(types, var, False, kleene, any_of, filt, self._pos(meta))
 
     def filter_clause(self, meta: Meta, children: Children) -> _Tagged[ast.ExprNode]:
         return _Tagged("filter", children[0], self._pos(meta))

@@ -98,8 +98,7 @@ class _Extractor:
                 else:
                     raise TypeError(f"unexpected operator on a pattern input: {inp!r}")
                 inp = inp.child
-            for producer in inp.producers:
-                deps.append(self.query(producer))
+            deps.extend(self.query(producer) for producer in inp.producers)
             return conj, iteration, inp
 
         if isinstance(node, P):

@@ -43,12 +43,11 @@ class GroupedWindow:
 
 def listing1(windows: list[UserWindow]) -> list[GroupedWindow]:
     """Listing 1 of the paper, over concrete window bounds."""
-    groups: list[GroupedWindow] = []
     overlapping = [w for w in windows
                    if any(o is not w and o.start < w.end and w.start < o.end for o in windows)]
-    for w in windows:  # line 4: non-overlapping windows stay as they are
-        if w not in overlapping:
-            groups.append(GroupedWindow(w.start, w.end, w.queries, (w.name,)))
+    # line 4: non-overlapping windows stay as they are
+    groups: list[GroupedWindow] = [GroupedWindow(w.start, w.end, w.queries, (w.name,))
+                                   for w in windows if w not in overlapping]
     ws = sorted(overlapping, key=lambda w: w.start)  # line 5
     merged: dict[tuple[int, int], UserWindow] = {}  # line 6: identical windows merge
     for w in ws:
@@ -88,7 +87,7 @@ def infer_overlaps(qs: QuerySet) -> set[frozenset[str]]:
                 continue
             t = q.transition.target
             for s in q.contexts:
-                if s == default or s == t:
+                if s in (default, t):
                     continue
                 cands = {x for pair in overlaps if s in pair for x in pair if x != s}
                 if q.transition.action == "INITIATE":
@@ -148,9 +147,8 @@ def grouped_windows(comp: list[str], qs: QuerySet,
         from itertools import combinations
 
         for k in range(1, len(comp) + 1):
-            for sub in combinations(comp, k):
-                if all(frozenset((a, b)) in overlaps for a, b in combinations(sub, 2)):
-                    found.append(sub)
+            found.extend(sub for sub in combinations(comp, k)
+                         if all(frozenset((a, b)) in overlaps for a, b in combinations(sub, 2)))
         return found
     starts = _start_order(comp, qs)
     n = len(comp)

@@ -66,7 +66,7 @@ class DeriverHandler:
             before: dict[int, int] = {}
             result = proc.process(items)
             for c in result.changes:
-                previous = before.get(c.partition, None)
+                previous = before.get(c.partition)
                 self.change_seq[c.partition] += 1
                 rec = change_record(c, self.change_seq[c.partition],
                                     previous if previous is not None else -1)

@@ -178,11 +178,10 @@ class StageGraph:
                 out.append(StageOutput(self._by_id[pid], rec, row["_window_start"], row["ts"]))
         if self.engine is not None and watermark < END_OF_TIME:
             floor = max(self._time, -(2**62))
-            for ev in self.engine.advance(watermark):
-                out.append(self._derived(ev, clamp=floor))
+            out.extend(self._derived(ev, clamp=floor) for ev in self.engine.advance(watermark))
         elif self.engine is not None:
-            for ev in self.engine.advance(END_OF_TIME):
-                out.append(self._derived(ev, clamp=self._time))
+            out.extend(self._derived(ev, clamp=self._time)
+                       for ev in self.engine.advance(END_OF_TIME))
         return out
 
     def _derived(self, ev: DerivedEvent, clamp: int | None = None) -> StageOutput:
