@@ -291,7 +291,7 @@ class AggregateEnv(ExprEnv):
                            node.pos, found=node.name, expected=", ".join(self.source.fields))
         return ir.Attr(None, node.name), self.source.fields[node.name]
 
-    def aggregate(self, node: ast.CallExpr) -> tuple[str, ir.Expr | None, str]:
+    def aggregate(self, node: ast.CallExpr) -> tuple[ir.AggFunc, ir.Expr | None, str]:
         if node.star:
             if node.func != "count":
                 raise self.err(ModelTypeError, f"{node.func}(*) is not an aggregate", node.pos,

@@ -37,7 +37,7 @@ from caesar.language.errors import (
     WindowError,
 )
 from caesar.language.query_checks import check_aggregate, check_pattern, expected_names
-from caesar.plans.pattern import STRATEGIES
+from caesar.plans.pattern import STRATEGIES, Strategy, is_strategy
 
 UNIT_MS = {"MILLISECONDS": 1, "SECONDS": 1000, "MINUTES": 60_000, "HOURS": 3_600_000,
            "DAYS": 86_400_000}
@@ -66,7 +66,8 @@ class ModelChecker:
         located.extend((q, None) for q in m.queries)
         # Queries are numbered q1, q2, ... in the order they appear in the text.
         located.sort(key=lambda item: (item[0].pos.line, item[0].pos.column))
-        self.default_strategy = self.strategy(m.strategy, m.strategy_pos) if m.strategy else \
+        self.default_strategy: Strategy = \
+            self.strategy(m.strategy, m.strategy_pos) if m.strategy else \
             "skip_till_any_match"
         checked = self.queries(located, types, contexts, names)
         self.partition(types)
@@ -87,22 +88,7 @@ class ModelChecker:
                                    f"attribute {f.name} of {decl.name} is declared twice", f.pos,
                                    found=f.name, expected="distinct attribute names")
                 fields[f.name] = f.type
-            ts = decl.timestamp
-            if ts is None:
-                ts = "ts" if "ts" in fields else ("time" if "time" in fields else None)
-            if ts is None:
-                if decl.topic is not None:
-                    raise self.err(ModelStructureError,
-                                   f"input event type {decl.name} has no timestamp attribute",
-                                   decl.pos, expected="TIMESTAMP <attr> or an attribute 'ts'")
-                ts = "ts"
-            elif ts not in fields:
-                raise self.err(UnknownNameError, f"TIMESTAMP attribute {ts} is not an attribute of "
-                               f"{decl.name}", decl.pos, found=ts,
-                               expected=", ".join(fields) or "an attribute")
-            elif fields[ts] != "int":
-                raise self.err(ModelTypeError, f"timestamp attribute {ts} of {decl.name} must be INT",
-                               decl.pos, found=fields[ts], expected="int")
+            ts = self.timestamp(decl, fields)
             schema_json = self.check_schema(decl, fields) if decl.schema is not None else None
             if decl.topic is not None and decl.output_topic is not None:
                 raise self.err(ModelStructureError, f"{decl.name} is read FROM TOPIC, so no query "
@@ -112,6 +98,27 @@ class ModelChecker:
             types[decl.name] = EventType(decl.name, fields, ts, decl.topic, decl.schema, False,
                                          decl.pos, decl.output_topic, schema_json)
         return types
+
+    def timestamp(self, decl: ast.EventDecl, fields: dict[str, str]) -> str:
+        """The event time attribute: TIMESTAMP, else `ts` or `time`; an input
+        type must have one (an INT)."""
+        ts = decl.timestamp
+        if ts is None:
+            ts = "ts" if "ts" in fields else ("time" if "time" in fields else None)
+        if ts is None:
+            if decl.topic is not None:
+                raise self.err(ModelStructureError,
+                               f"input event type {decl.name} has no timestamp attribute",
+                               decl.pos, expected="TIMESTAMP <attr> or an attribute 'ts'")
+            return "ts"
+        if ts not in fields:
+            raise self.err(UnknownNameError, f"TIMESTAMP attribute {ts} is not an attribute of "
+                           f"{decl.name}", decl.pos, found=ts,
+                           expected=", ".join(fields) or "an attribute")
+        if fields[ts] != "int":
+            raise self.err(ModelTypeError, f"timestamp attribute {ts} of {decl.name} must be INT",
+                           decl.pos, found=fields[ts], expected="int")
+        return ts
 
     def check_schema(self, decl: ast.EventDecl, fields: dict[str, str]) -> str | None:
         """The schema's JSON text, after checking the declaration against it."""
@@ -171,9 +178,9 @@ class ModelChecker:
                                    f"input event type {t.name}", self.model.partition_pos,
                                    found=attr, expected=", ".join(t.fields))
 
-    def strategy(self, name: str, pos: SourcePosition) -> str:
+    def strategy(self, name: str, pos: SourcePosition) -> Strategy:
         norm = name.lower()
-        if norm not in STRATEGIES:
+        if not is_strategy(norm):
             raise self.err(PatternError, f"unknown event selection strategy {name}", pos,
                            found=name, expected=", ".join(STRATEGIES))
         return norm

@@ -174,5 +174,10 @@ def group_context_windows(plan: AlgebraPlan) -> AlgebraPlan:
         for ctxs in grouped_windows(comp, qs, overlaps):
             queries = tuple(q.qid for q in qs.queries if set(q.contexts) & set(ctxs))
             groups.append(ContextGroup("+".join(ctxs), ctxs, queries))
-    pairs = tuple(sorted(tuple(sorted(p, key=names.index)) for p in overlaps))
-    return replace(plan, groups=tuple(groups), overlaps=pairs)  # type: ignore[arg-type]
+    pairs = tuple(sorted(_in_model_order(p, names) for p in overlaps))
+    return replace(plan, groups=tuple(groups), overlaps=pairs)
+
+
+def _in_model_order(pair: frozenset[str], names: list[str]) -> tuple[str, str]:
+    a, b = sorted(pair, key=names.index)
+    return a, b
