@@ -146,25 +146,12 @@ class DeriverProcessor:
         if t.action == "INITIATE":
             after = before | bit
         elif t.action == "TERMINATE":
-            after = before & ~bit
-            if t.context in self.keyed:
-                left = open_.get(t.context, set())
-                left.discard(key)
-                if left:  # other instances still hold the context
-                    after = before
-        else:  # SWITCH: end the contexts this query ran in, start the new one
-            ended_names = [n for n in t.stage.contexts if n != t.context]
-            for name in ended_names:
-                if name in self.keyed:
-                    open_.get(name, set()).discard(key)
-            if any(open_.get(n) for n in ended_names if n in self.keyed):
-                # Closing one instance of a keyed context that others still
-                # hold: the switch waits for the last one.
+            after = self._terminated(t, key, open_, before)
+        else:
+            switched = self._switched(t, key, open_, before)
+            if switched is None:
                 return before
-            ended = 0
-            for name in t.stage.contexts:
-                ended |= self.resolver.mask(name)
-            after = (before & ~ended) | bit
+            after = switched
         after &= ~self.resolver.default_mask
         if t.action != "TERMINATE" and t.context in self.keyed:
             self._open_instance(part, t, record)
@@ -173,7 +160,33 @@ class DeriverProcessor:
                 open_.pop(name, None)
         return after
 
-    def _open_instance(self, part: int, t: TransitionStage, record: dict) -> None:
+    def _terminated(self, t: TransitionStage, key: InstanceKey,
+                    open_: dict[str, set[InstanceKey]], before: int) -> int:
+        """TERMINATE: the context ends, unless other instances of a keyed one hold."""
+        if t.context in self.keyed:
+            left = open_.get(t.context, set())
+            left.discard(key)
+            if left:  # other instances still hold the context
+                return before
+        return before & ~(1 << self.resolver.bits[t.context])
+
+    def _switched(self, t: TransitionStage, key: InstanceKey,
+                  open_: dict[str, set[InstanceKey]], before: int) -> int | None:
+        """SWITCH: end the contexts this query ran in, start the new one. None:
+        it closed one instance of a keyed context that others still hold, so
+        the switch waits for the last one."""
+        ended_names = [n for n in t.stage.contexts if n != t.context]
+        for name in ended_names:
+            if name in self.keyed:
+                open_.get(name, set()).discard(key)
+        if any(open_.get(n) for n in ended_names if n in self.keyed):
+            return None
+        ended = 0
+        for name in t.stage.contexts:
+            ended |= self.resolver.mask(name)
+        return (before & ~ended) | (1 << self.resolver.bits[t.context])
+
+    def _open_instance(self, part: int, t: TransitionStage, record: Record) -> None:
         self.instances.setdefault(part, {}).setdefault(t.context, set()).add(
             _instance_key(t, record))
 
