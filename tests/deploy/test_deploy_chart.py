@@ -436,8 +436,8 @@ def test_commands_match_the_caesar_cli(rendered: dict) -> None:
     commands = []
     for name, docs in rendered.items():
         for doc in by_kind(docs, "Job") + by_kind(docs, "Deployment"):
-            for container in doc["spec"]["template"]["spec"]["containers"]:
-                commands.append((name, container["command"]))
+            commands.extend((name, container["command"])
+                            for container in doc["spec"]["template"]["spec"]["containers"])
     assert len(commands) == 7  # 3 topic jobs + 4 drivers
     for name, command in commands:
         assert command[0] == "caesar"

@@ -33,7 +33,7 @@ def test_intervals_match_the_newest_change_before_each_time(steps: list) -> None
         history[key].append((ts[key], contexts))
     parts = {p["key"]: p["intervals"] for p in timeline.as_json()["partitions"]}
     for key, changes_of_key in history.items():
-        for t in range(0, ts[key] + 3):
+        for t in range(ts[key] + 3):
             before = [c for when, c in changes_of_key if when < t]
             want = set(before[-1]) if before else set()
             assert _holding_at(parts.get(key, []), t) == want, (key, t)

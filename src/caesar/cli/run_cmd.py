@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -19,6 +20,7 @@ from caesar.plans.execution import ExecutionPlan
 
 if TYPE_CHECKING:
     from caesar.services.common.config import EngineFactory
+    from caesar.services.common.messages import Alert
 
 MAX_DEAD_SHOWN = 20
 
@@ -152,8 +154,8 @@ def _engine(choice: EngineChoice) -> EngineFactory:
     return CythonEngine
 
 
-def _printer(as_json: bool):
-    def show(alerts) -> None:
+def _printer(as_json: bool) -> Callable[[Sequence[Alert]], None]:
+    def show(alerts: Sequence[Alert]) -> None:
         if not alerts:
             return
         if as_json:

@@ -60,9 +60,8 @@ class ConsumeSummary:
 
         lines = ["Linear Road alerts consumed (latency = written to Parquet - report entered Kafka)",
                  f"  {'output':<18}{'count':>9}{'p50 ms':>10}{'p99 ms':>10}{'max ms':>10}"]
-        for t in [*self.types, self.overall]:
-            lines.append(f"  {t.name:<18}{t.count:>9}{ms(t.p50_ms):>10}{ms(t.p99_ms):>10}"
-                         f"{ms(t.max_ms):>10}")
+        lines.extend(f"  {t.name:<18}{t.count:>9}{ms(t.p50_ms):>10}{ms(t.p99_ms):>10}"
+                     f"{ms(t.max_ms):>10}" for t in [*self.types, self.overall])
         lines.append(f"  undecodable records: {self.undecodable}")
         return "\n".join(lines)
 

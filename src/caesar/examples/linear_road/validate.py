@@ -67,9 +67,8 @@ class Validation:
         lines = ["Linear Road validation (expected = Spark SQL over the input, per SPEC.md)",
                  f"  {'output':<18}{'expected':>10}{'actual':>10}{'missing':>9}{'extra':>7}"
                  f"{'dup':>6}{'different':>11}"]
-        for t in self.types:
-            lines.append(f"  {t.name:<18}{t.expected:>10}{t.actual:>10}{t.missing:>9}"
-                         f"{t.extra:>7}{t.duplicates:>6}{t.different:>11}")
+        lines.extend(f"  {t.name:<18}{t.expected:>10}{t.actual:>10}{t.missing:>9}"
+                     f"{t.extra:>7}{t.duplicates:>6}{t.different:>11}" for t in self.types)
         lines.append(f"  expected positive tolls: {self.positive_tolls}, "
                      f"accidents: {self.accidents}")
         for t in self.types:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -154,7 +154,7 @@ class ServiceLoop:
         self._dirty = False
         self.stats.commits += 1
 
-    def run(self, should_stop, max_idle_s: float | None = None) -> None:
+    def run(self, should_stop: Callable[[], bool], max_idle_s: float | None = None) -> None:
         self.start()
         idle_since = time.monotonic()
         while not should_stop():

@@ -46,7 +46,7 @@ class OutputEncoder:
         self.cfg, self.codec = cfg, cfg.codec
         repo = self.codec.repository
         self.schemas: dict[str, tuple[str, list[str]]] = {
-            etype: (name, [f["name"] for f in repo.get(name).raw["fields"]])
+            etype: (name, repo.get(name).field_names())
             for etype, name in register_model_schemas(repo, cfg.plan).items()}
         # Input Kafka timestamp -> alert encoded: the pipeline's end-to-end latency.
         self.latency = LatencyHistogram()
@@ -97,6 +97,8 @@ class MatcherHandler:
     def handle(self, records: Sequence[Record]) -> list[OutRecord]:
         by_partition: dict[int, list[RoutedTransaction | Discard | Progress]] = defaultdict(list)
         for r in records:
+            if r.value is None:  # a tombstone: the services never write one here
+                continue
             schema, value = self.codec.decode(r.value)
             if schema == ROUTED:
                 item, seq = routed_from(value)

@@ -19,16 +19,16 @@ from typing import Any
 
 import ray
 
-from caesar.services.common.config import ServiceConfig
+from caesar.plans.execution import ExecutionPlan
+from caesar.services.common.config import RunnerOptions, ServiceConfig
 from caesar.services.wiring import make_loop
 
 log = logging.getLogger(__name__)
 
 
-@ray.remote(max_restarts=-1, max_task_retries=3, num_cpus=0)
 class ServiceActor:
-    def __init__(self, service: str, plan: Any, settings_json: str, partitions: tuple[int, ...],
-                 actor_id: str, options: dict[str, Any]) -> None:
+    def __init__(self, service: str, plan: ExecutionPlan, settings_json: str,
+                 partitions: tuple[int, ...], actor_id: str, options: RunnerOptions) -> None:
         from caesar.bus.kafka import KafkaBus
         from caesar.codecs import make_codec
         from caesar.logs import configure
@@ -91,6 +91,11 @@ class ServiceActor:
         self.loop.close()
         return stats
 
+
+
+# Applied here rather than as a class decorator so type checkers see the actor
+# class Ray makes (ActorClass: `.options(...)`, `.remote(...)`).
+RemoteServiceActor = ray.remote(max_restarts=-1, max_task_retries=3, num_cpus=0)(ServiceActor)
 
 def _counters(handler: Any) -> dict[str, Any]:
     """Service-specific counters: events the router kept from suspended plans,

@@ -103,6 +103,14 @@ class CheckpointStore:
         end = self._end_offset(tp)
         if end == 0:
             return None
+        header, chunks = self._read_changelog(tp, end)
+        if header is None:
+            return None
+        return self._assemble(header, chunks)
+
+    def _read_changelog(self, tp: TopicPartition, end: int
+                        ) -> tuple[bytes | None, dict[bytes, bytes]]:
+        """This actor's newest header and its live state chunks, read up to `end`."""
         consumer = self.bus.consumer(f"caesar-restore-{self.actor}")
         header = None
         chunks: dict[bytes, bytes] = {}
@@ -126,8 +134,11 @@ class CheckpointStore:
                             chunks[rec.key] = rec.value
         finally:
             consumer.close()
-        if header is None:
-            return None
+        return header, chunks
+
+    def _assemble(self, header: bytes, chunks: dict[bytes, bytes]
+                  ) -> tuple[Any, dict[TopicPartition, int]]:
+        """The state the header names, from its chunks, and the offsets it covers."""
         record = self.codec.decode_as(CHANGELOG, header)
         fmt, epoch, count = pickle.loads(record["state"])
         if fmt != STATE_FORMAT:
