@@ -57,7 +57,7 @@ def register(app: typer.Typer) -> None:
     spark_app = typer.Typer(
         name="spark", no_args_is_help=True,
         help="Spark jobs for any model: feed its input topics from a table, land its "
-             "outputs in tables, replay it over history (needs the [spark] extra).")
+             "outputs in tables, replay it over history (needs the spark extra of caesar-cep).")
 
     @spark_app.command()
     def produce(
@@ -94,10 +94,11 @@ def register(app: typer.Typer) -> None:
         """Send the rows of a table to MODEL's input topics, as its events."""
         from caesar.jobs.produce import produce as run_produce
         from caesar.jobs.produce import produce_stream
-        from caesar.jobs.sources import read_source
+        from caesar.jobs.sources import read_source, resolve_format
 
         job, settings = _model(model, settings_file)
         mapping = _mapping(type_column, event_type, maps, type_maps)
+        resolve_format(source, fmt)  # a wrong --from fails before Spark starts
         spark = _spark(f"caesar-produce-{job.name}", master, kafka=True)
         kafka = _kafka_options(kafka_option, settings)
         try:
@@ -212,16 +213,16 @@ def register(app: typer.Typer) -> None:
         engine: Annotated[str, typer.Option(help="auto | reference")] = "auto",
         master: MasterOpt = None,
     ) -> None:
-        """Run MODEL over historical data on Spark (no Kafka): outputs and context
-        changes to Parquet tables under --to."""
+        """Run MODEL over historical data on Spark, without Kafka, into tables under --to."""
         from caesar.jobs.job_model import JobModel
         from caesar.jobs.replay import replay as run_replay
-        from caesar.jobs.sources import read_source
+        from caesar.jobs.sources import read_source, resolve_format
 
         if engine not in ("auto", "reference"):
             raise CaesarError(f"unknown --engine {engine!r} (auto or reference)")
         job = JobModel.load(model)
         mapping = _mapping(type_column, event_type, maps, type_maps)
+        resolve_format(source, fmt)  # a wrong --from fails before Spark starts
         spark = _spark(f"caesar-replay-{job.name}", master, kafka=False)
         try:
             frame = read_source(spark, source, fmt, options=_pairs(source_options))
