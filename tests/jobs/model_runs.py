@@ -4,8 +4,8 @@ topics, closed example inputs, and outputs in one comparable form."""
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
