@@ -12,7 +12,7 @@ from typing import Any
 from caesar.bus.partitioner import partition_for_key
 from caesar.examples import model_path
 from caesar.jobs.job_model import JobModel
-from caesar.services.scheduler.messages import Alert, partition_key
+from caesar.services.common.messages import Alert, partition_key
 
 META = {"plan_id", "partition_key", "start_ts", "end_ts", "ingest_ms", "emit_ms",
         "kafka_topic", "kafka_partition", "kafka_offset", "kafka_ms", "batch_id"}

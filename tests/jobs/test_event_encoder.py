@@ -14,7 +14,7 @@ from caesar.examples import model_path
 from caesar.jobs.input_rows import ColumnMapping
 from caesar.jobs.job_model import JobModel
 from caesar.jobs.produce import make_encoder
-from caesar.services.scheduler.wire import DEAD
+from caesar.services.common.wire import DEAD
 from caesar.settings import Settings
 
 HH = JobModel.load(model_path("hospital_hygiene"))

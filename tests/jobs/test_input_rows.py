@@ -16,7 +16,7 @@ from caesar.errors import ConfigError
 from caesar.examples import model_path
 from caesar.jobs.input_rows import ColumnMapping, RowConverter, convert_value
 from caesar.jobs.job_model import JobModel
-from caesar.services.scheduler.messages import InputRecord, partition_key
+from caesar.services.common.messages import InputRecord, partition_key
 from caesar.services.scheduler.processor import SchedulerProcessor
 
 HH = JobModel.load(model_path("hospital_hygiene"))

@@ -8,8 +8,8 @@ from caesar.codecs import make_codec
 from caesar.examples import model_path
 from caesar.jobs.job_model import JobModel
 from caesar.jobs.output_tables import UNDECODABLE, OutputDecoder
-from caesar.services.scheduler.messages import Alert
-from caesar.services.scheduler.wire import DERIVED, alert_record
+from caesar.services.common.messages import Alert
+from caesar.services.common.wire import DERIVED, alert_record
 
 HH = JobModel.load(model_path("hospital_hygiene"))
 LR = JobModel.load(model_path("linear_road"))

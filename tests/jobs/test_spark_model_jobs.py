@@ -101,7 +101,7 @@ def test_hospital_hygiene_round_trip_equals_embedded_and_replay(
         spark, kafka_bootstrap, kafka_bus, ray_session, tmp_path, unique_name):
     from caesar.services.embedded.bus_pipeline import read_topic
     from caesar.services.ray_runtime.deployment import Deployment
-    from caesar.services.scheduler.wire import CHANGE, DEAD
+    from caesar.services.common.wire import CHANGE, DEAD
 
     tag = unique_name("rt").replace("-", "_")
     model = JobModel.load(renamed_model("hospital_hygiene", tag, tmp_path))
@@ -179,8 +179,8 @@ def test_consumer_restart_neither_loses_nor_duplicates(spark, kafka_bootstrap, k
     from confluent_kafka import Producer
 
     from caesar.bus.records import OutRecord, TopicSpec
-    from caesar.services.scheduler.messages import Alert
-    from caesar.services.scheduler.wire import DERIVED, alert_record
+    from caesar.services.common.messages import Alert
+    from caesar.services.common.wire import DERIVED, alert_record
 
     tag = unique_name("rs").replace("-", "_")
     model = JobModel.load(renamed_model("aggressive_driving", tag, tmp_path))

@@ -97,7 +97,7 @@ class RegistryCodec:
         registered schema as is (registered by another producer)."""
         parsed = parse_schema(raw, _write_hint=False)
         canonical = to_parsing_canonical_form(parsed)
-        fp = crc64_avro(canonical.encode())
+        fp = crc64_avro(canonical)
         for known in self.repository.entries():
             if known.fingerprint == fp:
                 return known

@@ -86,7 +86,7 @@ class SchemaRepository:
         standalone = _inline(parsed, named, set())
         canonical = to_parsing_canonical_form(standalone)
         parsed = parse_schema(standalone, _write_hint=False)
-        entry = SchemaEntry(name, standalone, parsed, canonical, crc64_avro(canonical.encode()))
+        entry = SchemaEntry(name, standalone, parsed, canonical, crc64_avro(canonical))
         self._named = named
         self._by_name[name] = entry
         self._by_fingerprint[entry.fingerprint] = entry

@@ -18,8 +18,8 @@ from caesar.bus.partitioner import partition_for_key
 from caesar.codecs.errors import CodecError
 from caesar.jobs.frames import FrameEncoder
 from caesar.jobs.input_rows import RowConverter, row_json
-from caesar.services.scheduler.messages import DeadLetter
-from caesar.services.scheduler.wire import DEAD, dead_record
+from caesar.services.common.messages import DeadLetter
+from caesar.services.common.wire import DEAD, dead_record
 
 if TYPE_CHECKING:
     import pyarrow as pa

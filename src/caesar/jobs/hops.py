@@ -159,7 +159,7 @@ def breakdown(bus: Any, codec: Any, model: JobModel, topics: Any, outputs: Seque
               spark_ms: Sequence[int] = (), table_ms: Sequence[int] = ()) -> HopTable:
     """The hop table of `outputs`; `spark_ms` / `table_ms`: the consumer's own
     (written - output Kafka ts, written - ingest) per row, when it ran."""
-    from caesar.services.scheduler.wire import PROGRESS, ROUTED, TXN
+    from caesar.services.common.wire import PROGRESS, ROUTED, TXN
 
     arrivals = input_arrivals(bus, codec, model)
     txn_at: dict[tuple[str, int], tuple[int, int]] = {}  # (key, t) -> (Kafka partition, ts)
@@ -208,7 +208,7 @@ def breakdown(bus: Any, codec: Any, model: JobModel, topics: Any, outputs: Seque
 
 def alerts_topic_outputs(bus: Any, codec: Any, topic: str) -> list[Output]:
     """Every output on the generic alerts topic (caesar.DerivedEvent records)."""
-    from caesar.services.scheduler.wire import DERIVED
+    from caesar.services.common.wire import DERIVED
 
     out = []
     for r in read_topic(bus, topic):

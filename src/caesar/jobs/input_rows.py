@@ -24,7 +24,7 @@ from typing import Any
 
 from caesar.errors import ConfigError
 from caesar.plans.execution import EventTypeDef
-from caesar.services.scheduler.messages import partition_key
+from caesar.services.common.messages import partition_key
 from caesar.services.scheduler.processor import event_problem
 
 DEFAULT_TYPE_COLUMN = "type"

@@ -70,7 +70,7 @@ class JobModel:
         """Input type -> the Avro schema its records are written with: the model's
         SCHEMA when it names one, else the generated `caesar.input.<Type>` (as
         the services' own producer does, bus_pipeline.produce_inputs)."""
-        from caesar.services.scheduler.wire import register_input_schemas, register_model_schemas
+        from caesar.services.common.wire import register_input_schemas, register_model_schemas
 
         names = register_input_schemas(repo, self.plan)
         names.update(register_model_schemas(repo, self.plan))
@@ -78,7 +78,7 @@ class JobModel:
 
     def own_schema_types(self, repo: SchemaRepository) -> dict[str, str]:
         """Avro schema full name -> output type, for the outputs the model gives a SCHEMA."""
-        from caesar.services.scheduler.wire import register_model_schemas
+        from caesar.services.common.wire import register_model_schemas
 
         outputs = set(self.output_types())
         return {schema: etype for etype, schema in register_model_schemas(repo, self.plan).items()

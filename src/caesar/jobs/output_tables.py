@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from caesar.codecs import Codec, CodecError
 from caesar.jobs.job_model import JobModel
-from caesar.services.scheduler.wire import DERIVED
+from caesar.services.common.wire import DERIVED
 
 if TYPE_CHECKING:
     import pyarrow as pa

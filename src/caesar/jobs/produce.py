@@ -34,7 +34,7 @@ from caesar.jobs.event_encoder import ENCODED_DDL, EventEncoder
 from caesar.jobs.frames import FrameEncoder
 from caesar.jobs.input_rows import ColumnMapping, RowConverter
 from caesar.jobs.job_model import JobModel
-from caesar.services.scheduler.wire import DEAD
+from caesar.services.common.wire import DEAD
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -102,7 +102,7 @@ class PartitionReplayer:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from caesar.services.embedded.pipeline import EmbeddedPipeline
-        from caesar.services.scheduler.messages import InputRecord
+        from caesar.services.common.messages import InputRecord
 
         pipe = EmbeddedPipeline(self.plan, engine_factory=_engine_factory(self.engine))
         topics = {t.name: t.topic or t.name for t in self.plan.event_types}

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from caesar.language.checked import AggregateBody, CheckedQuery
 from caesar.language.phase1 import QuerySet
-from caesar.language.semantics import CheckedQuery
 from caesar.plans import expr as ir
 from caesar.plans.pattern import PatternComponent
 
@@ -153,34 +153,35 @@ def individual_plan(q: CheckedQuery, producers: dict[str, tuple[Op, ...]]) -> Op
     def leaf(types: tuple[str, ...]) -> Op:
         return Stream(types, tuple(p for t in types for p in producers.get(t, ())))
 
-    if q.form == "aggregate":
+    body = q.body
+    if isinstance(body, AggregateBody):
         node: Op = leaf(q.input_types)
-        if q.conjuncts:
-            node = FI(tuple(c.expr for c in q.conjuncts), node)
-        node = AGG(q.size, q.slide, q.group_by, q.aggregates, node, qid=q.qid)
-        if q.having:
-            node = FI(q.having, node)
+        if body.conjuncts:
+            node = FI(tuple(c.expr for c in body.conjuncts), node)
+        node = AGG(body.size, body.slide, body.group_by, body.aggregates, node, qid=q.qid)
+        if body.having:
+            node = FI(body.having, node)
         node = PR(q.output_type, q.output_fields, node, qid=q.qid)
         return CW(q.contexts, node)
     inputs = []
     comps = []
-    for comp in q.components:
+    for comp in body.components:
         node = leaf(comp.types)
-        own = tuple(c.expr for c in q.conjuncts if c.component == comp.var)
+        own = tuple(c.expr for c in body.conjuncts if c.component == comp.var)
         if own:
             node = FI(own, node, var=comp.var)
         if comp.iteration_filter is not None:
             node = FI((comp.iteration_filter,), node, var=comp.var, iteration=True)
         inputs.append(node)
         comps.append(replace(comp, iteration_filter=None))
-    node = P(tuple(comps), tuple(inputs), q.equivalence, q.within, q.strategy, qid=q.qid)
-    where = tuple(c.expr for c in q.conjuncts if c.component is None)
+    node = P(tuple(comps), tuple(inputs), body.equivalence, body.within, body.strategy,
+             qid=q.qid)
+    where = tuple(c.expr for c in body.conjuncts if c.component is None)
     if where:
         node = FI(where, node)
-    if q.kind == "deriving":
-        assert q.action is not None and q.target is not None
-        return CX(q.action, q.target, q.contexts, CW(q.contexts, node), qid=q.qid,
-                  key=q.output_fields)
+    if q.transition is not None:
+        return CX(q.transition.action, q.transition.target, q.contexts,
+                  CW(q.contexts, node), qid=q.qid, key=q.output_fields)
     node = PR(q.output_type, q.output_fields, node, qid=q.qid)
     return CW(q.contexts, node)
 
@@ -200,18 +201,18 @@ def phase2(qs: QuerySet) -> AlgebraPlan:
     remaining = list(qs.queries)
     produced_by: dict[str, list[str]] = {}
     for q in qs.queries:
-        if q.kind == "processing":
+        if not q.deriving:
             produced_by.setdefault(q.output_type, []).append(q.qid)
     while remaining:
         for q in list(remaining):
             deps = [qid for t in q.input_types for qid in produced_by.get(t, ())]
             if all(d in plans for d in deps):
                 plans[q.qid] = individual_plan(q, producers)
-                if q.kind == "processing":
+                if not q.deriving:
                     producers[q.output_type] = producers.get(q.output_type, ()) + (plans[q.qid],)
                 remaining.remove(q)
     roots = tuple((q.qid, plans[q.qid]) for q in qs.queries
-                  if q.kind == "deriving" or q.output_type not in consumed)
+                  if q.deriving or q.output_type not in consumed)
     return AlgebraPlan(roots=roots, query_set=qs)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from caesar.language.algebra import AGG, CW, CX, FI, PR, AlgebraPlan, Op, P, Stream
-from caesar.language.semantics import CheckedModel
+from caesar.language.checked import CheckedModel, marker_type
 from caesar.plans import expr as ir
 from caesar.plans.aggregate import AggregatePlan, AggregateSpec
 from caesar.plans.execution import (
@@ -116,7 +116,6 @@ class _Extractor:
                                         kleene=comp.kleene, iteration_filter=it))
             where.extend(above)
             if cx is not None:
-                from caesar.language.semantics import marker_type
 
                 output = Output(marker_type(cx.action, cx.context),
                                 tuple(OutputField(n, e) for n, e in cx.key))

@@ -117,7 +117,7 @@ def _rising(recs: list[tuple[int, int, int]]) -> tuple[list[int], list[int]]:
 
 def breakdown(bus: Any, codec: Any, topics: Any, input_topic: str,
               parquet: Path | None = None) -> HopTable:
-    from caesar.services.scheduler.wire import PROGRESS, ROUTED, TXN
+    from caesar.services.common.wire import PROGRESS, ROUTED, TXN
 
     # Input: per Kafka partition, (time, Kafka ts) in offset order -> for each
     # time t, when the first report with a later time arrived.

@@ -83,15 +83,15 @@ def infer_overlaps(qs: QuerySet) -> set[frozenset[str]]:
     while changed:
         changed = False
         for q in qs.deriving:
-            if q.action == "TERMINATE":
+            assert q.transition is not None
+            if q.transition.action == "TERMINATE":
                 continue
-            t = q.target
-            assert t is not None
+            t = q.transition.target
             for s in q.contexts:
                 if s == default or s == t:
                     continue
                 cands = {x for pair in overlaps if s in pair for x in pair if x != s}
-                if q.action == "INITIATE":
+                if q.transition.action == "INITIATE":
                     cands.add(s)
                 for x in cands:
                     pair = frozenset((x, t))
@@ -125,10 +125,12 @@ def _start_order(comp: list[str], qs: QuerySet) -> list[str]:
     # s before t when a query running in s enters t (t's window starts inside s's).
     after = {c: set() for c in comp}
     for q in qs.deriving:
-        if q.action != "TERMINATE" and q.target in after:
+        assert q.transition is not None
+        target = q.transition.target
+        if q.transition.action != "TERMINATE" and target in after:
             for s in q.contexts:
-                if s in after and s != q.target:
-                    after[q.target].add(s)
+                if s in after and s != target:
+                    after[target].add(s)
     order: list[str] = []
     pending = list(comp)
     while pending:

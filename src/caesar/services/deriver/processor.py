@@ -17,14 +17,10 @@ from dataclasses import dataclass, field
 
 from caesar.errors import PlanError
 from caesar.plans.execution import ExecutionPlan, TransitionStage
-from caesar.services.matcher.processor import (
-    EngineFactory,
-    StageGraph,
-    StageOutput,
-    default_engine_factory,
-)
+from caesar.services.common.config import EngineFactory
+from caesar.services.common.messages import Alert, ContextChange, Progress, Transaction
+from caesar.services.matcher.stage_graph import StageGraph, StageOutput, default_engine_factory
 from caesar.services.router.contexts import ContextResolver, StageActivation
-from caesar.services.scheduler.messages import Alert, ContextChange, Progress, Transaction
 
 NEVER = -(2**62)
 

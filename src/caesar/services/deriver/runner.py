@@ -10,11 +10,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from caesar.bus.records import OutRecord, Record, TopicPartition
-from caesar.services.deriver.processor import DeriverProcessor
-from caesar.services.matcher.processor import default_engine_factory
-from caesar.services.matcher.runner import OutputEncoder
-from caesar.services.scheduler.messages import Progress, Transaction
-from caesar.services.scheduler.wire import (
+from caesar.services.common.config import ServiceConfig
+from caesar.services.common.messages import Progress, Transaction
+from caesar.services.common.replay import SeqFilter, owned
+from caesar.services.common.wire import (
     CHANGE,
     PROGRESS,
     TXN,
@@ -23,7 +22,9 @@ from caesar.services.scheduler.wire import (
     progress_record,
     txn_from,
 )
-from caesar.services.store.loop import SeqFilter, ServiceConfig, owned
+from caesar.services.deriver.processor import DeriverProcessor
+from caesar.services.matcher.runner import OutputEncoder
+from caesar.services.matcher.stage_graph import default_engine_factory
 
 PROGRESS_KEY = b"__progress__"
 

@@ -1,7 +1,7 @@
 """The four service runners over one bus, driven round-robin in this process:
 with InMemoryBus it is embedded mode through the real runners, codecs and
 commit protocol; with KafkaBus it runs against a broker without Ray (the Ray
-deployment runs the very same loops, one per actor)."""
+deployment runs the very same loops, one per actor: caesar.services.wiring)."""
 
 from __future__ import annotations
 
@@ -11,65 +11,22 @@ from typing import Any
 
 from caesar.bus.protocol import Bus
 from caesar.bus.records import OutRecord, TopicPartition
-from caesar.bus.topics import topic_specs
-from caesar.services.deriver.runner import DeriverHandler
-from caesar.services.matcher.runner import MatcherHandler
-from caesar.services.router.runner import RouterHandler
-from caesar.services.scheduler.runner import SchedulerHandler
-from caesar.services.scheduler.wire import (
+from caesar.services.common.config import ServiceConfig
+from caesar.services.common.wire import (
     DEAD,
     DERIVED,
     alert_from,
     register_input_schemas,
     register_model_schemas,
 )
-from caesar.services.store.checkpoint import CheckpointStore
-from caesar.services.store.loop import ServiceConfig, ServiceLoop
-
-SERVICES = {"scheduler": SchedulerHandler, "deriver": DeriverHandler,
-            "router": RouterHandler, "matcher": MatcherHandler}
-
-
-def service_topics(cfg: ServiceConfig) -> list:
-    """Every topic a deployment of this plan needs."""
-    from caesar.bus.records import TopicSpec
-
-    t = cfg.topics
-    specs = topic_specs(t, [], stores=list(SERVICES))
-    for topic in cfg.input_topics():
-        specs.append(TopicSpec(topic, t.partitions, t.replication_factor))
-    specs.append(TopicSpec(cfg.routed_topic, t.partitions, t.replication_factor))
-    stages = list(cfg.plan.matcher_stages) + list(cfg.plan.deriver_stages)
-    for stage in stages:  # the model's own output topics
-        if stage.output_topic:
-            specs.append(TopicSpec(stage.output_topic,
-                                   t.partitions_by_topic.get(stage.output_topic, t.partitions),
-                                   t.replication_factor))
-    seen: set[str] = set()
-    return [s for s in specs if not (s.name in seen or seen.add(s.name))]
-
-
-def make_loop(service: str, cfg: ServiceConfig, bus: Bus, *, group_prefix: str = "caesar",
-              batch_size: int = 2000, commit_interval_s: float = 1.0,
-              poll_timeout_s: float = 0.2, checkpoints: bool = True) -> ServiceLoop:
-    handler = SERVICES[service](cfg)
-    stores = {}
-    if checkpoints:  # one keyed state per Kafka partition, whichever actor owns it
-        stores = {j: CheckpointStore(bus, cfg.codec,
-                                     changelog_topic=cfg.topics.changelog_topic(service),
-                                     checkpoints_topic=cfg.topics.checkpoints, service=service,
-                                     actor=f"{group_prefix}-{service}-p{j}")
-                  for j in cfg.partitions}
-    return ServiceLoop(bus=bus, group_id=f"{group_prefix}-{service}", inputs=handler.inputs(),
-                       handler=handler, stores=stores, batch_size=batch_size,
-                       poll_timeout_s=poll_timeout_s, commit_interval_s=commit_interval_s)
+from caesar.services.wiring import SERVICES, make_loop, service_topics
 
 
 def produce_inputs(bus: Bus, cfg: ServiceConfig, values: Iterable[Mapping[str, Any]],
                    *, key_of=None) -> int:
     """Encode input events (Avro, the model's input schemas) onto the input topics,
     keyed by the stream partition key."""
-    from caesar.services.scheduler.messages import partition_key
+    from caesar.services.common.messages import partition_key
     repo = cfg.codec.repository
     names = register_input_schemas(repo, cfg.plan)
     names.update(register_model_schemas(repo, cfg.plan))  # what its producers use

@@ -9,15 +9,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from caesar.bus.records import OutRecord, Record, TopicPartition
-from caesar.services.matcher.processor import MatcherProcessor, default_engine_factory
-from caesar.services.scheduler.messages import (
+from caesar.services.common.config import ServiceConfig
+from caesar.services.common.messages import (
     Alert,
     DeadLetter,
     Discard,
     Progress,
     RoutedTransaction,
 )
-from caesar.services.scheduler.wire import (
+from caesar.services.common.replay import SeqFilter, owned
+from caesar.services.common.wire import (
     DEAD,
     DERIVED,
     PROGRESS,
@@ -30,7 +31,8 @@ from caesar.services.scheduler.wire import (
     register_model_schemas,
     routed_from,
 )
-from caesar.services.store.loop import SeqFilter, ServiceConfig, owned
+from caesar.services.matcher.processor import MatcherProcessor
+from caesar.services.matcher.stage_graph import default_engine_factory
 
 
 class OutputEncoder:

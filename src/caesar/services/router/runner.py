@@ -9,14 +9,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from caesar.bus.records import OutRecord, Record, TopicPartition
-from caesar.services.router.processor import RouterProcessor
-from caesar.services.scheduler.messages import (
+from caesar.services.common.config import ServiceConfig
+from caesar.services.common.messages import (
     ContextChange,
     Progress,
     RoutedTransaction,
     Transaction,
 )
-from caesar.services.scheduler.wire import (
+from caesar.services.common.replay import SeqFilter, owned
+from caesar.services.common.wire import (
     CHANGE,
     PROGRESS,
     ROUTED,
@@ -27,7 +28,7 @@ from caesar.services.scheduler.wire import (
     routed_record,
     txn_from,
 )
-from caesar.services.store.loop import SeqFilter, ServiceConfig, owned
+from caesar.services.router.processor import RouterProcessor
 
 
 class RouterHandler:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from caesar.plans.execution import EventTypeDef, ExecutionPlan
-from caesar.services.scheduler.messages import (
+from caesar.services.common.messages import (
     END_OF_TIME,
     DeadLetter,
     InputRecord,
@@ -98,6 +98,13 @@ class SchedulerProcessor:
         """End of a bounded input: release everything."""
         out = SchedulerOutput()
         self._release(END_OF_TIME, out)
+        return out
+
+    def advance(self, watermark: int) -> SchedulerOutput:
+        """The caller promises no event below `watermark` follows: release every
+        timestamp before it (an event that still comes below it is late)."""
+        out = SchedulerOutput()
+        self._release(watermark, out)
         return out
 
     def advance_idle(self) -> SchedulerOutput:

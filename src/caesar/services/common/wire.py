@@ -12,7 +12,7 @@ from typing import Any
 
 from caesar.codecs import SchemaRepository
 from caesar.plans.execution import EventTypeDef, ExecutionPlan
-from caesar.services.scheduler.messages import (
+from caesar.services.common.messages import (
     END_OF_TIME,
     Alert,
     ContextChange,
