@@ -99,9 +99,9 @@ def deployment_settings(bootstrap: str, p: str) -> Settings:
 
 def test_hospital_hygiene_round_trip_equals_embedded_and_replay(
         spark, kafka_bootstrap, kafka_bus, ray_session, tmp_path, unique_name):
+    from caesar.services.common.wire import CHANGE, DEAD
     from caesar.services.embedded.bus_pipeline import read_topic
     from caesar.services.ray_runtime.deployment import Deployment
-    from caesar.services.common.wire import CHANGE, DEAD
 
     tag = unique_name("rt").replace("-", "_")
     model = JobModel.load(renamed_model("hospital_hygiene", tag, tmp_path))

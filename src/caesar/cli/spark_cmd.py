@@ -26,7 +26,9 @@ err = Console(stderr=True)
 
 ModelArg = Annotated[Path, typer.Argument(help="model file (.caesar)")]
 SettingsOpt = Annotated[Path | None, typer.Option(
-    "--settings", help="settings file (topics, Kafka security, Schema Registry)")]
+    "--config", "-c", "--settings",
+    help="settings file (.yaml/.toml: topics, Kafka security, Schema Registry); default "
+         "$CAESAR_CONFIG")]
 BootstrapOpt = Annotated[str | None, typer.Option(
     help="Kafka bootstrap servers (default: from the settings)")]
 KafkaOpt = Annotated[list[str] | None, typer.Option(

@@ -132,36 +132,43 @@ class Output:
     produced_ms: int
 
 
-def input_arrivals(bus: Any, codec: Any, model: JobModel
+def input_arrivals(bus: Any, codec: Any, topics: Sequence[str], ts_fields: dict[str, str]
                    ) -> dict[int, list[tuple[list[int], list[int]]]]:
-    """Kafka partition j -> per input topic, the rising event times and their arrival."""
-    ts_field = {t.name: t.ts_field for t in model.input_types}
-    by_schema = {schema: etype for etype, schema in
-                 model.input_schema_names(codec.repository).items()}
+    """Kafka partition j -> per input topic, the rising event times and their
+    arrival. `ts_fields`: Avro schema full name -> its event-time field."""
     per: dict[tuple[str, int], list[tuple[int, int, int]]] = defaultdict(list)
-    for topic in model.input_topics():
+    for topic in topics:
         for r in read_topic(bus, topic):
             try:
                 schema, value = codec.decode(r.value)
             except Exception:  # a dead letter in the making: not an arrival of an event
                 continue
-            etype = by_schema.get(schema)
-            if etype is not None:
-                per[(topic, r.partition)].append((r.offset, value[ts_field[etype]],
-                                                  r.timestamp_ms))
+            field = ts_fields.get(schema)
+            if field is not None:
+                per[(topic, r.partition)].append((r.offset, value[field], r.timestamp_ms))
     out: dict[int, list[tuple[list[int], list[int]]]] = defaultdict(list)
     for (_, j), recs in per.items():
         out[j].append(rising(recs))
     return out
 
 
-def breakdown(bus: Any, codec: Any, model: JobModel, topics: Any, outputs: Sequence[Output],
-              spark_ms: Sequence[int] = (), table_ms: Sequence[int] = ()) -> HopTable:
-    """The hop table of `outputs`; `spark_ms` / `table_ms`: the consumer's own
-    (written - output Kafka ts, written - ingest) per row, when it ran."""
+def model_arrivals(bus: Any, codec: Any, model: JobModel
+                   ) -> dict[int, list[tuple[list[int], list[int]]]]:
+    """input_arrivals of every input topic of `model`."""
+    ts_field = {t.name: t.ts_field for t in model.input_types}
+    fields = {schema: ts_field[etype]
+              for etype, schema in model.input_schema_names(codec.repository).items()}
+    return input_arrivals(bus, codec, model.input_topics(), fields)
+
+
+def breakdown(bus: Any, codec: Any, arrivals: dict[int, list[tuple[list[int], list[int]]]],
+              topics: Any, outputs: Sequence[Output], spark_ms: Sequence[int] = (),
+              table_ms: Sequence[int] = ()) -> HopTable:
+    """The hop table of `outputs` (arrivals: input_arrivals of the input topics;
+    topics: the settings' topic names); `spark_ms` / `table_ms`: the consumer's
+    own (written - output Kafka ts, written - ingest) per row, when it ran."""
     from caesar.services.common.wire import PROGRESS, ROUTED, TXN
 
-    arrivals = input_arrivals(bus, codec, model)
     txn_at: dict[tuple[str, int], tuple[int, int]] = {}  # (key, t) -> (Kafka partition, ts)
     for r in read_topic(bus, topics.transactions):
         schema, value = codec.decode(r.value)
@@ -235,6 +242,7 @@ def hop_table(model: JobModel, settings: Settings, bootstrap: str | None,
         if consumer is not None:
             spark_ms = [v for lat in consumer.spark_latencies.values() for v in lat]
             table_ms = [v for lat in consumer.latencies.values() for v in lat]
-        return breakdown(bus, codec, model, settings.topics, outputs, spark_ms, table_ms)
+        return breakdown(bus, codec, model_arrivals(bus, codec, model), settings.topics,
+                         outputs, spark_ms, table_ms)
     finally:
         bus.close()

@@ -37,6 +37,17 @@ class JobModel:
         unit = parse(path.read_text(encoding="utf-8"), str(path)).time_unit or "SECONDS"
         return cls(plan, UNIT_MS[unit])
 
+    def with_input_topics(self, topics: dict[str, str]) -> JobModel:
+        """This model with other input topics for some types (type -> topic): for a
+        deployment whose settings moved them (tests, several runs on one broker)."""
+        from dataclasses import replace
+
+        unknown = set(topics) - {t.name for t in self.input_types}
+        if unknown:
+            raise CaesarError(f"not input event types of {self.name}: {', '.join(sorted(unknown))}")
+        types = tuple(replace(t, topic=topics.get(t.name, t.topic)) for t in self.plan.event_types)
+        return replace(self, plan=replace(self.plan, event_types=types))
+
     @property
     def name(self) -> str:
         return self.plan.model

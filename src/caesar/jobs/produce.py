@@ -131,6 +131,132 @@ def write_dead_letters(bad: DataFrame, target: KafkaTarget, path: str | None) ->
         target.write(bad.select("topic", "value"))
 
 
+class ModelProducer:
+    """Sends DataFrames of source rows to a model's input topics. Built once per
+    job (the topics' partitions, the encoder); `send` for a batch input (paced
+    or not), `send_batch` for one ordered write (a micro-batch, a time slice)."""
+
+    def __init__(self, spark: SparkSession, model: JobModel, settings: Settings,
+                 mapping: ColumnMapping, *, bootstrap: str | None = None,
+                 kafka_options: dict[str, str] | None = None,
+                 dead_letter_path: str | None = None, source: str = "source") -> None:
+        self.spark, self.model, self.settings = spark, model, settings
+        servers = bootstrap or settings.kafka.bootstrap_servers
+        self.target = KafkaTarget(servers, dict(kafka_options or {}))
+        self.dead_letter_path = dead_letter_path
+        self.encoder = make_encoder(model, settings, mapping,
+                                    input_partitions(model, settings, servers),
+                                    dead_letters_to_topic=dead_letter_path is None,
+                                    source=source)
+        self.totals = ProduceStats()
+        self._started = time.monotonic()
+
+    def send_batch(self, frame: DataFrame) -> ProduceStats:
+        """`frame`'s events (and dead letters) in one ordered write; returns the
+        running totals. One Spark job when dead letters go to the topic: they
+        travel with the events (no partition, no order), and the counts are
+        observed on the way."""
+        from pyspark import StorageLevel
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
+        encoded = encode(frame, self.encoder)
+        if self.dead_letter_path is None:
+            seen = Observation()
+            observed = encoded.observe(seen, *_count_columns(self.model))
+            self.target.write(ordered_records(observed))
+            self._add(seen.get)
+        else:
+            encoded = encoded.persist(StorageLevel.MEMORY_AND_DISK)
+            try:
+                self._add(_counts(encoded, self.model))
+                write_dead_letters(encoded.where(~F.col("ok")), self.target,
+                                   self.dead_letter_path)
+                self.target.write(ordered_records(encoded.where(F.col("ok"))))
+            finally:
+                encoded.unpersist()
+        self.totals.slices += 1
+        self.totals.wall_s = time.monotonic() - self._started
+        return self.totals
+
+    def send(self, frame: DataFrame, *, speed: float = 0.0, slice_units: int | None = None,
+             progress: Callable[[ProduceStats], None] | None = None) -> ProduceStats:
+        """Every event of `frame` (a batch DataFrame): at once, or in slices of event
+        time released `speed` times faster than real time."""
+        from pyspark import StorageLevel
+
+        if speed < 0:
+            raise CaesarError("--speed cannot be negative (0 = as fast as possible)")
+        length = slice_units or (_slice_units(speed, self.model.unit_ms) if speed > 0 else None)
+        if length is None:
+            self.send_batch(frame)
+            if progress is not None:
+                progress(self.totals)
+            return self.totals
+        encoded = encode(frame, self.encoder).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            self._add(_counts(encoded, self.model))
+            self._send_slices(encoded, length, speed, progress)
+        finally:
+            encoded.unpersist()
+        return self.totals
+
+    def _add(self, counts: dict[str, Any]) -> None:
+        t = self.totals
+        t.rows += counts.get("rows") or 0
+        t.dead_letters += counts.get("dead") or 0
+        for topic in self.model.input_topics():
+            n = counts.get(f"topic:{topic}") or 0
+            t.events += n
+            if n:
+                t.by_topic[topic] = t.by_topic.get(topic, 0) + n
+
+    def _send_slices(self, encoded: DataFrame, length: int, speed: float,
+                     progress: Callable[[ProduceStats], None] | None) -> None:
+        """One write per slice of `length` event-time units; with speed > 0 each is
+        released when its first event is due on the wall clock."""
+        from pyspark.sql import functions as F
+
+        if self.totals.dead_letters:
+            write_dead_letters(encoded.where(~F.col("ok")), self.target, self.dead_letter_path)
+        events = encoded.where(F.col("ok"))
+        first = events.agg(F.min("ts")).first()
+        if first is None or first[0] is None:
+            return
+        origin = first[0]
+        sliced = events.withColumn("slice", F.floor((F.col("ts") - F.lit(origin)) / length))
+        slices = [r[0] for r in sliced.select("slice").distinct().orderBy("slice").collect()]
+        started = time.monotonic()
+        for k in slices:
+            if speed > 0:
+                delay = started + k * length * self.model.unit_ms / 1000 / speed \
+                    - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+            self.target.write(ordered_records(sliced.where(F.col("slice") == k)))
+            self.totals.slices += 1
+            self.totals.event_time = origin + (k + 1) * length
+            self.totals.wall_s = time.monotonic() - self._started
+            if progress is not None:
+                progress(self.totals)
+
+
+def _counts(encoded: DataFrame, model: JobModel) -> dict[str, Any]:
+    row = encoded.select(*_count_columns(model)).first()
+    return row.asDict() if row is not None else {}
+
+
+def _count_columns(model: JobModel) -> list[Any]:
+    """Aggregates counting rows, dead letters and events per input topic."""
+    from pyspark.sql import functions as F
+
+    ok = F.col("ok")
+    return [F.count(F.lit(1)).alias("rows"),
+            F.sum(F.when(~ok, 1).otherwise(0)).alias("dead"),
+            *[F.sum(F.when(ok & (F.col("topic") == t), 1).otherwise(0)).alias(f"topic:{t}")
+              for t in model.input_topics()]]
+
+
 def produce(spark: SparkSession, model: JobModel, frame: DataFrame, settings: Settings,
             mapping: ColumnMapping, *, bootstrap: str | None = None,
             kafka_options: dict[str, str] | None = None, dead_letter_path: str | None = None,
@@ -138,74 +264,14 @@ def produce(spark: SparkSession, model: JobModel, frame: DataFrame, settings: Se
             progress: Callable[[ProduceStats], None] | None = None,
             source: str = "source") -> ProduceStats:
     """Send the events of `frame` (a batch DataFrame) to the model's input topics."""
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
-    if speed < 0:
-        raise CaesarError("--speed cannot be negative (0 = as fast as possible)")
-    started = time.monotonic()
-    servers = bootstrap or settings.kafka.bootstrap_servers
-    target = KafkaTarget(servers, dict(kafka_options or {}))
-    encoder = make_encoder(model, settings, mapping, input_partitions(model, settings, servers),
-                           dead_letters_to_topic=dead_letter_path is None, source=source)
-    encoded = encode(frame, encoder).persist(StorageLevel.MEMORY_AND_DISK)
-    stats = ProduceStats()
-    try:
-        counts = encoded.groupBy("ok", "topic").count().collect()
-        for ok, topic, n in counts:
-            stats.rows += n
-            if ok:
-                stats.events += n
-                stats.by_topic[topic] = n
-            else:
-                stats.dead_letters += n
-        if stats.dead_letters:
-            write_dead_letters(encoded.where(~F.col("ok")), target, dead_letter_path)
-        events = encoded.where(F.col("ok"))
-        length = slice_units or (_slice_units(speed, model.unit_ms) if speed > 0 else None)
-        if length is None:
-            if stats.events:
-                target.write(ordered_records(events))
-                stats.slices = 1
-            stats.wall_s = time.monotonic() - started
-            if progress is not None:
-                progress(stats)
-            return stats
-        _send_slices(events, target, length, speed, model.unit_ms, stats, started, progress)
-        return stats
-    finally:
-        encoded.unpersist()
+    producer = ModelProducer(spark, model, settings, mapping, bootstrap=bootstrap,
+                             kafka_options=kafka_options, dead_letter_path=dead_letter_path,
+                             source=source)
+    return producer.send(frame, speed=speed, slice_units=slice_units, progress=progress)
 
 
 def _slice_units(speed: float, unit_ms: int) -> int:
     return max(1, int(speed * MIN_SLICE_WALL_S * 1000 / unit_ms))
-
-
-def _send_slices(events: DataFrame, target: KafkaTarget, length: int, speed: float,
-                 unit_ms: int, stats: ProduceStats, started: float,
-                 progress: Callable[[ProduceStats], None] | None) -> None:
-    """One write per slice of `length` event-time units; with speed > 0 each is
-    released when its first event is due on the wall clock."""
-    from pyspark.sql import functions as F
-
-    first = events.agg(F.min("ts")).first()
-    if first is None or first[0] is None:
-        return
-    origin = first[0]
-    sliced = events.withColumn("slice", F.floor((F.col("ts") - F.lit(origin)) / length))
-    slices = [r[0] for r in sliced.select("slice").distinct().orderBy("slice").collect()]
-    for k in slices:
-        if speed > 0:
-            delay = started + k * length * unit_ms / 1000 / speed - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-        part = sliced.where(F.col("slice") == k)
-        target.write(ordered_records(part))
-        stats.slices += 1
-        stats.event_time = origin + (k + 1) * length
-        stats.wall_s = time.monotonic() - started
-        if progress is not None:
-            progress(stats)
 
 
 def produce_stream(spark: SparkSession, model: JobModel, frame: DataFrame, settings: Settings,
@@ -217,38 +283,13 @@ def produce_stream(spark: SparkSession, model: JobModel, frame: DataFrame, setti
                    source: str = "source") -> StreamingQuery:
     """The streaming form: every micro-batch of `frame` (a streaming DataFrame) is
     encoded, ordered and written like a batch input (not paced)."""
-    servers = bootstrap or settings.kafka.bootstrap_servers
-    target = KafkaTarget(servers, dict(kafka_options or {}))
-    encoder = make_encoder(model, settings, mapping, input_partitions(model, settings, servers),
-                           dead_letters_to_topic=dead_letter_path is None, source=source)
-    encoder = replace(encoder, rows=encoder.rows.for_source(frame.columns))
-    totals = ProduceStats()
-    started = time.monotonic()
+    producer = ModelProducer(spark, model, settings, mapping, bootstrap=bootstrap,
+                             kafka_options=kafka_options, dead_letter_path=dead_letter_path,
+                             source=source)
+    producer.encoder.rows.for_source(frame.columns)  # a missing column fails here
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
-        from pyspark import StorageLevel
-        from pyspark.sql import functions as F
-
-        encoded = encode(batch, encoder).persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            counts: dict[Any, int] = {}
-            for ok, topic, n in encoded.groupBy("ok", "topic").count().collect():
-                counts[(ok, topic)] = n
-            dead = sum(n for (ok, _), n in counts.items() if not ok)
-            if dead:
-                write_dead_letters(encoded.where(~F.col("ok")), target, dead_letter_path)
-            if any(ok for ok, _ in counts):
-                target.write(ordered_records(encoded.where(F.col("ok"))))
-        finally:
-            encoded.unpersist()
-        for (ok, topic), n in counts.items():
-            totals.rows += n
-            if ok:
-                totals.events += n
-                totals.by_topic[topic] = totals.by_topic.get(topic, 0) + n
-        totals.dead_letters += dead
-        totals.slices += 1
-        totals.wall_s = time.monotonic() - started
+        totals = producer.send_batch(batch)
         if progress is not None:
             progress(totals)
 

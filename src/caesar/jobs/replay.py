@@ -101,8 +101,8 @@ class PartitionReplayer:
     batch_size: int = 5000
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from caesar.services.embedded.pipeline import EmbeddedPipeline
         from caesar.services.common.messages import InputRecord
+        from caesar.services.embedded.pipeline import EmbeddedPipeline
 
         pipe = EmbeddedPipeline(self.plan, engine_factory=_engine_factory(self.engine))
         topics = {t.name: t.topic or t.name for t in self.plan.event_types}
