@@ -42,3 +42,17 @@ def test_rows_become_keyed_records_or_dead_letters():
     assert letter["reason"] == "SCHEMA_VIOLATION" and letter["topic"] == "hh-sanitize"
     assert letter["offset"] == 1 and json.loads(letter["value"])["ts"] == "later"
     assert letter["service"] == "spark-produce"
+
+
+def test_a_types_own_schema_is_validated_before_writing():
+    # Linear Road's PositionReport schema has 32-bit ints; fastavro alone would write
+    # 2**40 there (a Java reader would not read it back).
+    lr = JobModel.load(model_path("linear_road"))
+    encoder = make_encoder(lr, Settings(), ColumnMapping.parse(),
+                           dict.fromkeys(lr.input_topics(), 2))
+    report = {"time": 1, "vid": 7, "spd": 50, "xway": 0, "lane": 1, "dir": 0, "seg": 3,
+              "pos": 3 * 5280, "pseg": 3}
+    good = encoder.encode(report, 0)
+    bad = encoder.encode({**report, "vid": 2**40}, 1)
+    assert good[1] and lr.codec().decode(good[5])[1] == report
+    assert not bad[1] and bad[8] == "schema" and "vid" in bad[9]

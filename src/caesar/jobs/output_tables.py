@@ -118,8 +118,9 @@ class OutputDecoder:
             schema, record = self.codec.decode(bytes(value))
             if schema == DERIVED:
                 table = self.tables.get(record["event_type"])
+                expected = self.topics.get(topic)  # None: a topic the model does not name
                 if table is None or table.own_schema is not None \
-                        or record["event_type"] not in self.topics.get(topic, ()):
+                        or (expected is not None and record["event_type"] not in expected):
                     raise CodecError(f"a {record['event_type']} event is not an output of the "
                                      f"model on topic {topic!r}")
                 values = {**record, **record["fields"]}

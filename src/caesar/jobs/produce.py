@@ -99,7 +99,8 @@ def make_encoder(model: JobModel, settings: Settings, mapping: ColumnMapping,
                  source: str = "source") -> EventEncoder:
     codec = model.codec(settings)
     schema_names = model.input_schema_names(codec.repository)
-    frames = FrameEncoder.from_codec(codec, [*schema_names.values(), DEAD])
+    own = [schema_names[t.name] for t in model.input_types if t.schema_json]
+    frames = FrameEncoder.from_codec(codec, [*schema_names.values(), DEAD], checked=own)
     rows = RowConverter({t.name: t for t in model.input_types}, model.plan.partition_by,
                         mapping, model.unit_ms)
     return EventEncoder(rows, schema_names, partitions, frames,
