@@ -30,8 +30,8 @@ def run_model(reports: list[PositionReport], model: Path = MODEL, fanout: bool =
               batch_size: int = 5000) -> dict[str, list[dict[str, Any]]]:
     """The model's outputs per type (fields of SPEC.md section 5), in embedded mode."""
     from caesar.language import compile_model
+    from caesar.services.common.messages import InputRecord
     from caesar.services.embedded.pipeline import EmbeddedPipeline
-    from caesar.services.scheduler.messages import InputRecord
 
     plan = compile_model(model)
     pipe = EmbeddedPipeline(plan, batch_size=batch_size)
