@@ -61,20 +61,19 @@ class Workload:
 
 
 def sweep() -> list[Workload]:
-    out = []
     base = "SEQ(E1,E2,E3) WHERE [attr1] WITHIN W"
-    for v1 in (100, 1_000, 10_000):
-        out.append(Workload(f"V1={v1}", "sweep", [seq([1, 2, 3], 10_000)],
-                            domains=(v1, *DEFAULT_DOMAINS[1:]),
-                            forms=(CAESAR, ESPER, ESPER_KEYED, FLINK),
-                            description=f"{base}, W=10K, V1={v1}"))
-    for w in (50_000, 100_000):
-        out.append(Workload(f"W={w // 1000}K", "sweep", [seq([1, 2, 3], w)],
-                            description=f"{base}, W={w // 1000}K, V1=10K"))
-    for length in (2, 4, 6):
-        out.append(Workload(f"L={length}", "sweep", [seq(list(range(1, length + 1)), 10_000)],
-                            description=f"SEQ of {length} types, [attr1], W=10K, V1=10K"))
-    return out
+    by_v1 = [Workload(f"V1={v1}", "sweep", [seq([1, 2, 3], 10_000)],
+                      domains=(v1, *DEFAULT_DOMAINS[1:]),
+                      forms=(CAESAR, ESPER, ESPER_KEYED, FLINK),
+                      description=f"{base}, W=10K, V1={v1}")
+             for v1 in (100, 1_000, 10_000)]
+    by_w = [Workload(f"W={w // 1000}K", "sweep", [seq([1, 2, 3], w)],
+                     description=f"{base}, W={w // 1000}K, V1=10K")
+            for w in (50_000, 100_000)]
+    by_length = [Workload(f"L={n}", "sweep", [seq(list(range(1, n + 1)), 10_000)],
+                          description=f"SEQ of {n} types, [attr1], W=10K, V1=10K")
+                 for n in (2, 4, 6)]
+    return by_v1 + by_w + by_length
 
 
 def negation() -> list[Workload]:

@@ -24,9 +24,11 @@ from caesar.events.batch import EventBatch
 from caesar.plans.pattern import PatternPlan
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DerivedEvent:
-    """One match, projected to the plan's output (or an empty field map)."""
+    """One match, projected to the plan's output (or an empty field map).
+    Slots: engines make one per match, and with dense matches building and
+    freeing them is most of the matcher's work (bench/peers)."""
 
     plan_id: str
     event_type: str

@@ -59,6 +59,7 @@ cdef class PlanRT:
     cdef double* scratch[MAXC]
     cdef u8* scratch_k[MAXC]
     cdef public list outputs
+    cdef public str output_type
     # prefix sharing (Cayuga thesis ch. 4): a follower reads the stacks of
     # its first `share` components from its leader's Part of the same key
     cdef public object leader

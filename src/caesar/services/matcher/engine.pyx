@@ -33,9 +33,30 @@ from libc.math cimport ceil, fabs, floor, fmod, isfinite, isnan
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memmove
 
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+
 from caesar.services.matcher.compile import compile_plan
 from caesar.errors import PlanError
 from caesar.plans.engine import DerivedEvent
+
+cdef extern from "Python.h":
+    int PyObject_GenericSetAttr(object o, object name, object value) except -1
+    void PyObject_GC_UnTrack(object o)
+
+cdef object _DERIVED_NEW = object.__new__
+cdef tuple _DERIVED_ARGS = (DerivedEvent,)
+
+
+cdef inline object _new_derived():
+    # object.__new__(DerivedEvent): what the dataclass' __init__ starts from
+    return _DERIVED_NEW(*_DERIVED_ARGS)
+
+
+cdef inline void _tuple_put(tuple t, Py_ssize_t i, i64 value):
+    cdef object x = value
+    Py_INCREF(x)  # PyTuple_SET_ITEM steals a reference
+    PyTuple_SET_ITEM(t, i, x)
 
 SNAPSHOT_VERSION = b"CAESAR-CY-1\n"
 
@@ -252,6 +273,8 @@ cdef class PlanRT:
             self.scratch_k[i] = <u8*> malloc((self.width[i] + 1) * sizeof(u8))
         self.negchk_ids, self.negchk_start, self.negchk_n = _ints(ids), _ints(starts), _ints(ns)
         self.outputs = list(cp.outputs)
+        out = cp.plan.output
+        self.output_type = out.event_type if out is not None else self.plan_id
         self.leader = None
         self.share = 0
         for i in range(len(cp.prog_len)):
@@ -1567,7 +1590,13 @@ cdef class CythonEngine:
         self._waiting[p.slot].add(part)
 
     cdef object _derive(self, PlanRT p, Part part, Env* env, i64 first_ts, i64 last_ts):
-        cdef int k, c, j
+        """The match as a DerivedEvent, built without the dataclass'
+        Python-level __init__ and kept out of the cyclic GC (it holds only
+        strings, numbers and an untracked dict and tuple, so it can never be
+        part of a cycle). Dense matches made this the engine's main cost:
+        every match allocated a tracked object that survived the batch, and
+        the collections that followed walked them all."""
+        cdef int k, c, j, n = 0
         cdef Stack s
         cdef double v = 0
         cdef u8 kd
@@ -1575,25 +1604,32 @@ cdef class CythonEngine:
         for name, prog in p.outputs:
             kd = _eval(p, prog, env, &v)
             fields[name] = _pyvalue(kd, v, self._pool)
-        seqs = []
+        for k in range(p.npos):
+            c = p.pos[k]
+            n += env.klen[c] if p.kleene[c] else 1
+        seqs = PyTuple_New(n)
+        n = 0
         for k in range(p.npos):
             c = p.pos[k]
             s = part.stacks[c]
             if p.kleene[c]:
                 for j in range(env.klen[c]):
-                    seqs.append(s.seq[env.klist[c][j]])
+                    _tuple_put(seqs, n, s.seq[env.klist[c][j]])
+                    n += 1
             else:
-                seqs.append(s.seq[env.row[c]])
-        out = p.cp.plan.output
-        return DerivedEvent(
-            plan_id=p.plan_id,
-            event_type=out.event_type if out is not None else p.plan_id,
-            partition=self._partition,
-            start_ts=first_ts,
-            end_ts=last_ts,
-            fields=fields,
-            event_seqs=tuple(seqs),
-        )
+                _tuple_put(seqs, n, s.seq[env.row[c]])
+                n += 1
+        PyObject_GC_UnTrack(seqs)
+        ev = _new_derived()
+        PyObject_GenericSetAttr(ev, "plan_id", p.plan_id)
+        PyObject_GenericSetAttr(ev, "event_type", p.output_type)
+        PyObject_GenericSetAttr(ev, "partition", self._partition)
+        PyObject_GenericSetAttr(ev, "start_ts", first_ts)
+        PyObject_GenericSetAttr(ev, "end_ts", last_ts)
+        PyObject_GenericSetAttr(ev, "fields", fields)
+        PyObject_GenericSetAttr(ev, "event_seqs", seqs)
+        PyObject_GC_UnTrack(ev)
+        return ev
 
     cdef bint _kills(self, PlanRT p, Part part, list item, long mask) except -1:
         """Does the current event (a candidate of an end negation) kill this
