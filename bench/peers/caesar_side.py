@@ -16,7 +16,7 @@ from caesar.events.batch import EventBatch
 from caesar.language import compile_model
 from caesar.plans.pattern import PatternPlan
 from caesar.services.embedded.pipeline import EmbeddedPipeline
-from caesar.services.matcher.engine import CythonEngine  # type: ignore[import-not-found]
+from caesar.services.matcher.engine import CythonEngine
 
 END_OF_TIME = 2**62
 

@@ -71,7 +71,7 @@ def build(engine: str) -> Path:
         return out
     out.mkdir(parents=True, exist_ok=True)
     print(f"[peers] compiling the {engine} harness ({len(sources)} sources) into {out}")
-    subprocess.run(["javac", "-nowarn", "-encoding", "UTF-8", "-d", str(out),
+    subprocess.run(["javac", "-nowarn", "-XDsuppressNotes", "-encoding", "UTF-8", "-d", str(out),
                     "-cp", f"{lib}/*", *map(str, sources)], check=True)
     (out / ".complete").touch()
     return out

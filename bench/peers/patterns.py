@@ -317,3 +317,33 @@ def flink_spec(queries: list[Query]) -> str:
 
 def type_count() -> int:
     return NUM_TYPES
+
+
+def esper_match_recognize(q: Query, index: int = 0) -> str:
+    """The row-pattern form of a plain sequence (no negation, Kleene or
+    conditions; at most one equivalence attribute), one EPL module over the
+    single stream `Ev` of every event: `partition by` the equivalence
+    attribute, `S*` rows skipped between components, the window as `define`
+    conditions. skip_till_any_match: `all matches` with greedy skips and
+    `after match skip to current row`; skip_till_next_match: reluctant skips,
+    `after match skip to next row` (the first B after each A, then the first
+    C)."""
+    if any(c.negated or c.kleene or c.conds for c in q.comps) or len(q.equivalence) > 1:
+        raise ValueError("match_recognize is rendered for plain sequences only")
+    names = [f"A{i}" for i in range(len(q.comps))]
+    first = names[0]
+    skip = "S*" if q.strategy == ANY else "S*?"
+    pattern = f" {skip} ".join(names)
+    defines = [f"{first} as {first}.type = {q.comps[0].type}"]
+    defines += [f"{n} as {n}.type = {c.type} and {n}.ts - {first}.ts < {q.within}"
+                for n, c in zip(names[1:], q.comps[1:], strict=True)]
+    defines.append(f"S as S.ts - {first}.ts < {q.within}")
+    measures = ", ".join(f"{n} as {c.var}" for n, c in zip(names, q.comps, strict=True))
+    after = ("all matches after match skip to current row" if q.strategy == ANY
+             else "after match skip to next row")
+    partition = f"partition by {q.equivalence[0]} " if q.equivalence else ""
+    return (f"// flush={q.within + 1}\n// stream=Ev\n"
+            f"@name('q{index}') select {', '.join(c.var for c in q.comps)} "
+            f"from Ev match_recognize ({partition}"
+            f"measures {measures} {after} pattern ({pattern}) "
+            f"define {', '.join(defines)});\n")

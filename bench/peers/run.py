@@ -34,8 +34,18 @@ from pathlib import Path
 from bench.peers.caesar_side import plans_for, run_caesar, run_pipeline, stream_values
 from bench.peers.events import sase_stream, to_batches, write_events
 from bench.peers.jvm import ESPER_VERSION, FLINK_VERSION, Harness, java_available, read_matches
-from bench.peers.patterns import esper_module, flink_spec
-from bench.peers.workloads import CAESAR, ESPER, ESPER_KEYED, FLINK, GROUPS, Workload
+from bench.peers.patterns import esper_match_recognize, esper_module, flink_spec
+from bench.peers.workloads import (
+    CAESAR,
+    ESPER,
+    ESPER_FORMS,
+    ESPER_KEYED,
+    ESPER_MR,
+    FLINK,
+    FORMS,
+    GROUPS,
+    Workload,
+)
 
 RESULTS = Path(__file__).parent / "results"
 MatchSet = Counter[tuple[int, tuple[int, ...]]]
@@ -82,7 +92,7 @@ class Bench:
             print(f"[peers] JVM peers skipped: {why}")
             engines = {CAESAR}
         self.engines = engines
-        if ESPER in engines or ESPER_KEYED in engines:
+        if engines & set(ESPER_FORMS):
             self.harness["esper"] = Harness("esper")
         if FLINK in engines:
             self.harness["flink"] = Harness("flink")
@@ -116,6 +126,10 @@ class Bench:
                 files[form] = self.workdir / f"{form}.epl"
                 attr = w.partition_by or w.queries[0].equivalence[0]
                 files[form].write_text(esper_module(w.queries, keyed_by=attr))
+            elif form == ESPER_MR:
+                files[form] = self.workdir / f"{form}.epl"
+                (q,) = w.queries
+                files[form].write_text(esper_match_recognize(q))
             elif form == FLINK:
                 files[form] = self.workdir / f"{form}.spec"
                 files[form].write_text(flink_spec(w.queries))
@@ -206,6 +220,30 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def summary(rows: list[dict]) -> str:
+    """One line per workload: CAESAR, its best Esper form, Flink CEP."""
+    lines = ["| workload | matches/event | CAESAR ev/s | best Esper form | Esper ev/s | "
+             "CAESAR x Esper (wall / thread CPU) | Flink ev/s | CAESAR x Flink |",
+             "|---|---|---|---|---|---|---|---|"]
+    names: list[str] = []
+    for r in rows:
+        if r["workload"] not in names:
+            names.append(r["workload"])
+    for name in names:
+        mine = {r["engine"]: r for r in rows if r["workload"] == name and r.get("reps")}
+        c = mine[CAESAR]
+        esper = [mine[f] for f in ESPER_FORMS if f in mine]
+        best = max(esper, key=lambda r: r["median_eps"]) if esper else None
+        flink = mine.get(FLINK)
+        lines.append(
+            f"| {name} | {c['matches_per_event']:.3g} | {c['median_eps']:,.0f} | "
+            + (f"{best['engine']} | {best['median_eps']:,.0f} | {best['caesar_speedup']:.1f} / "
+               f"{best['caesar_thread_cpu_ratio']:.1f} | " if best else "n/a | | | ")
+            + (f"{flink['median_eps']:,.0f} | {flink['caesar_speedup']:.1f} |" if flink
+               else "n/a | |"))
+    return "\n".join(lines) + "\n"
+
+
 def plot(rows: list[dict], path: Path) -> None:
     import matplotlib
 
@@ -216,9 +254,9 @@ def plot(rows: list[dict], path: Path) -> None:
     for r in rows:
         if r["workload"] not in names:
             names.append(r["workload"])
-    forms = [f for f in (CAESAR, ESPER, ESPER_KEYED, FLINK)
-             if any(r["engine"] == f and r.get("reps") for r in rows)]
-    colors = {CAESAR: "#1f77b4", ESPER: "#ff7f0e", ESPER_KEYED: "#ffbb78", FLINK: "#2ca02c"}
+    forms = [f for f in FORMS if any(r["engine"] == f and r.get("reps") for r in rows)]
+    colors = {CAESAR: "#1f77b4", ESPER: "#ff7f0e", ESPER_KEYED: "#ffbb78", ESPER_MR: "#d62728",
+              FLINK: "#2ca02c"}
     width = 0.8 / max(len(forms), 1)
     fig, ax = plt.subplots(figsize=(max(10, len(names) * 0.9), 5))
     for k, form in enumerate(forms):
@@ -242,13 +280,14 @@ def plot(rows: list[dict], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--events", type=int, default=500_000,
+    ap.add_argument("--events", type=int, default=300_000,
                     help="events per workload (workloads with many queries use fewer)")
     ap.add_argument("--reps", type=int, default=5, help="measured rounds per workload")
     ap.add_argument("--warmup", type=int, default=2, help="uncounted rounds first (JIT warm-up)")
     ap.add_argument("--only", default="", help=f"comma-separated groups of {list(GROUPS)}"
                     " or workload names")
-    ap.add_argument("--engines", default="caesar,esper,esper-keyed,flink")
+    ap.add_argument("--engines", default=",".join(FORMS),
+                    help="engine forms to run (CAESAR always runs: it is the baseline)")
     ap.add_argument("--quick", action="store_true", help="50,000 events, 2 reps, 1 warm-up")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
@@ -286,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in rows:
             wr.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v)
                          for k, v in r.items() if k in fields})
-    table = markdown(rows)
+    table = summary(rows) + "\nEvery engine form:\n\n" + markdown(rows)
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     (args.out / "peers.md").write_text(
         f"Run {stamp}, {time.time() - t0:.0f} s, {args.warmup} warm-up + {args.reps} measured "

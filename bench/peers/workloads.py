@@ -37,8 +37,10 @@ from bench.peers.patterns import NEXT, Comp, Cond, Query, seq
 CAESAR = "caesar"
 ESPER = "esper"  # EPL pattern, equivalence as filters
 ESPER_KEYED = "esper-keyed"  # EPL pattern in a keyed segmented context
+ESPER_MR = "esper-mr"  # EPL match_recognize over one stream of every event
 FLINK = "flink"  # Flink CEP Pattern API on a keyed stream
-FORMS = (CAESAR, ESPER, ESPER_KEYED, FLINK)
+FORMS = (CAESAR, ESPER, ESPER_KEYED, ESPER_MR, FLINK)
+ESPER_FORMS = (ESPER, ESPER_KEYED, ESPER_MR)
 
 
 @dataclass
@@ -64,13 +66,15 @@ def sweep() -> list[Workload]:
     base = "SEQ(E1,E2,E3) WHERE [attr1] WITHIN W"
     by_v1 = [Workload(f"V1={v1}", "sweep", [seq([1, 2, 3], 10_000)],
                       domains=(v1, *DEFAULT_DOMAINS[1:]),
-                      forms=(CAESAR, ESPER, ESPER_KEYED, FLINK),
+                      forms=(CAESAR, ESPER, ESPER_KEYED, ESPER_MR, FLINK),
                       description=f"{base}, W=10K, V1={v1}")
              for v1 in (100, 1_000, 10_000)]
     by_w = [Workload(f"W={w // 1000}K", "sweep", [seq([1, 2, 3], w)],
+                     forms=(CAESAR, ESPER, ESPER_MR, FLINK),
                      description=f"{base}, W={w // 1000}K, V1=10K")
             for w in (50_000, 100_000)]
     by_length = [Workload(f"L={n}", "sweep", [seq(list(range(1, n + 1)), 10_000)],
+                          forms=(CAESAR, ESPER, ESPER_MR, FLINK),
                           description=f"SEQ of {n} types, [attr1], W=10K, V1=10K")
                  for n in (2, 4, 6)]
     return by_v1 + by_w + by_length
@@ -120,7 +124,7 @@ def random_queries(count: int, seed: int = 11) -> list[Query]:
 
 def many() -> list[Workload]:
     return [
-        Workload("100 queries", "many", random_queries(100), events=100_000,
+        Workload("100 queries", "many", random_queries(100), events=50_000,
                  description="100 random SEQ queries (L 2-6, <=2 negations, W 10K-100K, "
                              "[attr1] AND v0.attr3 = c)"),
         Workload("10000 queries", "many", random_queries(10_000), events=20_000,

@@ -30,6 +30,8 @@ import java.util.regex.Pattern;
 public final class EsperHarness implements Harness.Engine {
     static final int TYPES = 20;
     private static final Pattern FLUSH = Pattern.compile("^//\\s*flush=(\\d+)");
+    // "// stream=Ev": send every event as type Ev (one stream) instead of E<type>
+    private static final Pattern STREAM = Pattern.compile("(?m)^//\\s*stream=Ev\\s*$");
     private static final Pattern QUERY = Pattern.compile("^q(\\d+)$");
     // statements per compiled module: Janino cannot compile one module class
     // holding thousands of statements (its methods outgrow the JVM's 64 KB)
@@ -42,6 +44,8 @@ public final class EsperHarness implements Harness.Engine {
         for (int t = 0; t < TYPES; t++) {
             config.getCommon().addEventType("E" + t, Ev.class);
         }
+        // every event as one stream, for match_recognize (see STREAM)
+        config.getCommon().addEventType("Ev", Ev.class);
         config.getRuntime().getThreading().setInternalTimerEnabled(false);
         config.getRuntime().getThreading().setListenerDispatchPreserveOrder(false);
         config.getRuntime().getThreading().setInsertIntoDispatchPreserveOrder(false);
@@ -134,8 +138,9 @@ public final class EsperHarness implements Harness.Engine {
                 }
             }
             EventSender[] senders = new EventSender[TYPES];
+            boolean single = STREAM.matcher(epl).find();
             for (int i = 0; i < TYPES; i++) {
-                senders[i] = es.getEventSender("E" + i);
+                senders[i] = es.getEventSender(single ? "Ev" : "E" + i);
             }
             t.setupNs = System.nanoTime() - setup0;
             t.start();

@@ -14,9 +14,12 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.DataStreamUtils;
 import org.apache.flink.streaming.api.datastream.KeyedStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.sink.DiscardingSink;
 import org.apache.flink.streaming.api.functions.source.SourceFunction;
+import org.apache.flink.streaming.api.operators.ChainingStrategy;
+import org.apache.flink.streaming.api.transformations.PhysicalTransformation;
 import org.apache.flink.streaming.api.watermark.Watermark;
 import org.apache.flink.streaming.api.windowing.time.Time;
 import org.apache.flink.util.Collector;
@@ -196,9 +199,14 @@ public final class FlinkHarness implements Harness.Engine {
         p = p.within(Time.milliseconds(within));
         KeyedStream<Ev, Long> keyed = DataStreamUtils.reinterpretAsKeyedStream(
                 source, new KeyBy(key), Types.LONG);
-        CEP.pattern(keyed, p).inEventTime()
-                .process(new Collect(query, vars.toArray(new String[0])))
-                .addSink(new DiscardingSink<>());
+        SingleOutputStreamOperator<Object> matches = CEP.pattern(keyed, p).inEventTime()
+                .process(new Collect(query, vars.toArray(new String[0])));
+        // the CEP operator starts a new chain by default (HEAD): chained to
+        // the source instead, records reach the NFA in the same thread,
+        // without a serializing local channel in between
+        ((PhysicalTransformation<?>) matches.getTransformation())
+                .setChainingStrategy(ChainingStrategy.ALWAYS);
+        matches.addSink(new DiscardingSink<>());
     }
 
     @Override
@@ -213,6 +221,11 @@ public final class FlinkHarness implements Harness.Engine {
         for (String line : spec.split("\n")) {
             if (line.startsWith("q ")) {
                 addQuery(line, source);
+            }
+        }
+        if (Boolean.getBoolean("caesar.flink.debug")) {
+            for (org.apache.flink.runtime.jobgraph.JobVertex v : env.getStreamGraph(false).getJobGraph().getVertices()) {
+                System.err.println("vertex: " + v.getName());
             }
         }
         env.execute("caesar-peers");
