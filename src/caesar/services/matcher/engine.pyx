@@ -53,8 +53,7 @@ cdef inline object _new_derived():
     return _DERIVED_NEW(*_DERIVED_ARGS)
 
 
-cdef inline void _tuple_put(tuple t, Py_ssize_t i, i64 value):
-    cdef object x = value
+cdef inline void _tuple_put(tuple t, Py_ssize_t i, object x):
     Py_INCREF(x)  # PyTuple_SET_ITEM steals a reference
     PyTuple_SET_ITEM(t, i, x)
 
@@ -675,6 +674,9 @@ cdef class CythonEngine:
     cdef bint _use_act
     # current event (valid while one event is dispatched)
     cdef i64 _ts, _seq, _partition
+    # the current event's ts and seq as Python ints, made on the first match
+    # it completes and shared by all of them (dense matches: ~10 per event)
+    cdef object _ts_obj, _seq_obj
     cdef double* _row_v
     cdef u8* _row_k
     cdef i64 _lo
@@ -1133,6 +1135,8 @@ cdef class CythonEngine:
             tid = tids[e]
             self._ts = ts[e]
             self._seq = seq[e]
+            self._ts_obj = None
+            self._seq_obj = None
             self._partition = part[e]
             self._row_v = &vals[e, 0]
             self._row_k = &kinds[e, 0]
@@ -1614,22 +1618,35 @@ cdef class CythonEngine:
             s = part.stacks[c]
             if p.kleene[c]:
                 for j in range(env.klen[c]):
-                    _tuple_put(seqs, n, s.seq[env.klist[c][j]])
+                    _tuple_put(seqs, n, self._seq_int(s.seq[env.klist[c][j]]))
                     n += 1
             else:
-                _tuple_put(seqs, n, s.seq[env.row[c]])
+                _tuple_put(seqs, n, self._seq_int(s.seq[env.row[c]]))
                 n += 1
         PyObject_GC_UnTrack(seqs)
+        if last_ts == self._ts:
+            if self._ts_obj is None:
+                self._ts_obj = last_ts
+            end = self._ts_obj
+        else:
+            end = last_ts
         ev = _new_derived()
         PyObject_GenericSetAttr(ev, "plan_id", p.plan_id)
         PyObject_GenericSetAttr(ev, "event_type", p.output_type)
         PyObject_GenericSetAttr(ev, "partition", self._partition)
         PyObject_GenericSetAttr(ev, "start_ts", first_ts)
-        PyObject_GenericSetAttr(ev, "end_ts", last_ts)
+        PyObject_GenericSetAttr(ev, "end_ts", end)
         PyObject_GenericSetAttr(ev, "fields", fields)
         PyObject_GenericSetAttr(ev, "event_seqs", seqs)
         PyObject_GC_UnTrack(ev)
         return ev
+
+    cdef inline object _seq_int(self, i64 seq):
+        if seq != self._seq:
+            return seq
+        if self._seq_obj is None:
+            self._seq_obj = seq
+        return self._seq_obj
 
     cdef bint _kills(self, PlanRT p, Part part, list item, long mask) except -1:
         """Does the current event (a candidate of an end negation) kill this
