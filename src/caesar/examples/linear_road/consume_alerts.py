@@ -123,7 +123,7 @@ class AlertConsumer:
         for topic, value, kafka_ms in rows:
             schema = by_topic.get(topic)
             fields = _decode(schema, value)
-            if isinstance(fields, str):
+            if isinstance(fields, str) or schema is None:
                 bad.append((topic, fields, None if value is None else bytes(value)))
             else:
                 good.setdefault(schema, []).append((*fields, kafka_ms, batch_id))
@@ -234,6 +234,7 @@ def summarize(spark: SparkSession, out_dir: str | Path, undecodable: int = 0) ->
 def _latency(name: str, df: DataFrame) -> TypeSummary:
     row = df.selectExpr("count(*) AS n", "percentile(latency_ms, 0.5) AS p50",
                         "percentile(latency_ms, 0.99) AS p99", "max(latency_ms) AS mx").first()
+    assert row is not None  # a global aggregation has one row
     return TypeSummary(name, row["n"], row["p50"], row["p99"],
                        None if row["mx"] is None else float(row["mx"]))
 

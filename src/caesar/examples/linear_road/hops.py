@@ -27,19 +27,24 @@ import argparse
 import bisect
 import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from caesar.bus.protocol import Bus
 from caesar.bus.records import Record, TopicPartition
+
+if TYPE_CHECKING:
+    from caesar.codecs import Codec
+    from caesar.settings import TopicSettings
 
 HOPS = ("input wait", "scheduler", "deriver", "router", "matcher", "to topic (total)",
         "spark", "to Parquet (total)")
 OUTPUT_TOPICS = {"lr-tolls": "TollNotification", "lr-accident-alerts": "AccidentAlert"}
 
 
-def read_topic(bus: Any, topic: str, timeout_s: float = 60.0) -> list[Record]:
+def read_topic(bus: Bus, topic: str, timeout_s: float = 60.0) -> list[Record]:
     """Every record of `topic` (all partitions, from the start to the end offsets now)."""
     import time
     import uuid
@@ -115,80 +120,95 @@ def _rising(recs: list[tuple[int, int, int]]) -> tuple[list[int], list[int]]:
     return values, stamps
 
 
-def breakdown(bus: Any, codec: Any, topics: Any, input_topic: str,
+def breakdown(bus: Bus, codec: Codec, topics: TopicSettings, input_topic: str,
               parquet: Path | None = None) -> HopTable:
-    from caesar.services.common.wire import PROGRESS, ROUTED, TXN
-
-    # Input: per Kafka partition, (time, Kafka ts) in offset order -> for each
-    # time t, when the first report with a later time arrived.
-    later: dict[int, tuple[list[int], list[int]]] = {}
-    per_part: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
-    for r in read_topic(bus, input_topic):
-        _, value = codec.decode(r.value)
-        per_part[r.partition].append((r.offset, value["time"], r.timestamp_ms))
-    for j, recs in per_part.items():
-        # Arrival of the first record with time > t: input is time-ordered per
-        # partition, so the first such record in offset order.
-        later[j] = _rising(recs)
-
-    txn_at: dict[tuple[str, int], tuple[int, int]] = {}  # (key, t) -> (Kafka partition, ts)
-    sched_progress: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    for r in read_topic(bus, topics.transactions):
-        schema, value = codec.decode(r.value)
-        if schema == TXN:
-            txn_at.setdefault((value["partition_key"], value["ts"]), (r.partition, r.timestamp_ms))
-        elif schema == PROGRESS:
-            sched_progress[r.partition].append((value["ts"] + 1, r.timestamp_ms))
-    deriver_progress: dict[int, tuple[list[int], list[int]]] = {}
-    raw: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
-    for r in read_topic(bus, topics.context_changes):
-        schema, value = codec.decode(r.value)
-        if schema == PROGRESS:
-            raw[r.partition].append((r.offset, value["ts"] + 1, r.timestamp_ms))
-    for j, recs in raw.items():
-        deriver_progress[j] = _rising(recs)
-    routed_at: dict[tuple[str, int], int] = {}
-    for r in read_topic(bus, topics.transactions + ".routed"):
-        schema, value = codec.decode(r.value)
-        if schema == ROUTED and value["active"]:
-            routed_at.setdefault((value["txn"]["partition_key"], value["txn"]["ts"]),
-                                 r.timestamp_ms)
-
+    timeline = _Timeline.read(bus, codec, topics, input_topic)
     written = _parquet_times(parquet) if parquet is not None else {}
     rows: dict[str, list[float]] = {h: [] for h in HOPS}
     outputs = idle = 0
     for topic, etype in OUTPUT_TOPICS.items():
         for r in read_topic(bus, topic):
+            assert r.value is not None and r.key is not None  # outputs are keyed records
             _, value = codec.decode(r.value)
-            key, t, ingest = r.key.decode(), value["time"], value["ingest_ms"]
-            found = txn_at.get((key, t))
-            routed = routed_at.get((key, t))
-            if found is None or routed is None:
+            hops = timeline.hops(r.key.decode(), value["time"], value["ingest_ms"],
+                                 r.timestamp_ms)
+            if hops is None:
                 continue
             outputs += 1
-            j, txn_ts = found
-            times, stamps = later.get(j, ([], []))
-            i = bisect.bisect_right(times, t)
-            next_input = stamps[i] if i < len(stamps) else None
-            if next_input is None or next_input > txn_ts:
-                idle += 1
-                ready = txn_ts
-            else:
-                ready = max(ingest, next_input)
-            wms, dstamps = deriver_progress.get(j, ([], []))
-            k = bisect.bisect_left(wms, t)
-            derived = dstamps[k] if k < len(dstamps) else routed
-            rows["input wait"].append(ready - ingest)
-            rows["scheduler"].append(txn_ts - ready)
-            rows["deriver"].append(max(0, derived - txn_ts))
-            rows["router"].append(routed - max(txn_ts, derived))
-            rows["matcher"].append(r.timestamp_ms - routed)
-            rows["to topic (total)"].append(r.timestamp_ms - ingest)
-            w = written.get((etype, value["vid"], t))
+            idle += hops.pop("idle released")
+            for hop, ms in hops.items():
+                rows[hop].append(ms)
+            w = written.get((etype, value["vid"], value["time"]))
             if w is not None:
                 rows["spark"].append(w - r.timestamp_ms)
-                rows["to Parquet (total)"].append(w - ingest)
+                rows["to Parquet (total)"].append(w - value["ingest_ms"])
     return HopTable(rows, outputs, idle)
+
+
+@dataclass
+class _Timeline:
+    """When each step of the path happened, read back from the topics."""
+
+    # Kafka partition -> for each time t (rising), when the first report with
+    # a later time arrived: input is time-ordered per partition.
+    later: dict[int, tuple[list[int], list[int]]]
+    txn_at: dict[tuple[str, int], tuple[int, int]]  # (key, t) -> (Kafka partition, ts)
+    deriver_progress: dict[int, tuple[list[int], list[int]]]  # watermarks, Kafka ts
+    routed_at: dict[tuple[str, int], int]  # (key, t) -> Kafka ts of the routed transaction
+
+    @staticmethod
+    def read(bus: Bus, codec: Codec, topics: TopicSettings, input_topic: str) -> _Timeline:
+        from caesar.services.common.wire import PROGRESS, ROUTED, TXN
+
+        per_part: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+        for r, value in _decoded(bus, codec, input_topic, None):
+            per_part[r.partition].append((r.offset, value["time"], r.timestamp_ms))
+        txn_at: dict[tuple[str, int], tuple[int, int]] = {}
+        for r, value in _decoded(bus, codec, topics.transactions, TXN):
+            txn_at.setdefault((value["partition_key"], value["ts"]), (r.partition, r.timestamp_ms))
+        raw: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+        for r, value in _decoded(bus, codec, topics.context_changes, PROGRESS):
+            raw[r.partition].append((r.offset, value["ts"] + 1, r.timestamp_ms))
+        routed_at: dict[tuple[str, int], int] = {}
+        for r, value in _decoded(bus, codec, topics.transactions + ".routed", ROUTED):
+            if value["active"]:
+                routed_at.setdefault((value["txn"]["partition_key"], value["txn"]["ts"]),
+                                     r.timestamp_ms)
+        return _Timeline({j: _rising(recs) for j, recs in per_part.items()}, txn_at,
+                         {j: _rising(recs) for j, recs in raw.items()}, routed_at)
+
+    def hops(self, key: str, t: int, ingest: int, produced: int) -> dict[str, int] | None:
+        """Milliseconds per hop of one output (key, time) produced at `produced`
+        (plus "idle released": 1 if an idle flush released its transaction);
+        None if its transaction or routing is not on the topics."""
+        found = self.txn_at.get((key, t))
+        routed = self.routed_at.get((key, t))
+        if found is None or routed is None:
+            return None
+        j, txn_ts = found
+        times, stamps = self.later.get(j, ([], []))
+        i = bisect.bisect_right(times, t)
+        next_input = stamps[i] if i < len(stamps) else None
+        idle = next_input is None or next_input > txn_ts
+        ready = txn_ts if next_input is None or idle else max(ingest, next_input)
+        wms, dstamps = self.deriver_progress.get(j, ([], []))
+        k = bisect.bisect_left(wms, t)
+        derived = dstamps[k] if k < len(dstamps) else routed
+        return {"input wait": ready - ingest, "scheduler": txn_ts - ready,
+                "deriver": max(0, derived - txn_ts), "router": routed - max(txn_ts, derived),
+                "matcher": produced - routed, "to topic (total)": produced - ingest,
+                "idle released": int(idle)}
+
+
+def _decoded(bus: Bus, codec: Codec, topic: str, schema: str | None
+             ) -> Iterator[tuple[Record, dict[str, Any]]]:
+    """The records of `topic` with their decoded values (of `schema` only, if given)."""
+    for r in read_topic(bus, topic):
+        if r.value is None:
+            continue
+        name, value = codec.decode(r.value)
+        if schema is None or name == schema:
+            yield r, value
 
 
 def _parquet_times(out: Path) -> dict[tuple[str, int, int], int]:
