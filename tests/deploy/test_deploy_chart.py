@@ -32,12 +32,15 @@ VALUE_SETS = {"default": DEFAULT, "sasl-tls-3-workers": SASL_TLS,
               "no-spark-autoscaling": NO_SPARK, "mtls-client-cert": MTLS}
 EXPECTED_KINDS = {
     "default": {"ServiceAccount": 1, "Role": 1, "RoleBinding": 1, "ConfigMap": 1,
-                "RayCluster": 1, "Deployment": 1, "SparkApplication": 2, "Job": 1},
+                "RayCluster": 1, "Deployment": 1, "Service": 1, "SparkApplication": 2,
+                "Job": 1},
     "sasl-tls-3-workers": {"ServiceAccount": 1, "Role": 1, "RoleBinding": 1, "ConfigMap": 1,
-                           "RayCluster": 1, "Deployment": 1, "SparkApplication": 2, "Job": 1},
-    "no-spark-autoscaling": {"RayCluster": 1, "Deployment": 1},
+                           "RayCluster": 1, "Deployment": 1, "Service": 1,
+                           "SparkApplication": 2, "Job": 1},
+    "no-spark-autoscaling": {"RayCluster": 1, "Deployment": 1, "Service": 1},
     "mtls-client-cert": {"ServiceAccount": 1, "Role": 1, "RoleBinding": 1, "ConfigMap": 1,
-                         "RayCluster": 1, "Deployment": 1, "SparkApplication": 1, "Job": 1},
+                         "RayCluster": 1, "Deployment": 1, "Service": 1,
+                         "SparkApplication": 1, "Job": 1},
 }
 
 
@@ -113,8 +116,20 @@ def test_default_values_run_the_example_model(rendered: dict) -> None:
     pod = driver["spec"]["template"]["spec"]
     assert pod["containers"][0]["command"] == [
         "caesar", "deploy", "/model/model.caesar", "--ray-address",
-        "ray://caesar-head-svc.streams.svc:10001"]
+        "ray://caesar-head-svc.streams.svc:10001", "--observe-host", "0.0.0.0",
+        "--observe-port", "9464"]
     assert "caesar-head-svc.streams.svc:6379" in pod["initContainers"][0]["command"][2]
+    # Metrics, probes and the live view on the driver's observe port.
+    container = pod["containers"][0]
+    assert container["ports"] == [{"name": "observe", "containerPort": 9464, "protocol": "TCP"}]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "observe"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/ready", "port": "observe"}
+    annotations = driver["spec"]["template"]["metadata"]["annotations"]
+    assert (annotations["prometheus.io/scrape"], annotations["prometheus.io/port"],
+            annotations["prometheus.io/path"]) == ("true", "9464", "/metrics")
+    service = one(docs, "Service", "-driver")
+    assert service["spec"]["ports"][0]["targetPort"] == "observe"
+    assert service["spec"]["selector"] == driver["spec"]["selector"]["matchLabels"]
     topics = one(docs, "Job", "-topics")
     # Topics before anything of the release starts or changes.
     assert topics["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"

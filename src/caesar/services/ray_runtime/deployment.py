@@ -91,7 +91,8 @@ class Deployment:
 
 def deploy_model(plan: ExecutionPlan, *, model_text: str, settings_file: Path | None,
                  ray_address: str | None, run_for: float, console: Any,
-                 options: RunnerOptions | None = None) -> None:
+                 options: RunnerOptions | None = None, observe_host: str = "127.0.0.1",
+                 observe_port: int = 9464) -> None:
     import ray
 
     from caesar.settings import load_settings
@@ -110,7 +111,14 @@ def deploy_model(plan: ExecutionPlan, *, model_text: str, settings_file: Path | 
                   f"{settings.kafka.bootstrap_servers}")
     started = time.monotonic()
     restore = _stop_on_sigterm()
+    observation = None
     try:
+        if observe_port:
+            from caesar.observe import observe
+
+            observation = observe(dep, host=observe_host, port=observe_port)
+            console.print(f"metrics {observation.url}/metrics, live context view "
+                          f"{observation.url}/")
         while run_for <= 0 or time.monotonic() - started < run_for:
             time.sleep(min(5.0, run_for) if run_for > 0 else 5.0)
             for service, stats in dep.stats().items():
@@ -122,6 +130,8 @@ def deploy_model(plan: ExecutionPlan, *, model_text: str, settings_file: Path | 
         pass
     finally:
         restore()
+        if observation is not None:
+            observation.stop()
         dep.stop()
         console.print("stopped")
 

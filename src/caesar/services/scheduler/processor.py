@@ -14,7 +14,7 @@ records that break their event type's schema. Nothing is dropped silently.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,6 +60,7 @@ class SchedulerProcessor:
         self.buffer: dict[int, dict[int, tuple[str, list[dict[str, Any]]]]] = {}
         self.released = 0
         self.dead = 0
+        self.dead_by_reason: Counter[str] = Counter()
 
     # ------------------------------------------------------------ input
     def process(self, records: Sequence[InputRecord]) -> SchedulerOutput:
@@ -151,6 +152,7 @@ class SchedulerProcessor:
 
     def _dead(self, out: SchedulerOutput, rec: InputRecord, reason: str, detail: str) -> None:
         self.dead += 1
+        self.dead_by_reason[reason] += 1
         out.dead_letters.append(DeadLetter(reason, detail, rec.topic, rec.partition, rec.offset,
                                            rec.raw, rec.value))
 

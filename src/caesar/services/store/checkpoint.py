@@ -44,6 +44,7 @@ class CheckpointStore:
         self.epoch = 0
         self._previous_chunks: list[bytes] = []
         self.bytes_written = 0
+        self.last_bytes = 0  # size of the newest state written (compressed), for metrics
 
     def write(self, producer: BusProducer, state: Any, covers: Mapping[TopicPartition, int],
               ts: int) -> None:
@@ -54,6 +55,7 @@ class CheckpointStore:
         one partition keeps the order, so a delivered header implies its chunks."""
         self.epoch += 1
         blob = zlib.compress(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), 1)
+        self.last_bytes = len(blob)
         chunks = [blob[i:i + CHUNK_BYTES] for i in range(0, len(blob), CHUNK_BYTES)] or [b""]
         offsets = [{"topic": tp.topic, "partition": tp.partition, "offset": off}
                    for tp, off in sorted(covers.items())]
