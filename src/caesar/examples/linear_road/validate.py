@@ -134,7 +134,7 @@ def validate(spark: SparkSession, reports: DataFrame, alerts_dir: str | Path) ->
 
 def read_actual(spark: SparkSession, alerts_dir: str | Path, schema: str) -> DataFrame:
     path = Path(alerts_dir) / SHORT_NAMES[schema]
-    if path.is_dir() and any(path.glob("*.parquet")):
+    if path.is_dir() and any(path.rglob("*.parquet")):  # batch_id=N/ from --writer spark
         return spark.read.parquet(str(path))
     return spark.createDataFrame([], SPARK_DDL[schema])
 

@@ -35,6 +35,31 @@ _PY_TYPES: dict[str, tuple[type, ...]] = {
     "int": (int,), "float": (float, int), "string": (str,), "bool": (bool,)}
 
 
+def event_problem(etype: EventTypeDef, value: Mapping[str, Any],
+                  partition_by: Sequence[str]) -> str:
+    """Why `value` is not a valid `etype` event ("" when it is): the timestamp must
+    be an int, the partition attributes present, every field of its declared type.
+    The Spark jobs check their rows with it too, so what they accept the
+    scheduler accepts."""
+    ts = value.get(etype.ts_field)
+    if not isinstance(ts, int) or isinstance(ts, bool):
+        return f"{etype.name}: timestamp field {etype.ts_field!r} must be an int, got {ts!r}"
+    for attr, kind in etype.fields.items():
+        v = value.get(attr)
+        if v is None:
+            if attr in partition_by:
+                return f"{etype.name}: partition attribute {attr!r} is missing"
+            continue
+        ok = isinstance(v, _PY_TYPES.get(kind, (object,)))
+        if kind in ("int", "float") and isinstance(v, bool):
+            ok = False
+        if kind == "float" and isinstance(v, float) and not math.isfinite(v):
+            ok = False
+        if not ok:
+            return f"{etype.name}.{attr}: expected {kind}, got {type(v).__name__} {v!r}"
+    return ""
+
+
 @dataclass
 class SchedulerOutput:
     transactions: list[Transaction | Progress] = field(default_factory=list)
@@ -132,23 +157,8 @@ class SchedulerProcessor:
                               f"{name!r} and topic {topic!r} carries "
                               f"{[c.name for c in candidates] or 'no declared type'}")
             etype = candidates[0]
-        ts = value.get(etype.ts_field)
-        if not isinstance(ts, int) or isinstance(ts, bool):
-            return None, f"{etype.name}: timestamp field {etype.ts_field!r} must be an int, got {ts!r}"
-        for attr, kind in etype.fields.items():
-            v = value.get(attr)
-            if v is None:
-                if attr in self.plan.partition_by:
-                    return None, f"{etype.name}: partition attribute {attr!r} is missing"
-                continue
-            ok = isinstance(v, _PY_TYPES.get(kind, (object,)))
-            if kind in ("int", "float") and isinstance(v, bool):
-                ok = False
-            if kind == "float" and isinstance(v, float) and not math.isfinite(v):
-                ok = False
-            if not ok:
-                return None, f"{etype.name}.{attr}: expected {kind}, got {type(v).__name__} {v!r}"
-        return etype, ""
+        problem = event_problem(etype, value, self.plan.partition_by)
+        return (None, problem) if problem else (etype, "")
 
     def _dead(self, out: SchedulerOutput, rec: InputRecord, reason: str, detail: str) -> None:
         self.dead += 1
