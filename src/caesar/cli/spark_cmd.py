@@ -50,6 +50,10 @@ MapOpt = Annotated[list[str] | None, typer.Option(
 MapTypeOpt = Annotated[list[str] | None, typer.Option(
     "--map-type", metavar="VALUE=TYPE",
     help="a type column's VALUE means event type TYPE (repeatable)")]
+SparkConfOpt = Annotated[list[str] | None, typer.Option(
+    "--spark-conf", metavar="KEY=VALUE",
+    help="Spark setting, e.g. spark.jars.packages=io.delta:delta-spark_2.13:4.2.0 "
+         "(repeatable)")]
 SourceOpt = Annotated[list[str] | None, typer.Option(
     "--source-option", metavar="KEY=VALUE",
     help="Spark reader option, e.g. sep=; for CSV (repeatable)")]
@@ -96,6 +100,7 @@ def produce(
     bootstrap: BootstrapOpt = None,
     kafka_option: KafkaOpt = None,
     master: MasterOpt = None,
+    spark_conf: SparkConfOpt = None,
 ) -> None:
     """Send the rows of a table to MODEL's input topics, as its events."""
     from caesar.jobs.produce import produce as run_produce
@@ -105,7 +110,8 @@ def produce(
     job, settings = _model(model, settings_file)
     mapping = _mapping(type_column, event_type, maps, type_maps)
     resolve_format(source, fmt)  # a wrong --from fails before Spark starts
-    spark = _spark(f"caesar-produce-{job.name}", master, kafka=True)
+    spark = _spark(f"caesar-produce-{job.name}", master, kafka=True,
+                   conf=_pairs(spark_conf))
     kafka = _kafka_options(kafka_option, settings)
     try:
         frame = read_source(spark, source, fmt, options=_pairs(source_options),
@@ -165,6 +171,7 @@ def consume(
     bootstrap: BootstrapOpt = None,
     kafka_option: KafkaOpt = None,
     master: MasterOpt = None,
+    spark_conf: SparkConfOpt = None,
 ) -> None:
     """Land MODEL's outputs (every output topic) in one table per output type."""
     from caesar.jobs.consume import OutputConsumer
@@ -174,7 +181,8 @@ def consume(
         raise CaesarError(f"unknown --format {fmt!r} (parquet, delta or iceberg)")
     kind = fmt if fmt != "parquet" else (
         writer if writer != "auto" else ("spark" if "://" in to else "arrow"))
-    spark = _spark(f"caesar-consume-{job.name}", master, kafka=True)
+    spark = _spark(f"caesar-consume-{job.name}", master, kafka=True,
+                   conf=_pairs(spark_conf))
     consumer = None
     try:
         consumer = OutputConsumer(spark, job, settings, to, writer=kind, bootstrap=bootstrap,
@@ -216,6 +224,7 @@ def replay(
              "cores Spark has)")] = None,
     engine: Annotated[str, typer.Option(help="auto | reference")] = "auto",
     master: MasterOpt = None,
+    spark_conf: SparkConfOpt = None,
 ) -> None:
     """Run MODEL over historical data on Spark, without Kafka, into tables under --to."""
     from caesar.jobs.job_model import JobModel
@@ -227,7 +236,8 @@ def replay(
     job = JobModel.load(model)
     mapping = _mapping(type_column, event_type, maps, type_maps)
     resolve_format(source, fmt)  # a wrong --from fails before Spark starts
-    spark = _spark(f"caesar-replay-{job.name}", master, kafka=False)
+    spark = _spark(f"caesar-replay-{job.name}", master, kafka=False,
+                   conf=_pairs(spark_conf))
     try:
         frame = read_source(spark, source, fmt, options=_pairs(source_options))
         stats = run_replay(spark, job, frame, mapping, to, partitions=partitions,
@@ -270,7 +280,8 @@ def _kafka_options(pairs: list[str] | None, settings: Settings) -> dict[str, str
     return spark_kafka_options(pairs or (), settings=settings)
 
 
-def _spark(name: str, master: str | None, *, kafka: bool) -> SparkSession:
+def _spark(name: str, master: str | None, *, kafka: bool,
+           conf: dict[str, str] | None = None) -> SparkSession:
     try:
         from caesar.jobs.spark_session import ensure_spark_jars, spark_session
     except ImportError as exc:  # pragma: no cover - depends on the install
@@ -282,7 +293,7 @@ def _spark(name: str, master: str | None, *, kafka: bool) -> SparkSession:
     if kafka:
         ensure_spark_jars()
     started = time.monotonic()
-    session = spark_session(name, master=master, kafka=kafka)
+    session = spark_session(name, master=master, kafka=kafka, conf=conf)
     err.print(f"[spark] {session.sparkContext.master} up in {time.monotonic() - started:.1f} s",
               markup=False)
     return session
