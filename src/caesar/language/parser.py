@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, v_args
 from lark.exceptions import (
     LarkError,
     UnexpectedCharacters,
@@ -17,6 +17,7 @@ from lark.exceptions import (
 from caesar.errors import SourcePosition
 from caesar.language import ast
 from caesar.language.errors import LanguageError, ModelSyntaxError, ReservedFeatureError
+from caesar.language.temporal_parse import TemporalTransforms
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")
 
@@ -35,6 +36,7 @@ TERMINAL_NAMES = {
     "STAR": "'*'", "KLEENE": "'+'", "UNIT": "a time unit (SECONDS, MINUTES, ...)",
     "TYPE_NAME": "a type (INT, FLOAT, STRING, BOOL)", "ACTION": "INITIATE, SWITCH or TERMINATE",
     "DEFAULT": "DEFAULT", "RESERVED": "a reserved keyword", "$END": "end of model",
+    "ALT": "';' and another relation", "EDGE": "START or END",
 }
 
 
@@ -138,7 +140,7 @@ def _too_deep(file: str) -> LanguageError:
 def _reserved(token: Token, file: str, text: str) -> LanguageError:
     return ReservedFeatureError(
         f"{str(token).upper()} is reserved for a planned feature "
-        "(TPStream situations, ACEP rules and shared tables; see docs/language.md)",
+        "(ACEP rules and shared tables; see docs/language.md)",
         SourcePosition(file, token.line or 1, token.column or 1), text, found=repr(str(token)))
 
 
@@ -152,7 +154,9 @@ class _Tagged:
 
 
 @v_args(meta=True)
-class _ToAst(Transformer):
+class _ToAst(TemporalTransforms):
+    _tagged = _Tagged
+
     def __init__(self, file: str, text: str) -> None:
         super().__init__()
         self.file = file
@@ -170,7 +174,7 @@ class _ToAst(Transformer):
     def start(self, meta, items):
         name = time_unit = strategy = None
         partition: tuple[str, ...] = ()
-        events, contexts, queries = [], [], []
+        events, contexts, queries, situations = [], [], [], []
         strategy_pos = partition_pos = ast.NOWHERE
         for item in items:
             if isinstance(item, _Tagged):
@@ -197,10 +201,13 @@ class _ToAst(Transformer):
                 contexts.append(item)
             elif isinstance(item, ast.Query):
                 queries.append(item)
+            elif isinstance(item, ast.SituationDef):
+                situations.append(item)
         return ast.Model(name=name, time_unit=time_unit, partition_by=partition, strategy=strategy,
                          events=tuple(events), contexts=tuple(contexts), queries=tuple(queries),
                          file=self.file, source=self.text, pos=self._pos(meta),
-                         strategy_pos=strategy_pos, partition_pos=partition_pos)
+                         strategy_pos=strategy_pos, partition_pos=partition_pos,
+                         situations=tuple(situations))
 
     def model_decl(self, meta, children):
         return _Tagged("model", str(children[0]), self._pos(meta))

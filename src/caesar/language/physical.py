@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from caesar.language.algebra import AGG, CW, CX, FI, PR, AlgebraPlan, Op, P, Stream
+from caesar.language.algebra import AGG, CW, CX, FI, PR, SIT, TP, AlgebraPlan, Op, P, Stream
 from caesar.language.checked import CheckedModel, marker_type
 from caesar.plans import expr as ir
 from caesar.plans.aggregate import AggregatePlan, AggregateSpec
@@ -29,12 +29,13 @@ from caesar.plans.execution import (
     TransitionStage,
 )
 from caesar.plans.pattern import Output, OutputField, PatternPlan
+from caesar.plans.temporal import SituationSpec, TemporalPlan
 
 
 @dataclass
 class _Query:
     qid: str
-    plan: PatternPlan | AggregatePlan
+    plan: PatternPlan | AggregatePlan | TemporalPlan
     contexts: set[str]
     output_type: str
     deps: list[str] = field(default_factory=list)
@@ -68,7 +69,7 @@ class _Extractor:
         pr: PR | None = None
         above: list[ir.Expr] = []
         ctx_above: set[str] | None = None
-        while not isinstance(node, P | AGG):
+        while not isinstance(node, P | AGG | TP):
             if isinstance(node, CX):
                 cx = node
             elif isinstance(node, CW):
@@ -101,7 +102,25 @@ class _Extractor:
                 deps.append(self.query(producer))
             return conj, iteration, inp
 
-        if isinstance(node, P):
+        if isinstance(node, TP):
+            specs = []
+            for sit in node.inputs:
+                assert isinstance(sit, SIT)
+                _, _, stream = chain(sit.child)
+                specs.append(SituationSpec(sit.name, stream.types[0], sit.condition,
+                                           sit.min_duration, sit.max_duration))
+            if cx is not None:
+                output = Output(marker_type(cx.action, cx.context),
+                                tuple(OutputField(n, e) for n, e in cx.key))
+            else:
+                assert pr is not None
+                output = Output(pr.event_type, tuple(OutputField(n, e) for n, e in pr.fields))
+            qid = node.qid
+            plan: PatternPlan | AggregatePlan | TemporalPlan = TemporalPlan(
+                plan_id=qid, situations=tuple(specs), constraints=node.constraints,
+                within=node.within, emit=node.emit,  # type: ignore[arg-type]
+                output=output, schemas=self.schemas(dict.fromkeys(s.source_type for s in specs)))
+        elif isinstance(node, P):
             comps = []
             where: list[ir.Expr] = []
             types: list[str] = []
@@ -123,7 +142,7 @@ class _Extractor:
                 assert pr is not None
                 output = Output(pr.event_type, tuple(OutputField(n, e) for n, e in pr.fields))
             qid = node.qid
-            plan: PatternPlan | AggregatePlan = PatternPlan(
+            plan = PatternPlan(
                 plan_id=qid, components=tuple(comps), where=tuple(dict.fromkeys(where)),
                 equivalence=node.equivalence, within=node.within,
                 strategy=node.strategy,  # type: ignore[arg-type]
@@ -145,7 +164,8 @@ class _Extractor:
             contexts = set(self.all_contexts)
         existing = self.queries.get(qid)
         if existing is None:
-            out_type = plan.output.event_type if isinstance(plan, PatternPlan) and plan.output \
+            out_type = plan.output.event_type \
+                if isinstance(plan, PatternPlan | TemporalPlan) and plan.output \
                 else getattr(plan, "output_type", "")
             self.queries[qid] = _Query(qid, plan, contexts, out_type, deps,
                                        (cx.action, cx.context) if cx is not None else None,

@@ -36,6 +36,13 @@ from caesar.language.errors import (
     WindowError,
 )
 from caesar.language.query_checks import check_aggregate, check_pattern, expected_names
+from caesar.language.temporal_checks import (
+    ModelSituations,
+    check_temporal,
+    edge_qid,
+    query_input_types,
+    situation_edges,
+)
 from caesar.plans.pattern import STRATEGIES
 
 UNIT_MS = {"MILLISECONDS": 1, "SECONDS": 1000, "MINUTES": 60_000, "HOURS": 3_600_000,
@@ -67,7 +74,10 @@ class ModelChecker:
         located.sort(key=lambda item: (item[0].pos.line, item[0].pos.column))
         self.default_strategy = self.strategy(m.strategy, m.strategy_pos) if m.strategy else \
             "skip_till_any_match"
+        self.situations = ModelSituations(self, m.situations)
+        located = situation_edges(located)
         checked = self.queries(located, types, contexts, names)
+        self.situations.check_all(types)
         self.partition(types)
         return CheckedModel(name=m.name or Path(self.file).stem or "model",
                             time_unit=self.time_unit, partition_by=m.partition_by,
@@ -207,7 +217,7 @@ class ModelChecker:
             progress = False
             for i in list(pending):
                 q, home = located[i]
-                inputs = _input_types(q)
+                inputs = _input_types(q, self.situations.decls)
                 waiting = [t for t in inputs if t not in types]
                 missing = [t for t in inputs if t not in types and t not in producers]
                 if missing:
@@ -223,7 +233,8 @@ class ModelChecker:
                 progress = True
             if not progress:
                 q, _home = located[pending[0]]
-                cycle = sorted({t for i in pending for t in _input_types(located[i][0])
+                cycle = sorted({t for i in pending
+                                for t in _input_types(located[i][0], self.situations.decls)
                                 if t not in types})
                 raise self.err(ModelStructureError, "derived event types depend on each other in a "
                                "cycle: " + ", ".join(cycle), q.pos,
@@ -270,7 +281,7 @@ class ModelChecker:
 
     def query(self, index: int, q: ast.Query, home: str | None, types, names, default,
               all_contexts) -> CheckedQuery:
-        qid = f"q{index + 1}"
+        qid = edge_qid(q) or f"q{index + 1}"
         for c in q.contexts:
             if c not in names:
                 raise self.err(UnknownNameError, f"unknown context {c}", q.contexts_pos, found=c,
@@ -300,6 +311,9 @@ class ModelChecker:
             return check_aggregate(self, qid, q, home, contexts, types)
         transition = Transition(action, target) if action is not None and target is not None \
             else None
+        if q.kind == "temporal":
+            return check_temporal(self, qid, q, home, contexts, transition, types,
+                                  self.situations)
         return check_pattern(self, qid, q, home, contexts, transition, types)
 
     def check_keyed(self, queries: tuple[CheckedQuery, ...],
@@ -343,9 +357,11 @@ class ModelChecker:
                                    expected=f"KEYED BY with {want} value(s)")
 
 
-def _input_types(q: ast.Query) -> tuple[str, ...]:
+def _input_types(q: ast.Query, situations: dict[str, ast.SituationDef]) -> tuple[str, ...]:
     if q.kind == "aggregate":
         return (q.source,) if q.source else ()
+    if q.kind == "temporal":
+        return query_input_types(q, situations)
     assert q.pattern is not None
     return tuple(dict.fromkeys(t for c in q.pattern.components for t in c.types))
 
