@@ -262,6 +262,7 @@ class TemporalPattern:
     constraints: tuple[TemporalConstraint, ...]
     pos: SourcePosition = _pos()
     pattern_pos: SourcePosition = _pos()
+    single: str | None = None  # `PATTERN S`: one situation, matched when it is certain
 
 
 @dataclass(frozen=True)

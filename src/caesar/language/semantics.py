@@ -42,6 +42,7 @@ from caesar.language.temporal_checks import (
     edge_qid,
     query_input_types,
     situation_edges,
+    unknown_source,
 )
 from caesar.plans.pattern import STRATEGIES
 
@@ -222,6 +223,8 @@ class ModelChecker:
                 missing = [t for t in inputs if t not in types and t not in producers]
                 if missing:
                     t = missing[0]
+                    if q.kind == "temporal":
+                        raise unknown_source(self, q, t, list(types) + list(producers))
                     raise self.err(UnknownNameError, f"unknown event type {t}", _type_pos(q, t),
                                    found=t, expected=expected_names(list(types) + list(producers)))
                 if waiting:

@@ -141,6 +141,40 @@ def situation_types(d: ast.SituationDef, aliases: dict[str, str],
     return list(dict.fromkeys(out))
 
 
+def unknown_source(ck: ModelChecker, q: ast.Query, name: str, types: list[str]) -> Exception:
+    """`name` reads like an event type in a situation's condition but is none."""
+    pos = q.pos
+    aliases: list[str] = []
+    if q.temporal is not None:
+        aliases = [s.alias or s.type for s in q.temporal.sources]
+        for s in q.temporal.sources:
+            if s.type == name:
+                pos = s.pos
+        for d in q.temporal.situations:
+            found = _ref_pos(d.condition, name) if d.condition is not None else None
+            if found is not None:
+                pos = found
+                break
+    return ck.err(UnknownNameError, f"unknown event type or FROM alias {name}", pos, found=name,
+                  expected=expected_names(aliases + types))
+
+
+def _ref_pos(node: ast.ExprNode, var: str) -> SourcePosition | None:
+    match node:
+        case ast.Ref(var=v, pos=pos) if v == var:
+            return pos
+        case ast.UnaryExpr(operand=o):
+            return _ref_pos(o, var)
+        case ast.BinaryExpr(left=left, right=right):
+            return _ref_pos(left, var) or _ref_pos(right, var)
+        case ast.CallExpr(args=args):
+            for a in args:
+                found = _ref_pos(a, var)
+                if found is not None:
+                    return found
+    return None
+
+
 def query_input_types(q: ast.Query, decls: dict[str, ast.SituationDef]) -> tuple[str, ...]:
     if q.on_situation is not None:
         decl = decls.get(q.on_situation.situation)
@@ -469,6 +503,15 @@ def check_temporal(ck: ModelChecker, qid: str, q: ast.Query, home: str | None,
                 sits[d.name] = model.get(d.name, d.pos, types)
             else:
                 sits[d.name] = check_situation(ck, d, aliases, types)
+        if t.single is not None:
+            if t.single not in defined:
+                raise ck.err(UnknownNameError, f"unknown situation {t.single}", t.pattern_pos,
+                             found=t.single, expected=expected_names(list(defined)))
+            if len(defined) > 1:
+                other = next(n for n in defined if n != t.single)
+                raise ck.err(PatternError, f"situation {other} is never related to another "
+                             "situation in the PATTERN", defined[other].pos, found=other,
+                             expected=f"PATTERN {t.single} <relation> {other}")
         constraints = check_constraints(ck, t, defined)
         if len(sits) > 1 and within is None:
             raise ck.err(PatternError, "a temporal pattern over several situations needs WITHIN "

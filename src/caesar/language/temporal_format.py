@@ -37,6 +37,8 @@ def temporal_lines(t: ast.TemporalPattern, expr: Callable[[ast.ExprNode], str],
     defs = [format_situation(s, expr, duration) for s in t.situations]
     lines += [("DEFINE " if i == 0 else "  ") + d + ("," if i < len(defs) - 1 else "")
               for i, d in enumerate(defs)]
+    if t.single is not None:
+        lines.append(f"PATTERN {t.single}")
     for i, c in enumerate(t.constraints):
         alts = "; ".join(format_relation(r) for r in c.alternatives)
         lines.append(("PATTERN " if i == 0 else "  AND ") + alts)

@@ -77,13 +77,18 @@ class TemporalTransforms(Transformer):
     def temporal_pattern(self, meta, children):
         return self._tagged("pattern", tuple(children), self._pos(meta))
 
+    def single_situation(self, meta, children):
+        return self._tagged("pattern", str(children[0]), self._tpos(children[0]))
+
     def temporal_body(self, meta, children):
         cl = self._clauses(children)
+        body = cl["pattern"].value
+        single = body if isinstance(body, str) else None
         pattern = ast.TemporalPattern(
             sources=cl["from"].value if "from" in cl else (),
-            situations=cl["define"].value, constraints=cl["pattern"].value,
+            situations=cl["define"].value, constraints=() if single else body,
             pos=cl["from"].pos if "from" in cl else cl["define"].pos,
-            pattern_pos=cl["pattern"].pos)
+            pattern_pos=cl["pattern"].pos, single=single)
         return self._tagged("temporal", (pattern, cl["within"].value if "within" in cl else None),
                             self._pos(meta))
 
