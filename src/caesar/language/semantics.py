@@ -223,7 +223,7 @@ class ModelChecker:
                 missing = [t for t in inputs if t not in types and t not in producers]
                 if missing:
                     t = missing[0]
-                    if q.kind == "temporal":
+                    if q.kind == "temporal" or q.temporal is not None:
                         raise unknown_source(self, q, t, list(types) + list(producers))
                     raise self.err(UnknownNameError, f"unknown event type {t}", _type_pos(q, t),
                                    found=t, expected=expected_names(list(types) + list(producers)))
@@ -314,7 +314,7 @@ class ModelChecker:
             return check_aggregate(self, qid, q, home, contexts, types)
         transition = Transition(action, target) if action is not None and target is not None \
             else None
-        if q.kind == "temporal":
+        if q.kind == "temporal" or q.temporal is not None:
             return check_temporal(self, qid, q, home, contexts, transition, types,
                                   self.situations)
         return check_pattern(self, qid, q, home, contexts, transition, types)
@@ -363,7 +363,7 @@ class ModelChecker:
 def _input_types(q: ast.Query, situations: dict[str, ast.SituationDef]) -> tuple[str, ...]:
     if q.kind == "aggregate":
         return (q.source,) if q.source else ()
-    if q.kind == "temporal":
+    if q.kind == "temporal" or q.temporal is not None:
         return query_input_types(q, situations)
     assert q.pattern is not None
     return tuple(dict.fromkeys(t for c in q.pattern.components for t in c.types))

@@ -31,56 +31,56 @@ class TemporalTransforms(Transformer):
     _common: Any
     _tagged: Any  # parser._Tagged
 
-    def situation_decl(self, meta, children):
+    def situation_decl(self, meta: Any, children: list[Any]) -> Any:
         name, cond = children[0], children[1]
         bounds = children[2] if len(children) > 2 else {}
         return ast.SituationDef(str(name), cond, pos=self._tpos(name), **bounds)
 
-    def define_item(self, meta, children):
+    def define_item(self, meta: Any, children: list[Any]) -> Any:
         name = children[0]
         if len(children) == 1:
             return ast.SituationDef(str(name), None, pos=self._tpos(name))
         bounds = children[2] if len(children) > 2 else {}
         return ast.SituationDef(str(name), children[1], pos=self._tpos(name), **bounds)
 
-    def define_clause(self, meta, children):
+    def define_clause(self, meta: Any, children: list[Any]) -> Any:
         return self._tagged("define", tuple(children), self._pos(meta))
 
-    def at_least(self, meta, children):
+    def at_least(self, meta: Any, children: list[Any]) -> Any:
         return {"at_least": children[0]}
 
-    def at_most(self, meta, children):
+    def at_most(self, meta: Any, children: list[Any]) -> Any:
         return {"at_most": children[0]}
 
-    def between(self, meta, children):
+    def between(self, meta: Any, children: list[Any]) -> Any:
         return {"at_least": children[0], "at_most": children[1], "between": True}
 
-    def temporal_source(self, meta, children):
+    def temporal_source(self, meta: Any, children: list[Any]) -> Any:
         alias = str(children[1]) if len(children) > 1 else None
         return ast.TemporalSource(str(children[0]), alias, self._tpos(children[0]))
 
-    def temporal_from(self, meta, children):
+    def temporal_from(self, meta: Any, children: list[Any]) -> Any:
         return self._tagged("from", tuple(children), self._pos(meta))
 
-    def allen(self, meta, children):
+    def allen(self, meta: Any, children: list[Any]) -> Any:
         return ALLEN_WORDS[" ".join(str(c).lower() for c in children)]
 
-    def temporal_relation(self, meta, children):
+    def temporal_relation(self, meta: Any, children: list[Any]) -> Any:
         left, relation, right = children
         return ast.TemporalRelation(str(left), relation, str(right), self._tpos(left),
                                     self._tpos(right))
 
-    def temporal_constraint(self, meta, children):
+    def temporal_constraint(self, meta: Any, children: list[Any]) -> Any:
         alts = tuple(c for c in children if isinstance(c, ast.TemporalRelation))
         return ast.TemporalConstraint(alts, self._pos(meta))
 
-    def temporal_pattern(self, meta, children):
+    def temporal_pattern(self, meta: Any, children: list[Any]) -> Any:
         return self._tagged("pattern", tuple(children), self._pos(meta))
 
-    def single_situation(self, meta, children):
+    def single_situation(self, meta: Any, children: list[Any]) -> Any:
         return self._tagged("pattern", str(children[0]), self._tpos(children[0]))
 
-    def temporal_body(self, meta, children):
+    def temporal_body(self, meta: Any, children: list[Any]) -> Any:
         cl = self._clauses(children)
         body = cl["pattern"].value
         single = body if isinstance(body, str) else None
@@ -92,7 +92,7 @@ class TemporalTransforms(Transformer):
         return self._tagged("temporal", (pattern, cl["within"].value if "within" in cl else None),
                             self._pos(meta))
 
-    def temporal_query(self, meta, children):
+    def temporal_query(self, meta: Any, children: list[Any]) -> Any:
         name = children[0]
         items = tuple(c for c in children[1:] if isinstance(c, ast.DeriveItem))
         cl = self._clauses(children[1:])
@@ -102,7 +102,7 @@ class TemporalTransforms(Transformer):
                          temporal=pattern, **common, pos=self._pos(meta),
                          target_pos=self._tpos(name))
 
-    def temporal_window_query(self, meta, children):
+    def temporal_window_query(self, meta: Any, children: list[Any]) -> Any:
         action, target = children[0], children[1]
         cl = self._clauses(children[2:])
         pattern, within = cl["temporal"].value
@@ -111,7 +111,7 @@ class TemporalTransforms(Transformer):
                          within=within, temporal=pattern, **self._common(cl), **keyed,
                          pos=self._pos(meta), target_pos=self._tpos(target))
 
-    def situation_window_query(self, meta, children):
+    def situation_window_query(self, meta: Any, children: list[Any]) -> Any:
         action, target = children[0], children[1]
         edge = next(c for c in children if isinstance(c, Token) and c.type == "EDGE")
         situation = children[children.index(edge) + 1]

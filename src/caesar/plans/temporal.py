@@ -38,7 +38,12 @@ Semantics (see docs/language.md, "Situations and temporal patterns"):
 - WITHIN w: a configuration is emitted only if t_d - min(ts) < w (strictly,
   like WITHIN of SEQ patterns). The paper purges situations with
   ts < t - w; CAESAR keeps the strict bound of its other windows. Situations
-  are released once ts <= t - w: they can join no later match.
+  are released once ts <= t - w: they can join no later match. When a
+  partition is silent for at least w (its next instant comes w or more after
+  its previous one), it starts afresh there: a situation still running is
+  cut (it started before the window of every later match, so only the start
+  of a run going on across the silence changes) -- this is what lets the
+  engine forget partitions that went away (bounded state).
 - Output. The derived event's timestamp is t_d (the instant the match became
   certain). Its fields are the DERIVE list (aggregates over each member's
   events with ts <= t_d, Cayuga FOLD semantics, see plans/expr.py) plus the

@@ -457,6 +457,26 @@ cdef class PlanRunner:
             self.ins_v[s, k] = 0
             self.ins_f[s, k] = 0
 
+    cdef void _forget(self, int s):
+        """Drop runs and ended situations: all started before the window of
+        any later match (plans/temporal.py: a silence of WITHIN)."""
+        cdef int64_t t = self.cur_ts[s]
+        cdef SitBuffer b
+        self._reset(s)
+        self.cur_ts[s] = t
+        if self.buffers[s] is not None:
+            for b in self.buffers[s]:
+                b.head = 0
+                b.end = 0
+
+    def stale(self, int64_t watermark):
+        """Partitions silent for a whole window before `watermark` (to release)."""
+        if self.within == NONE:
+            return []
+        return [p for p, s in self.slot_of.items()
+                if not self.pending[s] and self.cur_ts[s] != NONE
+                and watermark - self.cur_ts[s] >= self.within]
+
     def release(self, partition):
         """Forget a partition (its context window ended, or it holds nothing)."""
         s = self.slot_of.pop(partition, None)
@@ -528,6 +548,9 @@ cdef class PlanRunner:
                 elif self.cur_ts[s] != NONE and t <= self.cur_ts[s]:
                     raise ValueError(f"instant {t} of a partition split across batches or out "
                                      f"of order (last instant {self.cur_ts[s]})")
+                if self.within != NONE and self.cur_ts[s] != NONE and \
+                        t - self.cur_ts[s] >= self.within:
+                    self._forget(s)  # silent for a whole window: start afresh
                 self.cur_ts[s] = t
                 self.pending[s] = 1
                 touch[nt] = s

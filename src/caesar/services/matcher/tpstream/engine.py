@@ -220,9 +220,11 @@ class TemporalEngine:
         return out
 
     def advance(self, watermark: int) -> list[DerivedEvent]:
-        """Releases situations no later match can use, and partitions that
-        hold nothing (bounded state on an unbounded stream of partitions).
-        Detection happens at events, so nothing is emitted here."""
+        """Releases situations no later match can use, partitions that hold
+        nothing, and partitions silent for a whole WITHIN window (they would
+        start afresh at their next instant anyway): bounded state on an
+        unbounded stream of partitions. Detection happens at events, so
+        nothing is emitted here."""
         if watermark <= self._watermark:
             return []
         self._watermark = watermark
@@ -234,7 +236,8 @@ class TemporalEngine:
         if watermark - self._swept >= max(step, 1):
             self._swept = watermark
             for p in self.plans.values():
-                for partition in [q for q in p.runner.slot_of if p.runner.idle(q)]:
+                idle = [q for q in p.runner.slot_of if p.runner.idle(q)]
+                for partition in set(idle) | set(p.runner.stale(watermark)):
                     p.runner.release(partition)
         return []
 

@@ -102,12 +102,24 @@ def _holds(spec: SituationSpec, e: Ev) -> bool:
     return holds(spec.condition, lambda _var, name: e.attrs.get(name))
 
 
-def derive(spec: SituationSpec, steps: Sequence[tuple[int, list[Ev]]]) -> list[Situation]:
-    """Phase 1: every situation of one definition (Definition 7 over instants)."""
+def derive(spec: SituationSpec, steps: Sequence[tuple[int, list[Ev]]],
+           silence: int | None = None) -> list[Situation]:
+    """Phase 1: every situation of one definition (Definition 7 over instants).
+    `silence` (the plan's WITHIN): a run still going when the partition falls
+    silent that long is cut there -- its end stays unknown -- and the next
+    instant starts afresh."""
     runs: list[tuple[int, int | None, list[Ev]]] = []
+    cut: dict[int, int] = {}  # ts of a cut run -> first instant after the silence
     start: int | None = None
     run: list[Ev] = []
+    last: int | None = None
     for t, evs in steps:
+        if silence is not None and last is not None and t - last >= silence \
+                and start is not None:
+            runs.append((start, None, run))
+            cut[start] = t
+            start = None
+        last = t
         src = [e for e in evs if e.type == spec.source_type]
         if not src:
             continue
@@ -132,7 +144,8 @@ def derive(spec: SituationSpec, steps: Sequence[tuple[int, list[Ev]]]) -> list[S
         elif spec.min_duration is None:
             visible = ts
         else:
-            early = [t for t in times if t >= ts and (te is None or t < te)
+            until = te if te is not None else cut.get(ts)
+            early = [t for t in times if t >= ts and (until is None or t < until)
                      and t + 1 - ts >= spec.min_duration]
             visible = early[0] if early else te
         out.append(Situation(spec.name, ts, te, visible, tuple(evs)))
@@ -204,7 +217,7 @@ class TwoPhaseReference:
 
     def situations(self, partition: int) -> dict[str, list[Situation]]:
         steps = instants(self.events.get(partition, ()), self.plan.source_types)
-        return {s.name: derive(s, steps) for s in self.plan.situations}
+        return {s.name: derive(s, steps, self.plan.within) for s in self.plan.situations}
 
     def instants_of(self, partition: int) -> list[int]:
         return [t for t, _ in instants(self.events.get(partition, ()), self.plan.source_types)]

@@ -11,6 +11,7 @@ call per event.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +26,7 @@ class Vec:
     known: np.ndarray  # bool
 
 
-def _full(n: int, value, dtype) -> np.ndarray:
+def _full(n: int, value: object, dtype: Any) -> np.ndarray:
     return np.full(n, value, dtype=dtype)
 
 
