@@ -19,7 +19,8 @@ class PlanRunner:
     matching: bool
     buffers: list[list[SitBuffer] | None]
     slot_of: dict[int, int]
-    out: list[tuple[int, int, list[int], list[int | None], list[Any]]]
+    out: list[tuple[int, int, int, dict[str, Any], list[Any] | None]]
+    strings: Any
     checked_a: np.ndarray
     passed_a: np.ndarray
     probes_a: np.ndarray
@@ -29,6 +30,8 @@ class PlanRunner:
     def __init__(self, nsit: int, min_d: list[int], max_d: list[int], agg_sit: list[int],
                  agg_func: list[int], mask: list[list[int]], orders: list[list[int]],
                  within: int, emit_end: bool, capacity: int = ...) -> None: ...
+    def set_output(self, names: list[str], direct: list[tuple[str, int]], kinds: list[int],
+                   has_exprs: bool) -> None: ...
     def set_order(self, trigger: int, order: list[int]) -> None: ...
     def get_order(self, trigger: int) -> list[int]: ...
     def slot(self, partition: int) -> int: ...

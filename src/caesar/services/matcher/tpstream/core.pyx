@@ -330,6 +330,12 @@ cdef class PlanRunner:
     cdef int64_t[:, ::1] probes  # joins of j with x bound
     cdef int64_t[:, ::1] seen  # situations of j available at those joins
     cdef public int64_t joins, emitted
+    # output layout (set_output): DERIVE fields that are plain aggregates
+    cdef public list direct  # [(field name, aggregate index or -1: evaluated in Python)]
+    cdef public list ts_names, te_names
+    cdef public bint has_exprs
+    cdef public object strings  # StringPool of the current batch
+    cdef int[::1] agg_kind
 
     def __init__(self, int nsit, list min_d, list max_d, list agg_sit, list agg_func,
                  list mask, list orders, int64_t within, bint emit_end, int capacity=64):
@@ -371,6 +377,21 @@ cdef class PlanRunner:
         self.seen = self.seen_a
         self.joins = 0
         self.emitted = 0
+        self.direct = []
+        self.ts_names = [f"s{i}_ts" for i in range(nsit)]
+        self.te_names = [f"s{i}_te" for i in range(nsit)]
+        self.has_exprs = False
+        self.strings = None
+        self.agg_kind = np.zeros(max(self.nagg, 1), np.int32)
+
+    def set_output(self, list names, list direct, list kinds, bint has_exprs):
+        """Field layout: situation names, [(field, aggregate index | -1)],
+        aggregate value kinds (0 int, 1 float, 2 bool, 3 string)."""
+        self.ts_names = [f"{n}_ts" for n in names]
+        self.te_names = [f"{n}_te" for n in names]
+        self.direct = direct
+        self.has_exprs = has_exprs
+        self.agg_kind = np.array(kinds + [0], np.int32)
 
     def set_order(self, int trigger, list order):
         cdef int j
@@ -729,12 +750,33 @@ cdef class PlanRunner:
 
     cdef void _emit_single(self, int s, int i, int64_t ts, int64_t te, int64_t td):
         cdef int k
-        aggs = []
+        values = []
         for k in range(self.agg_lo[i], self.agg_lo[i + 1]):
-            aggs.append(_value(self.agg_func[k], self.acc_n[s, k], self.acc_v[s, k],
-                               self.acc_f[s, k]))
+            values.append(_value(self.agg_func[k], self.acc_n[s, k], self.acc_v[s, k],
+                                 self.acc_f[s, k]))
+        self.b_ts[i] = ts
+        self.b_te[i] = te
+        self._output(s, td, ts, values)
+
+    cdef void _output(self, int s, int64_t td, int64_t start, list values):
+        """One match as (partition, t_d, earliest start, fields, values): the
+        DERIVE fields that are plain aggregates and the member intervals are
+        filled in here; `values` (the aggregates) is kept only when a field
+        needs evaluating in Python (None otherwise)."""
+        cdef int i, k
+        cdef dict fields = {}
+        for name, k in self.direct:
+            fields[name] = None if k < 0 else _convert(self.agg_kind[k], values[k], self.strings)
+        for i in range(self.nsit):
+            fields[self.ts_names[i]] = self.b_ts[i]
+            fields[self.te_names[i]] = None if self.b_te[i] == NONE else self.b_te[i]
         self.emitted += 1
-        self.out.append((self.part_of[s], td, [ts], [None if te == NONE else te], aggs))
+        if self.has_exprs:
+            typed = [_convert(self.agg_kind[k], values[k], self.strings)
+                     for k in range(len(values))]
+            self.out.append((self.part_of[s], td, start, fields, typed))
+        else:
+            self.out.append((self.part_of[s], td, start, fields, None))
 
     # ------------------------------------------------------------ matcher
     cdef void _match(self, int s, int64_t t):
@@ -891,26 +933,24 @@ cdef class PlanRunner:
 
     cdef void _emit(self):
         cdef int i, k, c, s = self.cur_slot
+        cdef int64_t start = self.b_ts[0]
         cdef SitBuffer b
-        ts = []
-        te = []
-        aggs = []
+        values = []
         for i in range(self.nsit):
-            ts.append(self.b_ts[i])
-            te.append(None if self.b_te[i] == NONE else self.b_te[i])
+            if self.b_ts[i] < start:
+                start = self.b_ts[i]
             if self.b_idx[i] < 0:
                 for k in range(self.agg_lo[i], self.agg_lo[i + 1]):
-                    aggs.append(_value(self.agg_func[k], self.acc_n[s, k], self.acc_v[s, k],
-                                       self.acc_f[s, k]))
+                    values.append(_value(self.agg_func[k], self.acc_n[s, k], self.acc_v[s, k],
+                                         self.acc_f[s, k]))
             else:
                 b = self.buffers[s][i]
                 c = 0
                 for k in range(self.agg_lo[i], self.agg_lo[i + 1]):
-                    aggs.append(_value(self.agg_func[k], b.n[self.b_idx[i], c],
-                                       b.v[self.b_idx[i], c], b.f[self.b_idx[i], c]))
+                    values.append(_value(self.agg_func[k], b.n[self.b_idx[i], c],
+                                         b.v[self.b_idx[i], c], b.f[self.b_idx[i], c]))
                     c += 1
-        self.emitted += 1
-        self.out.append((self.part_of[s], self.cur_t, ts, te, aggs))
+        self._output(s, self.cur_t, start, values)
 
     # ------------------------------------------------------------ state
     def state(self, partition):
@@ -954,6 +994,18 @@ cdef class PlanRunner:
                         b.v[row, c] = r[3][c]
                         b.n[row, c] = r[4][c]
                         b.f[row, c] = r[5][c]
+
+
+cdef object _convert(int kind, object v, object strings):
+    if v is None:
+        return None
+    if kind == 0:
+        return int(v)
+    if kind == 1:
+        return float(v)
+    if kind == 2:
+        return bool(v)
+    return strings.string(int(v))
 
 
 cdef object _value(int fn, int64_t n, double v, uint8_t f):

@@ -33,6 +33,7 @@ from caesar.services.matcher.tpstream.order import AdaptiveOrder
 from caesar.services.matcher.tpstream.vector_eval import holds, numbers
 
 STATE_VERSION = 1
+KIND_CODES = {"int": 0, "float": 1, "bool": 2, "string": 3}
 
 
 def expr_type(expr: Expr, schema: dict[str, str]) -> str:
@@ -84,8 +85,13 @@ class _Plan:
             arg_t = expr_type(a.arg, schema) if a.arg is not None else "int"
             self.out_kinds.append("int" if a.func == "count" else
                                   "float" if a.func == "avg" else arg_t)
-        self.fields = plan.output.fields if plan.output is not None else ()
+        fields = plan.output.fields if plan.output is not None else ()
         self.event_type = plan.output.event_type if plan.output is not None else plan.plan_id
+        self.exprs = [f for f in fields if not isinstance(f.expr, Agg)]
+        self.runner.set_output(
+            cp.names, [(f.name, cp.agg_of[f.expr] if isinstance(f.expr, Agg) else -1)
+                       for f in fields],
+            [KIND_CODES[k] for k in self.out_kinds], bool(self.exprs))
         self.adaptive = AdaptiveOrder(cp, self.runner) if adaptive and cp.n > 2 else None
 
     def feed(self, batch: EventBatch) -> None:
@@ -151,37 +157,15 @@ class _Plan:
         if not out:
             return []
         self.runner.out = []
-        names = self.cp.names
-        kinds = self.out_kinds
-        events = []
-        for partition, td, starts, ends, raw in out:
-            values = [_typed(v, kinds[k], strings) for k, v in enumerate(raw)]
-            fields: dict[str, Any] = {}
-            for f in self.fields:
-                if isinstance(f.expr, Agg):
-                    value = values[self.cp.agg_of[f.expr]]
-                else:
-                    value = evaluate(f.expr, _no_attrs, _Aggs(self.cp, values))
-                    value = None if value is MISSING else value
-                fields[f.name] = value
-            for i, name in enumerate(names):
-                fields[f"{name}_ts"] = starts[i]
-                fields[f"{name}_te"] = ends[i]
-            events.append(DerivedEvent(self.plan.plan_id, self.event_type, partition,
-                                       min(starts), td, fields))
-        return events
-
-
-def _typed(v: Any, kind: str, strings: StringPool) -> Any:
-    if v is None:
-        return None
-    if kind == "int":
-        return int(v)
-    if kind == "bool":
-        return bool(v)
-    if kind == "string":
-        return strings.string(int(v))
-    return float(v)
+        pid, etype = self.plan.plan_id, self.event_type
+        if self.exprs:
+            for _partition, _td, _start, fields, values in out:
+                aggs = _Aggs(self.cp, values or [])
+                for f in self.exprs:
+                    value = evaluate(f.expr, _no_attrs, aggs)
+                    fields[f.name] = None if value is MISSING else value
+        return [DerivedEvent(pid, etype, partition, start, td, fields)
+                for partition, td, start, fields, _ in out]
 
 
 class _Aggs:
@@ -215,6 +199,7 @@ class TemporalEngine:
         for pid, p in self.plans.items():
             if active is not None and pid not in active:
                 continue
+            p.runner.strings = batch.strings
             p.feed(batch)
             out += p.drain(batch.strings)
         return out
