@@ -38,7 +38,10 @@ def _batches(type_name: str, ts: np.ndarray, part: np.ndarray, cols: dict[str, n
 
 
 def car_columns(cars: int, seconds: int, seed: int = 1) -> dict[str, np.ndarray]:
-    """Readings ordered by (ts, car): speed (mph) and acceleration (m/s²)."""
+    """Readings ordered by (ts, car): speed (mph) and acceleration (m/s²).
+    Cruising cars wander around 55 mph; now and then one sprints (8-10.5
+    m/s² for 3-9 s, passing 70 mph on the way), keeps speeding for 4-34 s
+    and brakes hard (below -9 m/s² for 2-5 s)."""
     rnd = np.random.default_rng(seed)
     speed = rnd.uniform(45, 65, cars)
     mode = np.zeros(cars, np.int8)  # 0 cruise, 1 sprint, 2 speeding, 3 braking
@@ -51,12 +54,14 @@ def car_columns(cars: int, seconds: int, seed: int = 1) -> dict[str, np.ndarray]
         start = (mode == 0) & (rnd.random(cars) < 0.004)
         mode[start] = 1
         left[start] = rnd.integers(3, 10, start.sum())
-        accel = rnd.normal(0.0, 0.6, cars) + 0.15 * (55 - speed)
-        accel[mode == 1] = rnd.uniform(8.2, 10.5, (mode == 1).sum())
-        accel[mode == 2] = rnd.normal(0.0, 1.0, (mode == 2).sum())
-        accel[mode == 3] = rnd.uniform(-11.0, -9.2, (mode == 3).sum())
-        speed = np.clip(speed + accel * 2.237 * (mode != 2), 0, 120)  # m/s² -> mph per s
-        speed[mode == 2] = np.maximum(speed[mode == 2], 71.0)
+        accel = rnd.normal(0.0, 0.8, cars) + 0.1 * (55 - speed)
+        n1, n2, n3 = (mode == 1).sum(), (mode == 2).sum(), (mode == 3).sum()
+        accel[mode == 1] = rnd.uniform(8.2, 10.5, n1)
+        accel[mode == 2] = rnd.normal(0.0, 1.0, n2)
+        accel[mode == 3] = rnd.uniform(-11.0, -9.2, n3)
+        # the sensor's acceleration and the speed it integrates to, in mph per second
+        speed = np.clip(speed + 0.45 * accel, 0, 140)
+        speed[mode == 2] = np.maximum(speed[mode == 2] + rnd.normal(0, 1.0, n2), 71.0)
         left -= 1
         done = left <= 0
         to_speeding = done & (mode == 1)
@@ -67,7 +72,6 @@ def car_columns(cars: int, seconds: int, seed: int = 1) -> dict[str, np.ndarray]
         mode[to_braking] = 3
         left[to_braking] = rnd.integers(2, 6, to_braking.sum())
         mode[to_cruise] = 0
-        speed[to_cruise] = np.minimum(speed[to_cruise], 60.0)
         sp[t * cars:(t + 1) * cars] = speed
         ac[t * cars:(t + 1) * cars] = accel
     return {"ts": ts, "car_id": car, "speed": sp, "accel": ac}
