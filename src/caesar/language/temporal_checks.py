@@ -29,7 +29,15 @@ from caesar.language.errors import (
     UnknownNameError,
     WindowError,
 )
-from caesar.language.expressions import AGGREGATES, ExprEnv, agg_type, default_alias, refs
+from caesar.language.expressions import (
+    AGGREGATES,
+    PLAIN,
+    ExprEnv,
+    Reading,
+    agg_type,
+    default_alias,
+    refs,
+)
 from caesar.language.query_checks import expected_names
 from caesar.plans import expr as ir
 from caesar.plans.temporal import DEFINITION, INVERSE, SituationSpec, TemporalConstraint
@@ -77,7 +85,7 @@ class SituationEnv(ExprEnv):
                        found=node.var,
                        expected=expected_names(list(self.aliases) + list(self.types)))
 
-    def ref(self, node: ast.Ref, **kw: Any) -> tuple[ir.Expr, str]:
+    def ref(self, node: ast.Ref, at: Reading = PLAIN) -> tuple[ir.Expr, str]:
         typ = self.source_of(node)
         fields = self.types[typ].fields
         if node.name not in fields:
@@ -91,12 +99,12 @@ class SituationEnv(ExprEnv):
                            found=f"{node.var}.{node.name}", expected=f"attributes of {a} only")
         return ir.Attr(self.name, node.name), fields[node.name]
 
-    def call(self, node: ast.CallExpr, **kw: Any) -> tuple[ir.Expr, str]:
+    def call(self, node: ast.CallExpr, at: Reading = PLAIN) -> tuple[ir.Expr, str]:
         if node.func in AGGREGATES:
             raise self.err(PatternError, "a situation's condition holds per event; it cannot read "
                            "aggregates (TPStream, section 3.1)", node.pos,
                            found=f"{node.func}(...)", expected="a condition on one event")
-        return self.function(node, **kw)
+        return self.function(node, at)
 
 
 def check_situation(ck: ModelChecker, d: ast.SituationDef, aliases: dict[str, str],
@@ -210,10 +218,8 @@ def consistent(assigned: list[tuple[str, str, str]]) -> bool:
             p = parent[p]
         return p
 
-    less: list[tuple[tuple[str, str], tuple[str, str]]] = []
     names = {n for x, _, y in assigned for n in (x, y)}
-    for n in names:
-        less.append(((n, "ts"), (n, "te")))
+    less: list[tuple[tuple[str, str], tuple[str, str]]] = [((n, "ts"), (n, "te")) for n in names]
     for x, rel, y in assigned:
         for a, op, b in CHAINS[rel]:
             pa = (x if a[0] == "A" else y, a[2:])
@@ -342,7 +348,8 @@ class TemporalOutputEnv(ExprEnv):
         super().__init__(checker)
         self.situations = situations
 
-    def ref(self, node: ast.Ref, in_agg: str | None = None, **kw: Any) -> tuple[ir.Expr, str]:
+    def ref(self, node: ast.Ref, at: Reading = PLAIN) -> tuple[ir.Expr, str]:
+        in_agg = at.in_agg
         var = node.var if node.var is not None else in_agg
         if var not in self.situations:
             raise self.err(UnknownNameError, f"unknown situation {var or node.name}", node.pos,
@@ -363,10 +370,10 @@ class TemporalOutputEnv(ExprEnv):
                            found=f"{var}.{node.name}", expected=", ".join(fields))
         return ir.Attr(var, node.name), fields[node.name]
 
-    def call(self, node: ast.CallExpr, **kw: Any) -> tuple[ir.Expr, str]:
+    def call(self, node: ast.CallExpr, at: Reading = PLAIN) -> tuple[ir.Expr, str]:
         if node.func not in SITUATION_AGGREGATES:
-            return self.function(node, **kw)
-        if kw.get("in_agg") is not None:
+            return self.function(node, at)
+        if at.in_agg is not None:
             raise self.err(PatternError, "aggregates do not nest", node.pos,
                            found=f"{node.func}(...)", expected="a plain expression")
         if node.star or node.distinct:
@@ -390,7 +397,7 @@ class TemporalOutputEnv(ExprEnv):
                                expected=", ".join(f"{node.func}({s}.<attr>)"
                                                   for s in self.situations))
         sym = next(iter(named))
-        ex, t = self.compile(arg, in_agg=sym)
+        ex, t = self.compile(arg, Reading(in_agg=sym))
         typ = agg_type(node.func, t)
         if typ is None:
             raise self.err(ModelTypeError, f"{node.func} needs numbers", arg.pos, found=t,
@@ -522,14 +529,14 @@ def check_temporal(ck: ModelChecker, qid: str, q: ast.Query, home: str | None,
         output_type = marker_type(transition.action, transition.target)
         fields: list[tuple[str, ir.Expr]] = []
         for i, node in enumerate(q.instance_key, start=1):
-            ex, typ = env.compile(node, output=True)
+            ex, typ = env.compile(node, Reading(output=True))
             env.output_types[f"key{i}"] = typ
             fields.append((f"key{i}", ex))
     else:
         output_type = q.derive_type or ""
         fields = []
         for item in q.items:
-            ex, typ = env.compile(item.expr, output=True)
+            ex, typ = env.compile(item.expr, Reading(output=True))
             name = item.alias or default_alias(item.expr)
             if name is None:
                 raise ck.err(ModelStructureError, "this DERIVE field needs a name", item.pos,

@@ -22,7 +22,7 @@ ALLEN_SPELLING = {name: words.upper() for words, name in ALLEN_WORDS.items()}
 
 
 @v_args(meta=True)
-class TemporalTransforms(Transformer):
+class TemporalTransforms(Transformer[Token, ast.Model]):
     """The TPStream callbacks of the model transformer (meta and children)."""
 
     _pos: Any

@@ -169,10 +169,8 @@ def detection_time(plan: TemporalPlan, config: dict[str, Situation]) -> int:
         rel = allen(x.ts, OPEN if x.te is None else x.te, y.ts, OPEN if y.te is None else y.te)
         points = sorted([x.ts, y.ts, OPEN if x.te is None else x.te,
                          OPEN if y.te is None else y.te])
-        if _group_of(rel) <= set(c.relations):
-            td = max(td, points[1])
-        else:
-            td = max(td, points[2])
+        # t3 of the holding relation, t2 when the constraint holds its prefix group
+        td = max(td, points[1] if _group_of(rel) <= set(c.relations) else points[2])
     return td
 
 
