@@ -20,7 +20,7 @@ from caesar.services.matcher.tpstream.reference import (
 
 from .strategies import batches, key, scenarios
 
-SETTINGS = settings(max_examples=300, deadline=None,
+SETTINGS = settings(max_examples=200, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
