@@ -35,11 +35,16 @@ def format_expr(node: ast.ExprNode, parent: int = 0) -> str:
                 return f"{func}(*)"
             inner = ", ".join(format_expr(a) for a in args)
             return f"{func}(DISTINCT {inner})" if distinct else f"{func}({inner})"
-        case ast.Equivalence(attrs=attrs):
-            return "[" + ", ".join(attrs) + "]"
-        case ast.TableRead():
-            return format_table_read(node, format_expr)
+        case ast.Equivalence() | ast.TableRead():
+            return _format_bracketed(node)
     raise TypeError(f"not an expression node: {node!r}")
+
+
+def _format_bracketed(node: ast.Equivalence | ast.TableRead) -> str:
+    """`[attr, ...]` and `(SELECT ...)` / `EXISTS (SELECT ...)`."""
+    if isinstance(node, ast.TableRead):
+        return format_table_read(node, format_expr)
+    return "[" + ", ".join(node.attrs) + "]"
 
 
 def format_literal(value: int | float | str | bool, parent: int = 0) -> str:

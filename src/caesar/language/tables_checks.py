@@ -219,7 +219,11 @@ class _Splitter:
         assert q.derive_type is not None
         derive = ast.TableAction("DERIVE", derive_type=q.derive_type, items=q.items, pos=q.pos,
                                  table_pos=q.target_pos)
-        name = f"{q.derive_type}_{q.pos.line}_{q.pos.column}"
+        name, n = q.derive_type, 1
+        taken = {a.name for a in self.actors} | {r.name for r in self.model.rules}
+        while name in taken:  # several queries deriving one type: Alert, Alert_2, ...
+            n += 1
+            name = f"{q.derive_type}_{n}"
         src = self.actor(name, "query", q.pattern, table_conds, (derive,), q.pos)
         return self.pattern_query(src, self._all_refs(src), q.pattern, _and(plain), q.within,
                                   q.strategy, q.contexts, q.contexts_pos, q.pos)
@@ -357,8 +361,8 @@ class _ActorEnv(ExprEnv):
             raise self.err(ModelTypeError, f"{item.func} needs numbers", item.args[0].pos,
                            found=t, expected="int or float")
         typ = "float" if item.func == "avg" else t
-        func = item.func
-        assert func in ("sum", "min", "max", "avg")
+        func: tp.ReadKind = "sum" if item.func == "sum" else "min" if item.func == "min" else \
+            "max" if item.func == "max" else "avg"
         return tp.TableRead(schema.name, func, value=value, where=where), typ
 
     def key_of(self, schema: tp.TableSchema, names: set[str], where: ast.ExprNode) \
@@ -499,56 +503,67 @@ class TableChecker:
         env = _ActorEnv(self, src, event_types)
         where_text = f"{a.pos.file}:{a.pos.line}:{a.pos.column}"
         if a.kind == "DERIVE":
-            names: list[str] = []
-            values: list[ir.Expr] = []
-            for item in a.items:
-                name = item.alias or default_alias(item.expr)
-                if name is None:
-                    raise self.err(ModelStructureError, "this output field needs a name",
-                                   item.pos, found=None, expected="<expression> AS <name>")
-                if name in names:
-                    raise self.err(DuplicateNameError, f"output field {name} is given twice",
-                                   item.pos, found=name, expected="distinct names")
-                names.append(name)
-                values.append(env.compile(item.expr)[0])
-            assert a.derive_type is not None
-            decl = next((e for e in self.model.events if e.name == a.derive_type), None)
-            return tp.ActionPlan("DERIVE", None, tuple(names), tuple(values),
-                                 reads=tuple(env.slots), derive_type=a.derive_type,
-                                 topic=decl.output_topic if decl else None,
-                                 where_text=where_text)
+            return self.derive(env, a, where_text)
         assert a.table is not None
         schema = self.table(a.table, a.table_pos)
-        columns = dict(schema.columns)
         if a.kind in ("INSERT", "UPSERT"):
-            cols = a.columns or schema.column_names()
-            if len(cols) != len(a.values):
-                raise self.err(TableError, f"{a.kind} gives {len(a.values)} values for "
-                               f"{len(cols)} columns", a.pos, found=f"{len(a.values)} values",
-                               expected=f"{len(cols)} ({', '.join(cols)})")
-            for c in cols:
-                if c not in columns:
-                    raise self.err(UnknownNameError, f"table {schema.name} has no column {c}",
-                                   a.table_pos, found=c, expected=", ".join(columns))
-            missing = [k for k in schema.key if k not in cols]
-            if missing:
-                raise self.err(TableError, f"{a.kind} INTO {schema.name} must give the primary "
-                               "key", a.pos, found="no value for " + ", ".join(missing),
-                               expected="a value for " + ", ".join(schema.key))
-            vals = tuple(self.typed(env, columns, c, v, schema.name) for c, v in zip(cols,
-                                                                                     a.values))
-            return tp.ActionPlan(a.kind, schema.name, tuple(cols), vals, reads=tuple(env.slots),
-                                 where_text=where_text)
+            return self.insert(env, schema, a, where_text)
+        return self.change(env, schema, a, where_text)
+
+    def derive(self, env: _ActorEnv, a: ast.TableAction, where_text: str) -> tp.ActionPlan:
+        names: list[str] = []
+        values: list[ir.Expr] = []
+        for item in a.items:
+            name = item.alias or default_alias(item.expr)
+            if name is None:
+                raise self.err(ModelStructureError, "this output field needs a name",
+                               item.pos, found=None, expected="<expression> AS <name>")
+            if name in names:
+                raise self.err(DuplicateNameError, f"output field {name} is given twice",
+                               item.pos, found=name, expected="distinct names")
+            names.append(name)
+            values.append(env.compile(item.expr)[0])
+        assert a.derive_type is not None
+        decl = next((e for e in self.model.events if e.name == a.derive_type), None)
+        return tp.ActionPlan("DERIVE", None, tuple(names), tuple(values),
+                             reads=tuple(env.slots), derive_type=a.derive_type,
+                             topic=decl.output_topic if decl else None, where_text=where_text)
+
+    def insert(self, env: _ActorEnv, schema: tp.TableSchema, a: ast.TableAction,
+               where_text: str) -> tp.ActionPlan:
+        columns = dict(schema.columns)
+        cols = a.columns or schema.column_names()
+        if len(cols) != len(a.values):
+            raise self.err(TableError, f"{a.kind} gives {len(a.values)} values for "
+                           f"{len(cols)} columns", a.pos, found=f"{len(a.values)} values",
+                           expected=f"{len(cols)} ({', '.join(cols)})")
+        for c in cols:
+            if c not in columns:
+                raise self.err(UnknownNameError, f"table {schema.name} has no column {c}",
+                               a.table_pos, found=c, expected=", ".join(columns))
+        missing = [k for k in schema.key if k not in cols]
+        if missing:
+            raise self.err(TableError, f"{a.kind} INTO {schema.name} must give the primary "
+                           "key", a.pos, found="no value for " + ", ".join(missing),
+                           expected="a value for " + ", ".join(schema.key))
+        vals = tuple(self.typed(env, columns, c, v, schema.name)
+                     for c, v in zip(cols, a.values, strict=True))
+        kind: tp.ActionKind = "INSERT" if a.kind == "INSERT" else "UPSERT"
+        return tp.ActionPlan(kind, schema.name, tuple(cols), vals, reads=tuple(env.slots),
+                             where_text=where_text)
+
+    def change(self, env: _ActorEnv, schema: tp.TableSchema, a: ast.TableAction,
+               where_text: str) -> tp.ActionPlan:
+        """UPDATE ... SET ... [WHERE] and DELETE FROM ... [WHERE]."""
+        columns = dict(schema.columns)
         names_ = {schema.name}
         where = key = None
         if a.where is not None:
             where, t = env.in_row(schema, names_, a.where)
             env.expect_bool(t, a.where)
-            k, rest = env.key_of(schema, names_, a.where)
+            k, _ = env.key_of(schema, names_, a.where)
             if k is not None:
-                saved, env.row = env.row, None
                 key = tuple(env.compile(e)[0] for e in k)
-                env.row = saved
         if a.kind == "DELETE":
             return tp.ActionPlan("DELETE", schema.name, (), (), where=where, key=key,
                                  reads=tuple(env.slots), where_text=where_text)
@@ -561,11 +576,11 @@ class TableChecker:
             if s.column not in columns:
                 raise self.err(UnknownNameError, f"table {schema.name} has no column {s.column}",
                                s.pos, found=s.column, expected=", ".join(columns))
-            saved, env.row = env.row, (schema, names_)
+            env.row = (schema, names_)
             try:
                 sets.append(self.typed(env, columns, s.column, s.expr, schema.name))
             finally:
-                env.row = saved
+                env.row = None
         return tp.ActionPlan("UPDATE", schema.name, tuple(s.column for s in a.assignments),
                              tuple(sets), where=where, key=key, reads=tuple(env.slots),
                              where_text=where_text)

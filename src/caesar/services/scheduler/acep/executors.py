@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from caesar.plans.tables import AcepPlan, ActorPlan
 from caesar.services.scheduler.acep.schedulers import NoScheduler, make_scheduler
@@ -40,6 +41,7 @@ from caesar.services.scheduler.acep.tables import (
     VersionedTables,
 )
 
+Chooser = Callable[[Sequence[str]], int]
 # One s-transaction: its timestamp and, per actor name, the matches at it.
 Transaction = tuple[int, Mapping[str, Sequence[Match]]]
 
@@ -114,52 +116,50 @@ class Simulator:
         self.store: VersionedTables | PlainTables = (
             VersionedTables(plan.tables) if self.scheduler.versioned else PlainTables(plan.tables))
         self.gc_every = gc_every
+        self.lanes: dict[str, _Lane] = {a.name: _Lane() for a in plan.actors}
+        self.registered: set[Position] = set()
+        self.result = StepResult()
+        self.out = RunResult()
+        self.finished = 0
 
     def run(self, workload: Sequence[Transaction],
-            choose: Callable[[int], int] | random.Random | int = 0) -> RunResult:
+            choose: Chooser | random.Random | int = 0) -> RunResult:
+        """`choose(labels)` picks the next move among the enabled ones (an
+        actor's name: its lane moves; "dispatch": the next transaction
+        arrives); an int or a Random picks at random."""
         pick = _chooser(choose)
-        txns = steps_of(self.plan, workload)
-        lanes = {a.name: _Lane() for a in self.plan.actors}
-        registered: set[Position] = set()
-        result = StepResult()
-        out = RunResult()
-        dispatched = finished = 0
-        sched = self.scheduler
+        pending = list(reversed(steps_of(self.plan, workload)))
         while True:
-            enabled: list[Callable[[], None]] = []
-            if dispatched < len(txns):
-                def dispatch() -> None:
-                    nonlocal dispatched
-                    for spec in txns[dispatched]:
-                        sched.register(spec.pos, spec.actor.read_tables, spec.actor.write_tables)
-                        registered.add(spec.pos)
-                        lanes[spec.actor.name].queue.append(spec)
-                    dispatched += 1
-                enabled.append(dispatch)
-            for lane in lanes.values():
-                spec = lane.head()
-                if spec is None or spec.pos not in registered:
-                    continue
-                if lane.step is None:
-                    if sched.may_start(spec.pos):
-                        enabled.append(self._mover(lane, spec, result))
-                elif self._granted(spec.pos, lane.request):
-                    enabled.append(self._mover(lane, spec, result))
+            enabled = self._enabled()
+            if pending:
+                enabled.append(("dispatch", lambda: self._dispatch(pending.pop())))
             if not enabled:
-                if any(lane.head() is not None for lane in lanes.values()):
-                    raise RuntimeError(f"{sched.name}: no step can move (deadlock)")
+                if any(lane.head() is not None for lane in self.lanes.values()):
+                    raise RuntimeError(f"{self.scheduler.name}: no step can move (deadlock)")
                 break
-            before = sum(lane.next for lane in lanes.values())
-            enabled[pick(len(enabled))]()
-            if sum(lane.next for lane in lanes.values()) > before:
-                finished += 1
-                if isinstance(self.store, VersionedTables):
-                    out.max_versions = max(out.max_versions, self.store.version_count())
-                    if finished % self.gc_every == 0:
-                        out.collected += self.store.gc(sched.low_water_mark())
-        out.outputs, out.errors = result.outputs, result.errors
-        out.tables = self.store.snapshot()
-        return out.sort()
+            enabled[pick([label for label, _ in enabled])][1]()
+        self.out.outputs, self.out.errors = self.result.outputs, self.result.errors
+        self.out.tables = self.store.snapshot()
+        return self.out.sort()
+
+    def _dispatch(self, txn: list[_StepSpec]) -> None:
+        """InsertLock (Algorithm 1) for an arriving transaction."""
+        for spec in txn:
+            self.scheduler.register(spec.pos, spec.actor.read_tables, spec.actor.write_tables)
+            self.registered.add(spec.pos)
+            self.lanes[spec.actor.name].queue.append(spec)
+
+    def _enabled(self) -> list[tuple[str, Callable[[], None]]]:
+        out: list[tuple[str, Callable[[], None]]] = []
+        for name, lane in self.lanes.items():
+            spec = lane.head()
+            if spec is None or spec.pos not in self.registered:
+                continue
+            ready = self.scheduler.may_start(spec.pos) if lane.step is None else \
+                self._granted(spec.pos, lane.request)
+            if ready:
+                out.append((name, self._mover(lane, spec)))
+        return out
 
     def _granted(self, pos: Position, request: Request | None) -> bool:
         if request is None:
@@ -168,102 +168,116 @@ class Simulator:
             return self.scheduler.may_read(pos, request.table)
         return self.scheduler.may_write(pos, request.table)
 
-    def _mover(self, lane: _Lane, spec: _StepSpec, result: StepResult) -> Callable[[], None]:
+    def _mover(self, lane: _Lane, spec: _StepSpec) -> Callable[[], None]:
         def move() -> None:
             if lane.step is None:
                 lane.step = run_step(spec.actor, spec.pos[0], spec.matches,
-                                     self.store.view(spec.pos), result)
+                                     self.store.view(spec.pos), self.result)
             try:
                 lane.request = next(lane.step)
             except StopIteration:
                 self.scheduler.finish(spec.pos)
                 lane.step, lane.request = None, None
                 lane.next += 1
+                self._step_done()
         return move
 
+    def _step_done(self) -> None:
+        self.finished += 1
+        if isinstance(self.store, VersionedTables):
+            self.out.max_versions = max(self.out.max_versions, self.store.version_count())
+            if self.finished % self.gc_every == 0:
+                self.out.collected += self.store.gc(self.scheduler.low_water_mark())
 
-def _chooser(choose: Callable[[int], int] | random.Random | int) -> Callable[[int], int]:
-    if isinstance(choose, int):
-        rng = random.Random(choose)
-        return lambda n: rng.randrange(n)
-    if isinstance(choose, random.Random):
-        r = choose
-        return lambda n: r.randrange(n)
+
+def _chooser(choose: Chooser | random.Random | int) -> Chooser:
+    if isinstance(choose, random.Random | int):
+        rng = choose if isinstance(choose, random.Random) else random.Random(choose)
+        return lambda labels: rng.randrange(len(labels))
     return choose
 
 
-def run_threaded(plan: AcepPlan, workload: Sequence[Transaction], scheduler: str, *,
-                 op_cost: float = 0.0, step_cost: float = 0.0,
-                 on_step: Callable[[Position, float], None] | None = None) -> RunResult:
+class ThreadedRun:
     """One thread per actor. `op_cost` seconds are spent (sleeping: a store
     round trip) on every granted table access and `step_cost` on every step
     (its pattern work), so the schedulers' concurrency shows in wall time.
-    `on_step(pos, seconds)` gets each step's latency from its registration."""
-    sched = make_scheduler(scheduler)
-    store: VersionedTables | PlainTables = (
-        VersionedTables(plan.tables) if sched.versioned else PlainTables(plan.tables))
-    txns = steps_of(plan, workload)
-    cond = threading.Condition()
-    lanes: dict[str, list[_StepSpec]] = {a.name: [] for a in plan.actors}
-    registered_at: dict[Position, float] = {}
-    with cond:
-        for txn in txns:  # InsertLock for every arriving transaction, in ts order
-            for spec in txn:
-                sched.register(spec.pos, spec.actor.read_tables, spec.actor.write_tables)
-                registered_at[spec.pos] = time.perf_counter()
-                lanes[spec.actor.name].append(spec)
-    results = {name: StepResult() for name in lanes}
-    failures: list[BaseException] = []
-    done = [0]
+    `latencies` gets each step's time from its registration to its end."""
 
-    def wait(check: Callable[[], bool]) -> None:
-        with cond:
+    def __init__(self, plan: AcepPlan, scheduler: str, *, op_cost: float = 0.0,
+                 step_cost: float = 0.0) -> None:
+        self.plan = plan
+        self.sched = make_scheduler(scheduler)
+        self.store: VersionedTables | PlainTables = (
+            VersionedTables(plan.tables) if self.sched.versioned else PlainTables(plan.tables))
+        self.op_cost, self.step_cost = op_cost, step_cost
+        self.cond = threading.Condition()
+        self.latencies: list[float] = []
+        self.failures: list[BaseException] = []
+        self.done = 0
+
+    def run(self, workload: Sequence[Transaction]) -> RunResult:
+        lanes: dict[str, list[_StepSpec]] = {a.name: [] for a in self.plan.actors}
+        self.registered_at: dict[Position, float] = {}
+        with self.cond:
+            for txn in steps_of(self.plan, workload):  # InsertLock, in ts order
+                for spec in txn:
+                    self.sched.register(spec.pos, spec.actor.read_tables,
+                                        spec.actor.write_tables)
+                    self.registered_at[spec.pos] = time.perf_counter()
+                    lanes[spec.actor.name].append(spec)
+        results = {name: StepResult() for name in lanes}
+        threads = [threading.Thread(target=self._lane, args=(specs, results[name]), daemon=True)
+                   for name, specs in lanes.items()]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if self.failures:
+            raise self.failures[0]
+        out = RunResult(tables=self.store.snapshot())
+        for r in results.values():
+            out.outputs += r.outputs
+            out.errors += r.errors
+        return out.sort()
+
+    def _granted(self, pos: Position, request: Request) -> bool:
+        if isinstance(request, Read):
+            return self.sched.may_read(pos, request.table)
+        return self.sched.may_write(pos, request.table)
+
+    def _wait(self, check: Callable[[], bool]) -> None:
+        with self.cond:
             while not check():
-                cond.wait()
+                self.cond.wait()
 
-    def lane_run(name: str) -> None:
+    def _lane(self, specs: list[_StepSpec], result: StepResult) -> None:
         try:
-            for spec in lanes[name]:
-                wait(lambda spec=spec: sched.may_start(spec.pos))  # type: ignore[misc]
-                if step_cost:
-                    time.sleep(step_cost)
-                with cond:
-                    step = run_step(spec.actor, spec.pos[0], spec.matches, store.view(spec.pos),
-                                    results[name])
-                while True:
-                    with cond:
-                        try:
-                            request = next(step)
-                        except StopIteration:
-                            break
-                    if isinstance(request, Read):
-                        wait(lambda r=request: sched.may_read(spec.pos, r.table))  # type: ignore[misc]
-                    else:
-                        wait(lambda r=request: sched.may_write(spec.pos, r.table))  # type: ignore[misc]
-                    if op_cost:
-                        time.sleep(op_cost)
-                with cond:
-                    sched.finish(spec.pos)
-                    done[0] += 1
-                    if isinstance(store, VersionedTables) and done[0] % 64 == 0:
-                        store.gc(sched.low_water_mark())
-                    cond.notify_all()
-                if on_step is not None:
-                    on_step(spec.pos, time.perf_counter() - registered_at[spec.pos])
-        except BaseException as exc:  # surfaced after join
-            failures.append(exc)
-            with cond:
-                cond.notify_all()
+            for spec in specs:
+                self._step(spec, result)
+        except BaseException as exc:  # surfaced by run() after join
+            self.failures.append(exc)
+            with self.cond:
+                self.cond.notify_all()
 
-    threads = [threading.Thread(target=lane_run, args=(n,), daemon=True) for n in lanes]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if failures:
-        raise failures[0]
-    out = RunResult(tables=store.snapshot())
-    for r in results.values():
-        out.outputs += r.outputs
-        out.errors += r.errors
-    return out.sort()
+    def _step(self, spec: _StepSpec, result: StepResult) -> None:
+        pos = spec.pos
+        self._wait(lambda: self.sched.may_start(pos))
+        if self.step_cost:
+            time.sleep(self.step_cost)
+        with self.cond:
+            step = run_step(spec.actor, pos[0], spec.matches, self.store.view(pos), result)
+        while True:
+            with self.cond:
+                request = next(step, None)
+            if request is None:
+                break
+            self._wait(partial(self._granted, pos, request))
+            if self.op_cost:
+                time.sleep(self.op_cost)
+        with self.cond:
+            self.sched.finish(pos)
+            self.done += 1
+            if isinstance(self.store, VersionedTables) and self.done % 64 == 0:
+                self.store.gc(self.sched.low_water_mark())
+            self.latencies.append(time.perf_counter() - self.registered_at[pos])
+            self.cond.notify_all()

@@ -114,7 +114,7 @@ def run_step(actor: tp.ActorPlan, ts: int, matches: Sequence[Match], view: Table
                 assert action.derive_type is not None
                 result.outputs.append(Output(
                     actor.name, action.derive_type, ts,
-                    {c: _value(v, scope) for c, v in zip(action.columns, action.values)},
+                    {c: _value(v, scope) for c, v in zip(action.columns, action.values, strict=True)},
                     action.topic, (ts, actor.rank, m_index, a_index)))
                 continue
             assert action.table is not None
@@ -160,14 +160,14 @@ def apply(action: tp.ActionPlan, view: TableView, scope: _Scope) -> str | None:
     assert action.table is not None
     schema = view.schemas[action.table]
     if action.kind in ("INSERT", "UPSERT"):
-        row: Row = {c: _value(v, scope) for c, v in zip(action.columns, action.values)}
+        row: Row = {c: _value(v, scope) for c, v in zip(action.columns, action.values, strict=True)}
         key = tuple(row[k] for k in schema.key)
         if None in key:
             return f"{action.kind} INTO {action.table}: a primary key value is missing"
         old = view.get(action.table, key)
         if action.kind == "INSERT" and old is not None:
             return f"INSERT INTO {action.table}: key {_show(key)} exists already"
-        full = {c: None for c in schema.column_names()} if old is None else dict(old)
+        full: Row = dict.fromkeys(schema.column_names()) if old is None else dict(old)
         full.update(row)
         view.put(action.table, key, _typed(schema, full))
         return None
@@ -187,7 +187,7 @@ def apply(action: tp.ActionPlan, view: TableView, scope: _Scope) -> str | None:
                 view.put(action.table, key, None)
                 continue
             new = dict(old)
-            for c, v in zip(action.columns, action.values):
+            for c, v in zip(action.columns, action.values, strict=True):
                 new[c] = _value(v, scope)
         finally:
             scope.row = None

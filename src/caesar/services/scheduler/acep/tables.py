@@ -51,7 +51,7 @@ class PlainTables:
         self.data: dict[str, dict[Key, Row]] = {s.name: {} for s in schemas}
         for s in schemas:
             for values in s.initial:
-                row = dict(zip(s.column_names(), values))
+                row = dict(zip(s.column_names(), values, strict=True))
                 self.data[s.name][key_of(s, row)] = row
 
     def view(self, at: Position) -> TableView:
@@ -94,7 +94,7 @@ class VersionedTables:
             s.name: {} for s in schemas}
         for s in schemas:
             for values in s.initial:
-                row = dict(zip(s.column_names(), values))
+                row = dict(zip(s.column_names(), values, strict=True))
                 self.data[s.name][key_of(s, row)] = ([(-TOP, 0, 0)], [row])
 
     def view(self, at: Position) -> TableView:
