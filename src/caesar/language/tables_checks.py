@@ -32,6 +32,7 @@ from caesar.language.errors import (
     LanguageError,
     ModelStructureError,
     ModelTypeError,
+    TableError,
     UnknownNameError,
 )
 from caesar.language.expressions import NUMERIC, PLAIN, ExprEnv, Reading, default_alias
@@ -40,10 +41,6 @@ from caesar.plans import tables as tp
 
 INTERNAL_PREFIX = "_acep_"
 TABLE_AGGREGATES = {"count", "sum", "min", "max", "avg"}
-
-
-class TableError(LanguageError):
-    """A shared table, a table read or a rule action breaks a table's schema or key."""
 
 
 @dataclass
@@ -241,7 +238,13 @@ def split_tables(model: ast.Model) -> tuple[ast.Model, TableSources | None]:
     for block in model.contexts:
         located.extend(((q.pos.line, q.pos.column), q) for q in block.queries)
     located.extend(((q.pos.line, q.pos.column), q) for q in model.queries)
-    located.extend(((r.pos.line, r.pos.column), r) for r in model.rules)
+    seen: set[str] = set()
+    for r in model.rules:
+        if r.name in seen:
+            raise s.err(DuplicateNameError, f"rule {r.name} is declared twice", r.pos,
+                        found=r.name, expected="one RULE per name")
+        seen.add(r.name)
+        located.append(((r.pos.line, r.pos.column), r))
     located.sort(key=lambda item: item[0])
     replaced: dict[int, ast.Query] = {}
     rule_queries: list[ast.Query] = []

@@ -123,11 +123,14 @@ class Simulator:
         self.finished = 0
 
     def run(self, workload: Sequence[Transaction],
-            choose: Chooser | random.Random | int = 0) -> RunResult:
-        """`choose(labels)` picks the next move among the enabled ones (an
-        actor's name: its lane moves; "dispatch": the next transaction
-        arrives); an int or a Random picks at random."""
+            choose: Chooser | random.Random | int = 0, *, snapshot: bool = True) -> RunResult:
+        """Run `workload` (later than any run before: the store and the
+        scheduler carry over) to the end; its outputs, errors and (with
+        `snapshot`) the tables after it. `choose(labels)` picks the next move
+        among the enabled ones (an actor's name: its lane moves; "dispatch":
+        the next transaction arrives); an int or a Random picks at random."""
         pick = _chooser(choose)
+        self.result, self.out = StepResult(), RunResult()
         pending = list(reversed(steps_of(self.plan, workload)))
         while True:
             enabled = self._enabled()
@@ -139,7 +142,8 @@ class Simulator:
                 break
             enabled[pick([label for label, _ in enabled])][1]()
         self.out.outputs, self.out.errors = self.result.outputs, self.result.errors
-        self.out.tables = self.store.snapshot()
+        if snapshot:
+            self.out.tables = self.store.snapshot()
         return self.out.sort()
 
     def _dispatch(self, txn: list[_StepSpec]) -> None:
