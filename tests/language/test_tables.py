@@ -119,3 +119,19 @@ def test_errors_name_line_and_column(body: str, cls: type[ModelError], line: int
     assert (err.position.line, err.position.column) == (line, column), str(err)
     for w in words:
         assert w in str(err), str(err)
+
+
+def test_the_docs_and_the_example_compile_and_round_trip() -> None:
+    import re
+    from pathlib import Path
+
+    import caesar
+
+    root = Path(__file__).resolve().parents[2]
+    doc = (root / "docs" / "language.md").read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"```caesar\n(.*?)```", doc, flags=re.S) if "RULE" in b]
+    example = Path(caesar.__file__).parent / "examples" / "hospital_hygiene" / "hyreminder.caesar"
+    assert blocks
+    for text in [*blocks, example.read_text(encoding="utf-8")]:
+        assert compile_phases(text).acep is not None
+        assert parse(format_model(parse(text))) == parse(text)

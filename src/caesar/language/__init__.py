@@ -61,8 +61,9 @@ def _read(text_or_path: str | Path, file: str | None) -> tuple[str, str]:
 def compile_phases(text_or_path: str | Path, file: str | None = None,
                    rules: Sequence[tuple[str, Rule]] = RULES) -> Compilation:
     text, name = _read(text_or_path, file)
-    model, tables = split_tables(parse(text, name))
+    parsed = parse(text, name)
     try:
+        model, tables = split_tables(parsed)
         checked = check(model)
         acep = check_tables(tables, checked) if tables is not None else None
         qs = query_set(checked)
