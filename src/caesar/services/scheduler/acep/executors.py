@@ -202,38 +202,39 @@ def _chooser(choose: Chooser | random.Random | int) -> Chooser:
 
 
 class ThreadedRun:
-    """One thread per actor. `op_cost` seconds are spent (sleeping: a store
-    round trip) on every granted table access and `step_cost` on every step
-    (its pattern work), so the schedulers' concurrency shows in wall time.
-    `latencies` gets each step's time from its registration to its end."""
+    """One thread per actor (the paper's operator threads). `op_cost` seconds
+    are spent (sleeping: a round trip to the store) on every granted table
+    access and `step_cost` on every step, so the schedulers' concurrency
+    shows in wall time. Transactions arrive all at once, or `arrival_rate`
+    per second from a dispatcher thread (InsertLock runs as each arrives).
+    `latencies` gets each step's time from its arrival to its end."""
 
     def __init__(self, plan: AcepPlan, scheduler: str, *, op_cost: float = 0.0,
-                 step_cost: float = 0.0) -> None:
+                 step_cost: float = 0.0, arrival_rate: float | None = None) -> None:
         self.plan = plan
         self.sched = make_scheduler(scheduler)
         self.store: VersionedTables | PlainTables = (
             VersionedTables(plan.tables) if self.sched.versioned else PlainTables(plan.tables))
         self.op_cost, self.step_cost = op_cost, step_cost
+        self.arrival_rate = arrival_rate
         self.cond = threading.Condition()
         self.latencies: list[float] = []
         self.failures: list[BaseException] = []
+        self.arrived: dict[Position, float] = {}
         self.done = 0
 
     def run(self, workload: Sequence[Transaction]) -> RunResult:
+        txns = steps_of(self.plan, workload)
         lanes: dict[str, list[_StepSpec]] = {a.name: [] for a in self.plan.actors}
-        self.registered_at: dict[Position, float] = {}
-        with self.cond:
-            for txn in steps_of(self.plan, workload):  # InsertLock, in ts order
-                for spec in txn:
-                    self.sched.register(spec.pos, spec.actor.read_tables,
-                                        spec.actor.write_tables)
-                    self.registered_at[spec.pos] = time.perf_counter()
-                    lanes[spec.actor.name].append(spec)
+        for txn in txns:
+            for spec in txn:
+                lanes[spec.actor.name].append(spec)
         results = {name: StepResult() for name in lanes}
         threads = [threading.Thread(target=self._lane, args=(specs, results[name]), daemon=True)
                    for name, specs in lanes.items()]
         for t in threads:
             t.start()
+        self._dispatch(txns)
         for t in threads:
             t.join()
         if self.failures:
@@ -243,6 +244,21 @@ class ThreadedRun:
             out.outputs += r.outputs
             out.errors += r.errors
         return out.sort()
+
+    def _dispatch(self, txns: list[list[_StepSpec]]) -> None:
+        """InsertLock for each arriving transaction, in ts order."""
+        start = time.perf_counter()
+        for i, txn in enumerate(txns):
+            if self.arrival_rate:
+                delay = start + i / self.arrival_rate - time.perf_counter()
+                if delay > 0:
+                    time.sleep(delay)
+            with self.cond:
+                for spec in txn:
+                    self.sched.register(spec.pos, spec.actor.read_tables,
+                                        spec.actor.write_tables)
+                    self.arrived[spec.pos] = time.perf_counter()
+                self.cond.notify_all()
 
     def _granted(self, pos: Position, request: Request) -> bool:
         if isinstance(request, Read):
@@ -265,7 +281,7 @@ class ThreadedRun:
 
     def _step(self, spec: _StepSpec, result: StepResult) -> None:
         pos = spec.pos
-        self._wait(lambda: self.sched.may_start(pos))
+        self._wait(lambda: pos in self.arrived and self.sched.may_start(pos))
         if self.step_cost:
             time.sleep(self.step_cost)
         with self.cond:
@@ -283,5 +299,5 @@ class ThreadedRun:
             self.done += 1
             if isinstance(self.store, VersionedTables) and self.done % 64 == 0:
                 self.store.gc(self.sched.low_water_mark())
-            self.latencies.append(time.perf_counter() - self.registered_at[pos])
+            self.latencies.append(time.perf_counter() - self.arrived[pos])
             self.cond.notify_all()
