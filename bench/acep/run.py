@@ -13,7 +13,8 @@ CPython process (the GIL), which the CPU-only run shows.
 4. the CPU-only control: readN 3, writeN 0.25, no op cost.
 
 Every run's final tables and outputs are checked against the serial
-reference executor. Writes bench/acep/results/{throughput.csv,latency.csv,
+reference executor. Writes bench/acep/results/{throughput.csv (every run
+configuration, throughput and latency),
 results.json,acep.png}.
 
 Usage: .venv/bin/python -m bench.acep.run [--quick]

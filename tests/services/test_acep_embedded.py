@@ -21,58 +21,73 @@ MODEL = Path(caesar.__file__).parent / "examples" / "hospital_hygiene" / "hyremi
 WINDOW = 300  # WITHIN 5 MINUTES
 
 
-def oracle(events: Iterable[dict[str, Any]]) -> tuple[list[tuple], dict[str, list[dict]]]:
+class Oracle:
     """The model's rules written out as one state machine, applied per
     timestamp in the model's declaration order (the s-transaction's order)."""
-    status: dict[int, tuple[str, int]] = {}
-    violations: dict[int, int] = {}
-    last_leave: dict[int, int] = {}
-    clean_since_leave: dict[int, bool] = {}
-    out: list[tuple] = []
-    for ts, group in groupby(sorted(events, key=lambda e: (e["ts"], e["worker"])),
-                             key=lambda e: e["ts"]):
-        evs = list(group)
-        of = defaultdict(list)
-        for e in evs:
-            of[e["type"]].append(e)
+
+    def __init__(self) -> None:
+        self.status: dict[int, tuple[str, int]] = {}
+        self.violations: dict[int, int] = {}
+        self.last_leave: dict[int, int] = {}
+        self.clean_since_leave: dict[int, bool] = {}
+        self.out: list[tuple] = []
+
+    def state(self, worker: int) -> str:
+        return self.status.get(worker, ("",))[0]
+
+    def run(self, events: Iterable[dict[str, Any]]) -> tuple[list[tuple], dict[str, list]]:
+        for ts, group in groupby(sorted(events, key=lambda e: (e["ts"], e["worker"])),
+                                 key=lambda e: e["ts"]):
+            evs = list(group)
+            of: dict[str, list[dict[str, Any]]] = defaultdict(list)
+            for e in evs:
+                of[e["type"]].append(e)
+            self.transaction(ts, of)
+            self.pattern_state(ts, evs)
+        tables = {"hygiene": [{"worker": w, "status": s, "since": t}
+                              for w, (s, t) in sorted(self.status.items())],
+                  "violations": [{"worker": w, "n": n}
+                                 for w, n in sorted(self.violations.items())]}
+        return self.out, tables
+
+    def transaction(self, ts: int, of: dict[str, list[dict[str, Any]]]) -> None:
         for e in of["ShiftStart"]:  # start
-            status[e["worker"]] = ("safe", ts)
+            self.status[e["worker"]] = ("safe", ts)
         for e in of["ShiftStart"]:  # enrol
-            violations.setdefault(e["worker"], 0)
+            self.violations.setdefault(e["worker"], 0)
         for e in of["EnterRoom"]:  # q1_warning
             w = e["worker"]
-            if e["patient"] and w in last_leave and ts - last_leave[w] < WINDOW \
-                    and not clean_since_leave[w] and status.get(w, ("",))[0] == "safe":
-                status[w] = ("warning", ts)
-        for e in of["Sanitize"]:  # sanitized
-            if status.get(e["worker"], ("",))[0] == "warning":
-                status[e["worker"]] = ("safe", ts)
+            if e["patient"] and w in self.last_leave and ts - self.last_leave[w] < WINDOW \
+                    and not self.clean_since_leave[w] and self.state(w) == "safe":
+                self.status[w] = ("warning", ts)
+        self.switch(of["Sanitize"], "warning", "safe", ts)  # sanitized
         for e in of["Contact"]:  # violation
             w = e["worker"]
-            if e["zone"] == "patient" and status.get(w, ("",))[0] == "warning":
-                status[w] = ("violation", ts)
-                if w in violations:
-                    violations[w] += 1
-                out.append(("HygieneAlert", ts, w, e["room"]))
-        for e in of["EnterRoom"]:  # Reminder
-            w = e["worker"]
-            if status.get(w, ("",))[0] == "violation":
-                out.append(("Reminder", ts, w, e["room"], violations.get(w)))
-        for e in of["Sanitize"]:  # recovered
-            if status.get(e["worker"], ("",))[0] == "violation":
-                status[e["worker"]] = ("safe", ts)
-        for e in of["ShiftEnd"]:  # WardStatus
-            out.append(("WardStatus", ts, e["worker"],
-                        sum(1 for s, _ in status.values() if s != "safe")))
-        for e in evs:  # the pattern's state after this timestamp
+            if e["zone"] == "patient" and self.state(w) == "warning":
+                self.status[w] = ("violation", ts)
+                if w in self.violations:  # UPDATE of a missing row changes nothing
+                    self.violations[w] += 1
+                self.out.append(("HygieneAlert", ts, w, e["room"]))
+        self.out.extend(("Reminder", ts, e["worker"], e["room"],
+                         self.violations.get(e["worker"])) for e in of["EnterRoom"]
+                        if self.state(e["worker"]) == "violation")
+        self.switch(of["Sanitize"], "violation", "safe", ts)  # recovered
+        self.out.extend(("WardStatus", ts, e["worker"],
+                         sum(1 for s, _ in self.status.values() if s != "safe"))
+                        for e in of["ShiftEnd"])
+
+    def switch(self, events: list[dict[str, Any]], old: str, new: str, ts: int) -> None:
+        for e in events:
+            if self.state(e["worker"]) == old:
+                self.status[e["worker"]] = (new, ts)
+
+    def pattern_state(self, ts: int, evs: list[dict[str, Any]]) -> None:
+        """What SEQ(LeaveRoom, NOT Sanitize, EnterRoom) remembers per worker."""
+        for e in evs:
             if e["type"] == "LeaveRoom":
-                last_leave[e["worker"]], clean_since_leave[e["worker"]] = ts, False
+                self.last_leave[e["worker"]], self.clean_since_leave[e["worker"]] = ts, False
             elif e["type"] == "Sanitize":
-                clean_since_leave[e["worker"]] = True
-    tables = {"hygiene": [{"worker": w, "status": s, "since": t}
-                          for w, (s, t) in sorted(status.items())],
-              "violations": [{"worker": w, "n": n} for w, n in sorted(violations.items())]}
-    return out, tables
+                self.clean_since_leave[e["worker"]] = True
 
 
 def shown(alert: caesar.Alert) -> tuple:
@@ -86,7 +101,7 @@ def shown(alert: caesar.Alert) -> tuple:
 
 EVENTS = list(generate(HygieneConfig(workers=40, hours=8, seed=3, sanitize_before=0.6,
                                      sanitize_after=0.6)))
-EXPECTED, TABLES = oracle(EVENTS)
+EXPECTED, TABLES = Oracle().run(EVENTS)
 
 
 def test_the_workload_exercises_every_rule() -> None:
@@ -128,3 +143,28 @@ END
         assert len(dead) == 1 and dead[0].reason == "table_action"
         assert "<model>:6:3" in dead[0].detail and "key 1 exists already" in dead[0].detail
         assert s.tables() == {"people": [{"id": 1, "name": "a"}, {"id": 2, "name": "c"}]}
+
+
+def test_caesar_run_with_a_scheduler_prints_alerts_and_tables(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from caesar.cli.main import _register_all, app
+
+    data = tmp_path / "hh.jsonl"
+    data.write_text("\n".join(json.dumps(e) for e in EVENTS[:3000]) + "\n")
+    _register_all()
+    outs = {}
+    for scheduler in ("lwm", "sei"):
+        result = CliRunner().invoke(app, ["run", str(MODEL), "--input", str(data), "--json",
+                                          "--scheduler", scheduler, "--tables"])
+        assert result.exit_code == 0, result.output
+        outs[scheduler] = sorted(line for line in result.stdout.splitlines()
+                                 if line.startswith("{"))
+        assert "hygiene (" in result.stdout and "violations (" in result.stdout
+    assert outs["lwm"] == outs["sei"] and any("HygieneAlert" in o for o in outs["lwm"])
+    memory = CliRunner().invoke(app, ["run", str(MODEL), "--input", str(data), "--bus",
+                                      "memory"])
+    assert memory.exit_code != 0 and "direct embedded pipeline" in str(memory.exception or "") \
+        + memory.output

@@ -10,6 +10,7 @@ import random
 from typing import Any
 
 import pytest
+from acep_models import bank_plan, transactions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,7 +21,6 @@ from caesar.services.scheduler.acep.executors import (
     run_serial,
 )
 from caesar.services.scheduler.acep.schedulers import LWM, S2PL, SEI
-from acep_models import bank_plan, transactions
 
 PLAN = bank_plan()
 SCHEDULERS = ("sei", "s2pl", "lwm")
