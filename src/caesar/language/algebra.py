@@ -19,10 +19,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
-from caesar.language.checked import Action, AggregateBody, CheckedQuery
+from caesar.language.checked import (
+    Action,
+    AggregateBody,
+    CheckedQuery,
+    PatternBody,
+    TemporalBody,
+)
 from caesar.language.phase1 import QuerySet
 from caesar.plans import expr as ir
 from caesar.plans.pattern import PatternComponent, Strategy
+from caesar.plans.temporal import TemporalConstraint
 
 
 @dataclass(frozen=True)
@@ -84,7 +91,31 @@ class CX:
     key: tuple[tuple[str, ir.Expr], ...] = ()
 
 
-Op = Stream | CW | FI | P | AGG | PR | CX
+@dataclass(frozen=True)
+class SIT:
+    """TPStream situation derivation (the deriver component, paper section
+    5.1): maximal runs of `child`'s events satisfying `condition`."""
+
+    name: str
+    condition: ir.Expr
+    min_duration: int | None
+    max_duration: int | None
+    child: Op
+
+
+@dataclass(frozen=True)
+class TP:
+    """TPStream temporal pattern matching with earliest detection (the
+    matcher component, sections 5.2-5.3): one input SIT per situation."""
+
+    constraints: tuple[TemporalConstraint, ...]
+    inputs: tuple[Op, ...]
+    within: int | None = None
+    emit: str = "match"
+    qid: str = field(default="", compare=False)
+
+
+Op = Stream | CW | FI | P | AGG | PR | CX | SIT | TP
 
 
 @dataclass(frozen=True)
@@ -115,9 +146,9 @@ def children(op: Op) -> tuple[Op, ...]:
     match op:
         case Stream(producers=ps):
             return ps
-        case P(inputs=ins):
+        case P(inputs=ins) | TP(inputs=ins):
             return ins
-        case CW(child=c) | FI(child=c) | AGG(child=c) | PR(child=c) | CX(child=c):
+        case CW(child=c) | FI(child=c) | AGG(child=c) | PR(child=c) | CX(child=c) | SIT(child=c):
             return (c,)
     raise TypeError(op)
 
@@ -126,7 +157,7 @@ def with_children(op: Op, new: tuple[Op, ...]) -> Op:
     match op:
         case Stream():
             return replace(op, producers=new)
-        case P():
+        case P() | TP():
             return replace(op, inputs=new)
         case _:
             return replace(op, child=new[0])
@@ -151,23 +182,57 @@ def walk(op: Op) -> Iterator[Op]:
 
 def individual_plan(q: CheckedQuery, producers: dict[str, tuple[Op, ...]]) -> Op:
     """Table 1: one query's operators, context window on top."""
-    def leaf(types: tuple[str, ...]) -> Op:
-        return Stream(types, tuple(p for t in types for p in producers.get(t, ())))
-
     body = q.body
+    if isinstance(body, TemporalBody):
+        return _on_top(q, _temporal_operators(q, body, producers))
     if isinstance(body, AggregateBody):
-        node: Op = leaf(q.input_types)
-        if body.conjuncts:
-            node = FI(tuple(c.expr for c in body.conjuncts), node)
-        node = AGG(body.size, body.slide, body.group_by, body.aggregates, node, qid=q.qid)
-        if body.having:
-            node = FI(body.having, node)
-        node = PR(q.output_type, q.output_fields, node, qid=q.qid)
-        return CW(q.contexts, node)
+        return CW(q.contexts, PR(q.output_type, q.output_fields,
+                                 _aggregate_operators(q, body, producers), qid=q.qid))
+    return _on_top(q, _pattern_operators(q, body, producers))
+
+
+def _leaf(types: tuple[str, ...], producers: dict[str, tuple[Op, ...]]) -> Stream:
+    """The input stream of some event types, with the plans deriving them."""
+    return Stream(types, tuple(p for t in types for p in producers.get(t, ())))
+
+
+def _on_top(q: CheckedQuery, node: Op) -> Op:
+    """A deriving query's context transition, else its projection, under the
+    context window."""
+    if q.transition is not None:
+        return CX(q.transition.action, q.transition.target, q.contexts,
+                  CW(q.contexts, node), qid=q.qid, key=q.output_fields)
+    return CW(q.contexts, PR(q.output_type, q.output_fields, node, qid=q.qid))
+
+
+def _temporal_operators(q: CheckedQuery, body: TemporalBody,
+                        producers: dict[str, tuple[Op, ...]]) -> Op:
+    """TP over one SIT per situation definition."""
+    sits = tuple(SIT(s.name, s.condition, s.min_duration, s.max_duration,
+                     _leaf((s.source_type,), producers)) for s in body.situations)
+    return TP(body.constraints, sits, body.within, body.emit, qid=q.qid)
+
+
+def _aggregate_operators(q: CheckedQuery, body: AggregateBody,
+                         producers: dict[str, tuple[Op, ...]]) -> Op:
+    """FI (WHERE), AGG, FI (HAVING)."""
+    node: Op = _leaf(q.input_types, producers)
+    if body.conjuncts:
+        node = FI(tuple(c.expr for c in body.conjuncts), node)
+    node = AGG(body.size, body.slide, body.group_by, body.aggregates, node, qid=q.qid)
+    if body.having:
+        node = FI(body.having, node)
+    return node
+
+
+def _pattern_operators(q: CheckedQuery, body: PatternBody,
+                       producers: dict[str, tuple[Op, ...]]) -> Op:
+    """P over each component's filtered stream, then FI of the conjuncts
+    that span components."""
     inputs = []
     comps = []
     for comp in body.components:
-        node = leaf(comp.types)
+        node: Op = _leaf(comp.types, producers)
         own = tuple(c.expr for c in body.conjuncts if c.component == comp.var)
         if own:
             node = FI(own, node, var=comp.var)
@@ -180,11 +245,7 @@ def individual_plan(q: CheckedQuery, producers: dict[str, tuple[Op, ...]]) -> Op
     where = tuple(c.expr for c in body.conjuncts if c.component is None)
     if where:
         node = FI(where, node)
-    if q.transition is not None:
-        return CX(q.transition.action, q.transition.target, q.contexts,
-                  CW(q.contexts, node), qid=q.qid, key=q.output_fields)
-    node = PR(q.output_type, q.output_fields, node, qid=q.qid)
-    return CW(q.contexts, node)
+    return node
 
 
 def phase2(qs: QuerySet) -> AlgebraPlan:
@@ -241,9 +302,32 @@ def label(op: Op) -> str:
             return f"AGG {qid}[{items}{by} {win}]"
         case PR(event_type=t, fields=fs, qid=qid):
             return f"PR {qid}[{t}({', '.join(n + '=' + ir.render(e) for n, e in fs)})]"
+        case SIT():
+            return _situation_label(op)
+        case TP():
+            return _temporal_label(op)
         case CX():
             return _context_label(op)
     raise TypeError(op)
+
+
+def _situation_label(op: SIT) -> str:
+    lo, hi = op.min_duration, op.max_duration
+    bounds = "" if lo is None and hi is None else \
+        f" BETWEEN {lo} AND {hi}" if lo is not None and hi is not None else \
+        f" AT LEAST {lo}" if lo is not None else f" AT MOST {hi}"
+    return f"SIT {op.name}[{ir.render(op.condition)}{bounds}]"
+
+
+def _temporal_label(op: TP) -> str:
+    if not op.constraints:
+        first = op.inputs[0]
+        name = first.name if isinstance(first, SIT) else "?"
+        text = f"{'END' if op.emit == 'end' else 'START'} OF {name}"
+    else:
+        text = " AND ".join(f"{c.left} {'|'.join(r.upper() for r in c.relations)} {c.right}"
+                            for c in op.constraints)
+    return f"TP {op.qid}[{text}" + (f" WITHIN {op.within}" if op.within is not None else "") + "]"
 
 
 def _pattern_label(op: P) -> str:

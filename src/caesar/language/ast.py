@@ -69,7 +69,26 @@ class Equivalence:
     pos: SourcePosition = _pos()
 
 
-ExprNode = Literal | Ref | UnaryExpr | BinaryExpr | CallExpr | Equivalence
+@dataclass(frozen=True)
+class TableRead:
+    """ACEP: a read of a shared table inside an expression.
+
+    - `(SELECT col FROM t [alias] WHERE ...)`: the column of the row the WHERE
+      names by its whole primary key (lookup by key), or an aggregate
+      `(SELECT count(*) | sum(c) | min(c) | max(c) | avg(c) FROM t WHERE ...)`
+      over the rows matching the condition;
+    - `EXISTS (SELECT * FROM t WHERE ...)` (`exists`)."""
+
+    item: ExprNode | None  # None: `*` (EXISTS)
+    table: str
+    alias: str | None
+    where: ExprNode | None
+    exists: bool = False
+    pos: SourcePosition = _pos()
+    table_pos: SourcePosition = _pos()
+
+
+ExprNode = Literal | Ref | UnaryExpr | BinaryExpr | CallExpr | Equivalence | TableRead
 
 
 # ---- patterns --------------------------------------------------------------
@@ -130,6 +149,8 @@ class Query:
     - "window":    action + target context (INITIATE/SWITCH/TERMINATE CONTEXT c)
     - "retrieval": DERIVE type(items) PATTERN ...
     - "aggregate": DERIVE type(items) FROM source ... WINDOW ... GROUP BY ...
+    - "temporal":  DERIVE type(items) [FROM ...] DEFINE ... PATTERN A rel B ...
+      (TPStream; a "window" query may also carry `temporal` or `on_situation`)
     """
 
     kind: str
@@ -154,6 +175,10 @@ class Query:
     contexts_pos: SourcePosition = _pos()
     target_pos: SourcePosition = _pos()
     strategy_pos: SourcePosition = _pos()
+    # TPStream (section below): a temporal pattern, or a deriving query fired
+    # by a model-level situation's start or end.
+    temporal: TemporalPattern | None = None
+    on_situation: SituationEdge | None = None
 
 
 # ---- model -----------------------------------------------------------------
@@ -200,3 +225,139 @@ class Model:
     pos: SourcePosition = _pos()
     strategy_pos: SourcePosition = _pos()
     partition_pos: SourcePosition = _pos()
+    situations: tuple[SituationDef, ...] = ()  # model-level SITUATION declarations
+    tables: tuple[TableDecl, ...] = ()  # ACEP shared tables
+    rules: tuple[RuleDecl, ...] = ()  # ACEP active rules
+
+
+# ---- TPStream: situations and temporal patterns ----------------------------
+
+
+@dataclass(frozen=True)
+class SituationDef:
+    """`S AS condition [AT LEAST d | AT MOST d | BETWEEN d AND d]` (a model-level
+    SITUATION or a DEFINE item); `condition` None: DEFINE names a SITUATION."""
+
+    name: str
+    condition: ExprNode | None = None
+    at_least: Duration | None = None
+    at_most: Duration | None = None
+    between: bool = False  # written BETWEEN (both bounds), for printing back
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class TemporalSource:
+    """`FROM Type [alias]` of a temporal pattern."""
+
+    type: str
+    alias: str | None
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class TemporalRelation:
+    """`A relation B`, relation one of Allen's 13 (`met_by`, ... lower case)."""
+
+    left: str
+    relation: str
+    right: str
+    pos: SourcePosition = _pos()
+    right_pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class TemporalConstraint:
+    """Alternatives `A r1 B; A r2 B; ...` (one of them must hold)."""
+
+    alternatives: tuple[TemporalRelation, ...]
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class TemporalPattern:
+    """`[FROM ...] DEFINE ... PATTERN c1 AND c2 ... [WITHIN d]`."""
+
+    sources: tuple[TemporalSource, ...]
+    situations: tuple[SituationDef, ...]
+    constraints: tuple[TemporalConstraint, ...]
+    pos: SourcePosition = _pos()
+    pattern_pos: SourcePosition = _pos()
+    single: str | None = None  # `PATTERN S`: one situation, matched when it is certain
+
+
+@dataclass(frozen=True)
+class SituationEdge:
+    """`ON START OF S` / `ON END OF S` of a context deriving query."""
+
+    edge: str  # "START" | "END"
+    situation: str
+    pos: SourcePosition = _pos()
+
+
+# ---- ACEP: shared tables and active rules ----------------------------------
+
+
+@dataclass(frozen=True)
+class ColumnDecl:
+    name: str
+    type: str  # normalised like FieldDecl.type
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class TableDecl:
+    """`TABLE t(col type, ..., PRIMARY KEY (cols)) [FROM FILE "rows.csv"]`."""
+
+    name: str
+    columns: tuple[ColumnDecl, ...]
+    key: tuple[str, ...]
+    file: str | None = None  # initial rows (CSV with a header line)
+    pos: SourcePosition = _pos()
+    key_pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """`col = expr` of an UPDATE ... SET."""
+
+    column: str
+    expr: ExprNode
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class TableAction:
+    """One action of a rule:
+
+    - INSERT / UPSERT INTO t [(cols)] VALUES (exprs)  (`columns`, `values`)
+    - UPDATE t SET c = e, ... [WHERE cond]            (`assignments`, `where`)
+    - DELETE FROM t [WHERE cond]                      (`where`)
+    - DERIVE T(items)                                 (`derive_type`, `items`)
+    """
+
+    kind: str  # "INSERT" | "UPSERT" | "UPDATE" | "DELETE" | "DERIVE"
+    table: str | None = None
+    columns: tuple[str, ...] = ()
+    values: tuple[ExprNode, ...] = ()
+    assignments: tuple[Assignment, ...] = ()
+    where: ExprNode | None = None
+    derive_type: str | None = None
+    items: tuple[DeriveItem, ...] = ()
+    pos: SourcePosition = _pos()
+    table_pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class RuleDecl:
+    """`RULE r ON pattern [WHERE c] [WITHIN d] [CONTEXT ...] DO action` or
+    `DO BEGIN action; ...; END` (ACEP's ECA rule; the paper's section 3.1)."""
+
+    name: str
+    pattern: Pattern
+    actions: tuple[TableAction, ...]
+    where: ExprNode | None = None
+    within: Duration | None = None
+    contexts: tuple[str, ...] = ()
+    pos: SourcePosition = _pos()
+    contexts_pos: SourcePosition = _pos()

@@ -4,6 +4,8 @@ model m the parser accepts (the round-trip tests check it)."""
 from __future__ import annotations
 
 from caesar.language import ast
+from caesar.language.tables_format import format_rule, format_table, format_table_read
+from caesar.language.temporal_format import format_edge, format_situation, temporal_lines
 
 PRECEDENCE = {"OR": 1, "AND": 2, "NOT": 3, "=": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4,
               "+": 5, "-": 5, "*": 6, "/": 6, "%": 6}
@@ -33,9 +35,16 @@ def format_expr(node: ast.ExprNode, parent: int = 0) -> str:
                 return f"{func}(*)"
             inner = ", ".join(format_expr(a) for a in args)
             return f"{func}(DISTINCT {inner})" if distinct else f"{func}({inner})"
-        case ast.Equivalence(attrs=attrs):
-            return "[" + ", ".join(attrs) + "]"
+        case ast.Equivalence() | ast.TableRead():
+            return _format_bracketed(node)
     raise TypeError(f"not an expression node: {node!r}")
+
+
+def _format_bracketed(node: ast.Equivalence | ast.TableRead) -> str:
+    """`[attr, ...]` and `(SELECT ...)` / `EXISTS (SELECT ...)`."""
+    if isinstance(node, ast.TableRead):
+        return format_table_read(node, format_expr)
+    return "[" + ", ".join(node.attrs) + "]"
 
 
 def format_literal(value: int | float | str | bool, parent: int = 0) -> str:
@@ -76,6 +85,10 @@ def format_query(q: ast.Query, indent: str = "") -> str:
     lines = [_query_head(q)]
     if q.kind == "aggregate":
         lines.append(f"FROM {q.source}" + (f" {q.source_var}" if q.source_var else ""))
+    elif q.temporal is not None:
+        lines.extend(temporal_lines(q.temporal, format_expr, format_duration))
+    elif q.on_situation is not None:
+        lines.append(format_edge(q.on_situation))
     else:
         assert q.pattern is not None
         lines.append(f"PATTERN {format_pattern(q.pattern)}")
@@ -150,6 +163,8 @@ def format_model(m: ast.Model) -> str:
     if m.strategy is not None:
         out.append(f"STRATEGY {m.strategy};")
     out.extend(format_event(e) for e in m.events)
+    out.extend(f"SITUATION {format_situation(s, format_expr, format_duration)};"
+               for s in m.situations)
     for c in m.contexts:
         head = ("DEFAULT " if c.default else "") + f"CONTEXT {c.name}" + \
             (" KEYED {" if c.keyed else " {")
@@ -157,4 +172,7 @@ def format_model(m: ast.Model) -> str:
         out.extend(format_query(q, "  ") for q in c.queries)
         out.append("}")
     out.extend(format_query(q) for q in m.queries)
+    out.extend(format_table(t) for t in m.tables)
+    out.extend(format_rule(r, format_expr, format_pattern(r.pattern), format_duration)
+               for r in m.rules)
     return "\n".join(out) + "\n"
