@@ -159,78 +159,94 @@ def _filter(q: Query, c: Comp, prev: Comp | None, *, strict_ts: bool, keyed: boo
     return f"E{c.type}({', '.join(conds)})"
 
 
+class _EplPattern:
+    """The EPL pattern text of one query: `every <first> -> (<chain>) where
+    timer:within(W)`, then the end negation's timer; a Kleene atom consumes
+    the positive after it."""
+
+    def __init__(self, q: Query, *, strict_ts: bool, keyed: bool) -> None:
+        self.q, self.strict_ts, self.keyed = q, strict_ts, keyed
+        self.comps = list(q.comps)
+        self.pos_idx = [i for i, c in enumerate(self.comps) if not c.negated]
+        self.any_match = q.strategy == ANY
+
+    def _filter(self, c: Comp, prev: Comp | None, *, ts: bool = True,
+                extra: tuple[str, ...] = ()) -> str:
+        return _filter(self.q, c, prev, strict_ts=self.strict_ts and ts, keyed=self.keyed,
+                       extra=extra)
+
+    def _conds(self, c: Comp, prev: Comp | None, *, ts: bool = True) -> list[str]:
+        return _conds(self.q, c, prev, strict_ts=self.strict_ts and ts, keyed=self.keyed)
+
+    def _kleene(self, k: int, c: Comp, prev: Comp | None) -> str:
+        nxt = self.comps[self.pos_idx[k + 1]]
+        head = f"{c.var}_f={self._filter(c, prev)}"
+        # CAESAR closes the iteration with an event that binds the next
+        # component; Esper's until would let it count for both
+        close = self._conds(nxt, None, ts=False)
+        extra = (f"not ({' and '.join(close) or 'true'})",) if nxt.type == c.type else ()
+        more = f"{c.var}={self._filter(c, None, ts=False, extra=extra)}"
+        tail = f"{nxt.var}={self._filter(nxt, None, ts=False)}"
+        return f"{head} -> ({more} until {tail})"
+
+    def _middle_negations(self, k: int, c: Comp, prev: Comp | None) -> str:
+        negs = self.comps[self.pos_idx[k - 1] + 1:self.pos_idx[k]]
+        if not negs:
+            return ""
+        # An event that passes both c's filter and N's makes Esper's `not`
+        # false on that very event; in CAESAR it binds c (the negation
+        # interval is open). Under skip_till_next_match it can only bind c,
+        # so N's filter excludes it; under skip_till_any_match it also
+        # forbids later c's, which no filter states (docs/language.md,
+        # "Compared with Esper").
+        own = self._conds(c, prev)
+        return " and ".join(
+            "not " + self._filter(n, prev, extra=(
+                (f"not ({' and '.join(own) or 'true'})",)
+                if not self.any_match and n.type == c.type else ()))
+            for n in negs)
+
+    def atom(self, k: int) -> str:
+        """Positive component pos_idx[k], with the negations before it (middle)."""
+        c = self.comps[self.pos_idx[k]]
+        prev = self.comps[self.pos_idx[k - 1]] if k > 0 else None
+        if c.kleene:
+            text = self._kleene(k, c, prev)
+        else:
+            every = "every " if (self.any_match and k > 0) else ""
+            text = f"{every}{c.var}={self._filter(c, prev)}"
+        nots = self._middle_negations(k, c, prev) if k > 0 else ""
+        if nots:
+            text = f"({text}) and {nots}"
+        return f"({text})"
+
+    def text(self) -> str:
+        q, comps, pos_idx = self.q, self.comps, self.pos_idx
+        chain: list[str] = []
+        k = 1
+        while k < len(pos_idx):
+            chain.append(self.atom(k))
+            k += 2 if comps[pos_idx[k]].kleene else 1
+        first = comps[pos_idx[0]]
+        if first.kleene:
+            raise ValueError("a Kleene first component has no EPL pattern form here")
+        rest = f"({' -> '.join(chain)}) where timer:within({q.within} msec)" if chain else None
+        end_neg = comps[pos_idx[-1] + 1:]
+        if end_neg:
+            last = comps[pos_idx[-1]]
+            nots = " and ".join(f"not {self._filter(n, last)}" for n in end_neg)
+            tail = f"(timer:schedule(date: {first.var}.ts + {q.within}) and {nots})"
+            rest = f"({rest}) -> {tail}" if rest else tail
+        head = f"every {self.atom(0)[1:-1]}"
+        return f"{head} -> ({rest})" if rest else head
+
+
 def esper_statement(q: Query, index: int, *, strict_ts: bool = False,
                     context: str | None = None) -> str:
     """One EPL statement named q<index> whose select list is the tagged
     positive events in component order (a Kleene component is `<v>_f`, its
     first event, then the array `<v>`)."""
-    keyed = context is not None
-    comps = list(q.comps)
-    pos_idx = [i for i, c in enumerate(comps) if not c.negated]
-    first_i, last_i = pos_idx[0], pos_idx[-1]
-    start_neg = comps[:first_i]
-    end_neg = comps[last_i + 1:]
-    any_match = q.strategy == ANY
-
-    def between(i: int, j: int) -> list[Comp]:
-        return comps[i + 1:j]
-
-    def atom(k: int) -> str:
-        """Positive component pos_idx[k], with the negations before it (middle)."""
-        i = pos_idx[k]
-        c = comps[i]
-        prev = comps[pos_idx[k - 1]] if k > 0 else None
-        every = "every " if (any_match and k > 0) else ""
-        if c.kleene:
-            nxt = comps[pos_idx[k + 1]]
-            head = f"{c.var}_f={_filter(q, c, prev, strict_ts=strict_ts, keyed=keyed)}"
-            # CAESAR closes the iteration with an event that binds the next
-            # component; Esper's until would let it count for both
-            close = _conds(q, nxt, None, strict_ts=False, keyed=keyed)
-            extra = (f"not ({' and '.join(close) or 'true'})",) if nxt.type == c.type else ()
-            more = f"{c.var}={_filter(q, c, None, strict_ts=False, keyed=keyed, extra=extra)}"
-            tail = f"{nxt.var}={_filter(q, nxt, None, strict_ts=False, keyed=keyed)}"
-            text = f"{head} -> ({more} until {tail})"
-        else:
-            text = f"{every}{c.var}={_filter(q, c, prev, strict_ts=strict_ts, keyed=keyed)}"
-        if k > 0:
-            negs = between(pos_idx[k - 1], i)
-            if negs:
-                # An event that passes both c's filter and N's makes Esper's
-                # `not` false on that very event; in CAESAR it binds c (the
-                # negation interval is open). Under skip_till_next_match it
-                # can only bind c, so N's filter excludes it; under
-                # skip_till_any_match it also forbids later c's, which no
-                # filter states (docs/language.md, "Compared with Esper").
-                own = _conds(q, c, prev, strict_ts=strict_ts, keyed=keyed)
-                nots = " and ".join(
-                    "not " + _filter(q, n, prev, strict_ts=strict_ts, keyed=keyed, extra=(
-                        (f"not ({' and '.join(own) or 'true'})",)
-                        if not any_match and n.type == c.type else ()))
-                    for n in negs)
-                text = f"({text}) and {nots}"
-        return f"({text})"
-
-    # positive chain after the first component; a Kleene atom consumes the next one
-    chain: list[str] = []
-    k = 1
-    while k < len(pos_idx):
-        chain.append(atom(k))
-        k += 2 if comps[pos_idx[k]].kleene else 1
-    first = comps[first_i]
-    if first.kleene:
-        raise ValueError("a Kleene first component has no EPL pattern form here")
-    rest = None
-    if chain:
-        rest = f"({' -> '.join(chain)}) where timer:within({q.within} msec)"
-    if end_neg:
-        last = comps[last_i]
-        nots = " and ".join(f"not {_filter(q, n, last, strict_ts=strict_ts, keyed=keyed)}"
-                            for n in end_neg)
-        tail = f"(timer:schedule(date: {first.var}.ts + {q.within}) and {nots})"
-        rest = f"({rest}) -> {tail}" if rest else tail
-    head = f"every {atom(0)[1:-1]}"
-    pattern = f"{head} -> ({rest})" if rest else head
+    pattern = _EplPattern(q, strict_ts=strict_ts, keyed=context is not None).text()
     cols = []
     for c in q.positives:
         cols += [f"{c.var}_f", c.var] if c.kleene else [c.var]
@@ -242,6 +258,8 @@ def esper_statement(q: Query, index: int, *, strict_ts: bool = False,
     if context:
         stmt += f"context {context} "
     stmt += f"select {', '.join(cols)} from pattern [{pattern}]"
+    pos = [i for i, c in enumerate(q.comps) if not c.negated]
+    start_neg, end_neg = q.comps[:pos[0]], q.comps[pos[-1] + 1:]
     if start_neg:
         stmt += " as m where " + " and ".join(
             _not_exists(q, n, delayed=bool(end_neg)) for n in start_neg)

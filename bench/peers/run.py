@@ -105,6 +105,26 @@ class Bench:
     def _jvm(self, form: str) -> Harness:
         return self.harness["flink" if form == FLINK else "esper"]
 
+    def _write_queries(self, w: Workload, forms: list[str]) -> dict[str, Path]:
+        """Each JVM form's query text, in the file its harness reads."""
+        files: dict[str, Path] = {}
+        for form in forms:
+            if form == CAESAR:
+                continue
+            path = self.workdir / f"{form}.{'spec' if form == FLINK else 'epl'}"
+            if form == ESPER:
+                path.write_text(w.epl or esper_module(w.queries))
+            elif form == ESPER_KEYED:
+                attr = w.partition_by or w.queries[0].equivalence[0]
+                path.write_text(esper_module(w.queries, keyed_by=attr))
+            elif form == ESPER_MR:
+                (q,) = w.queries
+                path.write_text(esper_match_recognize(q))
+            elif form == FLINK:
+                path.write_text(flink_spec(w.queries))
+            files[form] = path
+        return files
+
     def run(self, w: Workload, n_events: int, warmup: int, reps: int) -> dict[str, Runs]:
         forms = [f for f in w.forms
                  if f == CAESAR or (f in self.engines and f not in w.unsupported)]
@@ -117,22 +137,7 @@ class Bench:
         else:
             values = stream_values(stream)
         compile_s = time.perf_counter() - t0
-        files: dict[str, Path] = {}
-        for form in forms:
-            if form == ESPER:
-                files[form] = self.workdir / f"{form}.epl"
-                files[form].write_text(w.epl or esper_module(w.queries))
-            elif form == ESPER_KEYED:
-                files[form] = self.workdir / f"{form}.epl"
-                attr = w.partition_by or w.queries[0].equivalence[0]
-                files[form].write_text(esper_module(w.queries, keyed_by=attr))
-            elif form == ESPER_MR:
-                files[form] = self.workdir / f"{form}.epl"
-                (q,) = w.queries
-                files[form].write_text(esper_match_recognize(q))
-            elif form == FLINK:
-                files[form] = self.workdir / f"{form}.spec"
-                files[form].write_text(flink_spec(w.queries))
+        files = self._write_queries(w, forms)
         for h in self.harness.values():
             if any(self._jvm(f) is h for f in forms if f != CAESAR):
                 h.load(events_file)

@@ -44,48 +44,59 @@ def _cond(rng: np.random.Generator, earlier: list[str]) -> Cond:
     return Cond(attr, op, int(rng.integers(0, 4)))
 
 
+def _negation_gaps(rng: np.random.Generator, npos: int, kleene_at: int) -> list[bool]:
+    """Whether a negation sits in gap g, before positive g (g = npos: at the end)."""
+    neg_in = [rng.random() < 0.25 for _ in range(npos + 1)]
+    if npos == 1:
+        neg_in[1] = neg_in[1] and not neg_in[0]
+    if kleene_at >= 0:  # no negation next to a Kleene component
+        neg_in[kleene_at] = neg_in[kleene_at + 1] = False
+    return neg_in
+
+
+def _components(rng: np.random.Generator, npos: int, kleene_at: int) -> list[Comp]:
+    comps: list[Comp] = []
+    bound: list[str] = []
+    neg_in = _negation_gaps(rng, npos, kleene_at)
+    for g in range(npos + 1):
+        if neg_in[g]:
+            # a start negation's conditions are drawn once the positives exist
+            conds = (() if g == 0 else
+                     tuple(_cond(rng, bound) for _ in range(int(rng.integers(0, 2)))))
+            comps.append(Comp(var=f"n{g}", type=int(rng.integers(1, 5)), negated=True,
+                              conds=conds))
+        if g == npos:
+            break
+        conds = tuple(_cond(rng, bound) for _ in range(int(rng.integers(0, 3))))
+        comps.append(Comp(var=f"p{g}", type=int(rng.integers(1, 5)), kleene=g == kleene_at,
+                          conds=conds))
+        if g != kleene_at:  # a Kleene variable is read through aggregates only
+            bound.append(f"p{g}")
+    if neg_in[0]:
+        n0 = comps[0]
+        conds = tuple(_cond(rng, bound) for _ in range(int(rng.integers(0, 2))))
+        comps[0] = Comp(var=n0.var, type=n0.type, negated=True, conds=conds)
+    return comps
+
+
+def _bridge_any_match(comps: list[Comp]) -> None:
+    """The one difference left (docs/language.md, "Compared with Esper"): a
+    middle negation of the type of the positive after it; change its type."""
+    for i in range(1, len(comps) - 1):
+        c, nxt = comps[i], comps[i + 1]
+        if c.negated and not nxt.negated and c.type == nxt.type:
+            comps[i] = Comp(var=c.var, type=c.type % 4 + 1, negated=True, conds=c.conds)
+
+
 def random_query(rng: np.random.Generator) -> Query:
     npos = int(rng.integers(1, 5))
     strategy = ANY if rng.random() < 0.6 else NEXT
     kleene_at = -1
     if strategy == NEXT and npos >= 3 and rng.random() < 0.5:
         kleene_at = int(rng.integers(1, npos - 1))
-    comps: list[Comp] = []
-    bound: list[str] = []
-    gaps = npos + 1  # gap g sits before positive g (g = npos: at the end)
-    neg_in = [rng.random() < 0.25 for _ in range(gaps)]
-    if npos == 1:
-        neg_in[1] = neg_in[1] and not neg_in[0]
-    if kleene_at >= 0:  # no negation next to a Kleene component
-        neg_in[kleene_at] = neg_in[kleene_at + 1] = False
-    conds_for_neg_at_start = None
-    for g in range(gaps):
-        if neg_in[g] and g == 0:
-            conds_for_neg_at_start = True  # filled in once the positives exist
-            comps.append(Comp(var="n0", type=int(rng.integers(1, 5)), negated=True))
-        elif neg_in[g]:
-            conds = tuple(_cond(rng, bound) for _ in range(int(rng.integers(0, 2))))
-            comps.append(Comp(var=f"n{g}", type=int(rng.integers(1, 5)), negated=True,
-                              conds=conds))
-        if g == npos:
-            break
-        var = f"p{g}"
-        conds = tuple(_cond(rng, bound) for _ in range(int(rng.integers(0, 3))))
-        comps.append(Comp(var=var, type=int(rng.integers(1, 5)), kleene=g == kleene_at,
-                          conds=conds))
-        if g != kleene_at:  # a Kleene variable is read through aggregates only
-            bound.append(var)
-    if conds_for_neg_at_start:
-        n0 = comps[0]
-        conds = tuple(_cond(rng, bound) for _ in range(int(rng.integers(0, 2))))
-        comps[0] = Comp(var=n0.var, type=n0.type, negated=True, conds=conds)
+    comps = _components(rng, npos, kleene_at)
     if strategy == ANY:
-        # the one difference left (docs/language.md, "Compared with Esper"):
-        # a middle negation of the type of the positive after it
-        for i in range(1, len(comps) - 1):
-            c, nxt = comps[i], comps[i + 1]
-            if c.negated and not nxt.negated and c.type == nxt.type:
-                comps[i] = Comp(var=c.var, type=c.type % 4 + 1, negated=True, conds=c.conds)
+        _bridge_any_match(comps)
     equivalence = [(), ("attr1",), ("attr1", "attr2")][int(rng.integers(0, 3))]
     return Query(comps=tuple(comps), within=int(rng.integers(4, 41)),
                  equivalence=equivalence, strategy=strategy,
