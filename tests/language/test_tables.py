@@ -174,5 +174,5 @@ def test_explain_shows_the_steps() -> None:
     text = explain_text(compile_phases(GOOD))
     assert "== stream transactions (shared tables and rules) ==" in text
     assert "step 0: rule hire on _acep_hire reads [status] writes [status]" in text
-    assert "read $0: exists status where ($row.w = $event.e__w)" in text
+    assert "read $0: exists status[$event.e__w] where ($row.w = $event.e__w)" in text
     assert "step 3: query Alert on _acep_Alert reads [status] writes []" in text
