@@ -11,6 +11,9 @@ export PATH="$VENV/bin:$HOME/.cache/caesar/bin:$PATH"
 echo; echo "==> ruff"
 ruff check .
 
+echo; echo "==> mypy"
+mypy
+
 echo; echo "==> pytest"
 set +e
 pytest "$@"

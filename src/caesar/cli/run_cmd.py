@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -16,7 +17,26 @@ from rich.table import Table
 from caesar.errors import CaesarError
 from caesar.plans.execution import ExecutionPlan
 
+if TYPE_CHECKING:
+    from caesar.services.common.config import EngineFactory
+
 MAX_DEAD_SHOWN = 20
+
+
+class InputFormat(StrEnum):
+    auto = "auto"
+    jsonl = "jsonl"
+    csv = "csv"
+
+
+class EngineChoice(StrEnum):
+    cython = "cython"
+    reference = "reference"
+
+
+class BusChoice(StrEnum):
+    direct = "direct"
+    memory = "memory"
 out = Console()
 err = Console(stderr=True)
 
@@ -34,14 +54,17 @@ def register(app: typer.Typer) -> None:
     def run(
         model: Annotated[Path, typer.Argument(help="model file (.caesar)")],
         input: Annotated[Path, typer.Option("--input", "-i", help="events: JSON lines or CSV")],
-        fmt: Annotated[str, typer.Option("--format", help="auto | jsonl | csv")] = "auto",
+        fmt: Annotated[InputFormat, typer.Option(
+            "--format", help="input format (auto: by the file's suffix)")] = InputFormat.auto,
         allowance: Annotated[int, typer.Option(help="out-of-orderness allowed in event time")] = 0,
         as_json: Annotated[bool, typer.Option("--json", help="print alerts as JSON lines")] = False,
-        engine: Annotated[str, typer.Option(help="auto | cython | reference")] = "auto",
+        engine: Annotated[EngineChoice, typer.Option(
+            help="the Cython engine, or the pure-Python reference (its test oracle)")]
+        = EngineChoice.cython,
         batch_size: Annotated[int, typer.Option(help="input records per batch")] = 5000,
-        bus: Annotated[str, typer.Option(
+        bus: Annotated[BusChoice, typer.Option(
             help="direct: processors handed batches directly | memory: the service "
-                 "runners (Avro, commit protocol) over the in-memory bus")] = "direct",
+                 "runners (Avro, commit protocol) over the in-memory bus")] = BusChoice.direct,
     ) -> None:
         """Run MODEL on the events in FILE in one process (embedded mode) and print the alerts."""
         from caesar.services.common.messages import InputRecord
@@ -62,8 +85,6 @@ def register(app: typer.Typer) -> None:
             err.print(f"{len(alerts)} alerts, {len(dead)} dead letters in "
                       f"{time.perf_counter() - started:.2f}s (in-memory bus)")
             return
-        if bus != "direct":
-            raise CaesarError(f"unknown --bus {bus!r} (direct or memory)")
         pipe = EmbeddedPipeline(plan, allowance=allowance, engine_factory=_engine(engine),
                                 batch_size=batch_size)
         started = time.perf_counter()
@@ -94,8 +115,9 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def deploy(
         model: Annotated[Path, typer.Argument(help="model file (.caesar)")],
-        settings_file: Annotated[Path | None, typer.Option("--settings",
-                                                           help="settings file")] = None,
+        settings_file: Annotated[Path | None, typer.Option(
+            "--config", "-c", "--settings",
+            help="settings file (.yaml/.toml); default $CAESAR_CONFIG")] = None,
         ray_address: Annotated[str | None, typer.Option(
             "--ray-address", help="Ray cluster (default: local or RAY_ADDRESS)")] = None,
         run_for: Annotated[float, typer.Option(
@@ -114,16 +136,14 @@ def register(app: typer.Typer) -> None:
                      options={"allowance": allowance, "idle_flush_s": idle_flush})
 
 
-def _engine(name: str):
-    if name in ("auto", "cython"):
-        from caesar.services.matcher.engine import CythonEngine
-
-        return CythonEngine
-    if name == "reference":
+def _engine(choice: EngineChoice) -> EngineFactory:
+    if choice is EngineChoice.reference:
         from caesar.services.matcher.reference import ReferenceEngine
 
         return ReferenceEngine
-    raise CaesarError(f"unknown engine {name!r} (auto, cython or reference)")
+    from caesar.services.matcher.engine import CythonEngine
+
+    return CythonEngine
 
 
 def _printer(as_json: bool):

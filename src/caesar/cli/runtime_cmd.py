@@ -60,8 +60,12 @@ def up(
     settings = _settings(config, runtime_dir, broker_port=port, controller_port=controller_port,
                          ray_port=ray_port, ray=ray)
     runtime = _runtime(settings)
-    report = runtime.up(settings, create_topics=topics,
-                        progress=lambda msg: console.print(f"[cyan]•[/cyan] {msg}"))
+    with console.status("starting the local runtime", spinner="dots") as spinner:
+        def progress(msg: str) -> None:
+            console.print(f"[cyan]•[/cyan] {msg}")
+            spinner.update(f"{msg} ...")
+
+        report = runtime.up(settings, create_topics=topics, progress=progress)
     times = ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items())
     console.print(f"[green]up[/green] ({times})")
     if report.created_topics:

@@ -10,8 +10,8 @@ batches.
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 import threading
 import time
 import traceback
@@ -22,6 +22,8 @@ import ray
 from caesar.services.common.config import ServiceConfig
 from caesar.services.wiring import make_loop
 
+log = logging.getLogger(__name__)
+
 
 @ray.remote(max_restarts=-1, max_task_retries=3, num_cpus=0)
 class ServiceActor:
@@ -29,8 +31,10 @@ class ServiceActor:
                  actor_id: str, options: dict[str, Any]) -> None:
         from caesar.bus.kafka import KafkaBus
         from caesar.codecs import make_codec
+        from caesar.logs import configure
         from caesar.settings import Settings
 
+        configure(options.get("log_level"), options.get("log_format"))
         settings = Settings.model_validate_json(settings_json)
         self.service = service
         self.started = time.time()
@@ -57,8 +61,8 @@ class ServiceActor:
             # report, then end the process so Ray restarts the actor, which
             # restores its last checkpoint.
             self.error = traceback.format_exc()
-            print(f"caesar {self.service} actor failed, restarting:\n{self.error}",
-                  file=sys.stderr, flush=True)
+            log.exception("caesar %s actor failed, restarting", self.service)
+            logging.shutdown()  # flush the handlers: os._exit skips it
             os._exit(1)
 
     def stats(self) -> dict[str, Any]:

@@ -7,12 +7,14 @@ j % actors_per_service == i (its group). Consumer group per service.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from caesar.errors import RuntimeEnvironmentError
+from caesar.logs import settings_from_env
 from caesar.plans.execution import ExecutionPlan
 from caesar.services.common.config import ServiceConfig
 from caesar.services.wiring import SERVICES, service_topics
@@ -29,6 +31,12 @@ class Deployment:
                  options: dict[str, Any] | None = None) -> None:
         self.plan, self.settings = plan, settings
         self.options = dict(options or {})
+        # The actors log like this driver (caesar.logs): level and format.
+        level, fmt = settings_from_env()
+        caesar_level = logging.getLogger("caesar").level
+        self.options.setdefault("log_level", logging.getLevelName(caesar_level)
+                                if caesar_level else level)
+        self.options.setdefault("log_format", fmt)
         self.actors_per_service = actors_per_service or settings.ray.actors_per_service
         self.actors: dict[str, list[Any]] = {}
 

@@ -75,6 +75,13 @@ class SchedulerProcessor:
         self._release(END_OF_TIME, out)
         return out
 
+    def advance(self, watermark: int) -> SchedulerOutput:
+        """The caller promises no event below `watermark` follows: release every
+        timestamp before it (an event that still comes below it is late)."""
+        out = SchedulerOutput()
+        self._release(watermark, out)
+        return out
+
     def advance_idle(self) -> SchedulerOutput:
         """The inputs went quiet: release everything seen so far (what arrives
         later with a ts at or below it will be late)."""
