@@ -1,10 +1,12 @@
 # cython: language_level=3
 """The Cython pattern engine (SASE NFA with active instance stacks).
 
-Per (plan, partition, equivalence key) a `Part` holds one `Stack` per
-component: the events that may take that role, in timestamp order, with the
-attribute values the plan reads (PAIS: the equivalence attributes [attr] are
-part of the key, so an event only meets events it may match with).
+Per (plan, partition, equivalence key) a `Part` (part.pyx) holds one `Stack`
+(stack.pyx) per component: the events that may take that role, in timestamp
+order, with the attribute values the plan reads (PAIS: the equivalence
+attributes [attr] are part of the key, so an event only meets events it may
+match with). Plans are compiled (compile.py) into flat tables (`PlanRT`,
+plan_runtime.pyx); expressions run on the VM of vm.pyx.
 
 - skip_till_any_match: an event enters the stack of component i>0 only if
   the stack of component i-1 holds an earlier event in the window (push-down
@@ -18,10 +20,6 @@ part of the key, so an event only meets events it may match with).
   `pending` until the window after their first event has closed.
 - stacks are pruned by the window on every event of their part and on
   `advance`; empty parts are dropped, so state is bounded by the window.
-
-Expressions run on a small stack VM over the instruction arrays built by
-src/caesar/services/matcher/compile.py. Values are doubles with a kind tag (ints are
-exact up to 2**53).
 """
 
 import pickle
@@ -29,593 +27,32 @@ import pickle
 import numpy as np
 
 cimport cython
-from libc.math cimport ceil, fabs, floor, fmod, isfinite, isnan
-from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy, memmove
+from libc.math cimport isnan
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
 
-from caesar.services.matcher.compile import compile_plan
 from caesar.errors import PlanError
 from caesar.plans.engine import DerivedEvent
+from caesar.services.matcher.compile import compile_plan
+
+from caesar.services.matcher.stack cimport Stack
+from caesar.services.matcher.typedefs cimport (
+    K_BOOL,
+    K_FLOAT,
+    K_INT,
+    K_MISSING,
+    K_STR,
+    MAXC,
+    NO_TS,
+)
+from caesar.services.matcher.vm cimport checks, eq_vals, eval_prog, holds, negchecks, pyvalue
 
 SNAPSHOT_VERSION = b"CAESAR-CY-1\n"
-
-cdef enum:
-    K_MISSING = 0
-    K_INT = 1
-    K_FLOAT = 2
-    K_STR = 3
-    K_BOOL = 4
-
-cdef enum:
-    OP_CONST = 0
-    OP_LOAD = 1
-    OP_NEG = 2
-    OP_NOT = 3
-    OP_ADD = 4
-    OP_SUB = 5
-    OP_MUL = 6
-    OP_DIV = 7
-    OP_MOD = 8
-    OP_EQ = 9
-    OP_NE = 10
-    OP_LT = 11
-    OP_LE = 12
-    OP_GT = 13
-    OP_GE = 14
-    OP_AND = 15
-    OP_OR = 16
-    OP_CALL = 17
-    OP_AGG = 18
-
-cdef i64 NO_TS = -(1 << 62)
-
-
-# ---------------------------------------------------------------- stacks
-
-cdef class Stack:
-    """Rows in timestamp order; rows are addressed by absolute id
-    (base + local index) so pruning the front keeps ids of live rows."""
-
-    def __cinit__(self, int width):
-        self.width = width
-        self.n = 0
-        self.head = 0
-        self.cap = 0
-        self.base = 0
-        self.ts = NULL
-        self.seq = NULL
-        self.vals = NULL
-        self.kinds = NULL
-
-    def __dealloc__(self):
-        free(self.ts)
-        free(self.seq)
-        free(self.vals)
-        free(self.kinds)
-
-    cdef void compact(self) noexcept:
-        cdef i64 keep = self.n - self.head
-        cdef int w = self.width
-        if self.head == 0:
-            return
-        memmove(self.ts, self.ts + self.head, keep * sizeof(i64))
-        memmove(self.seq, self.seq + self.head, keep * sizeof(i64))
-        if w > 0:
-            memmove(self.vals, self.vals + self.head * w, keep * w * sizeof(double))
-            memmove(self.kinds, self.kinds + self.head * w, keep * w * sizeof(u8))
-        self.base += self.head
-        self.n = keep
-        self.head = 0
-
-    cdef i64 push(self, i64 ts, i64 seq, const double* v, const u8* k) except -1:
-        cdef i64 cap
-        cdef int w = self.width
-        if self.n == self.cap:
-            if self.head * 2 >= self.n and self.head > 0:
-                self.compact()
-            else:
-                cap = 16 if self.cap == 0 else self.cap * 2
-                self.ts = <i64*> realloc(self.ts, cap * sizeof(i64))
-                self.seq = <i64*> realloc(self.seq, cap * sizeof(i64))
-                self.vals = <double*> realloc(self.vals, cap * (w if w > 0 else 1) * sizeof(double))
-                self.kinds = <u8*> realloc(self.kinds, cap * (w if w > 0 else 1) * sizeof(u8))
-                if self.ts == NULL or self.seq == NULL or self.vals == NULL or self.kinds == NULL:
-                    raise MemoryError()
-                self.cap = cap
-        self.ts[self.n] = ts
-        self.seq[self.n] = seq
-        if w > 0:
-            memcpy(self.vals + self.n * w, v, w * sizeof(double))
-            memcpy(self.kinds + self.n * w, k, w * sizeof(u8))
-        self.n += 1
-        return self.n - 1
-
-    cdef void pop(self) noexcept:
-        if self.n > self.head:
-            self.n -= 1
-
-    cdef void prune(self, i64 bound) noexcept:
-        while self.head < self.n and self.ts[self.head] <= bound:
-            self.head += 1
-        if self.head == self.n and self.n > 0:
-            self.base += self.n
-            self.n = 0
-            self.head = 0
-        elif self.cap > 64 and self.head * 2 > self.n:
-            self.compact()
-
-    cdef i64 first_gt(self, i64 t) noexcept:
-        cdef i64 lo = self.head, hi = self.n, mid
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if self.ts[mid] <= t:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
-
-    def __len__(self):
-        return self.n - self.head
-
-    def state(self):
-        cdef i64 h = self.head, m = self.n - self.head
-        cdef int w = self.width
-        ts = np.empty(m, dtype=np.int64)
-        seq = np.empty(m, dtype=np.int64)
-        vals = np.empty(m * w, dtype=np.float64)
-        kinds = np.empty(m * w, dtype=np.uint8)
-        cdef i64 i, j
-        for i in range(m):
-            ts[i] = self.ts[h + i]
-            seq[i] = self.seq[h + i]
-            for j in range(w):
-                vals[i * w + j] = self.vals[(h + i) * w + j]
-                kinds[i * w + j] = self.kinds[(h + i) * w + j]
-        return (w, self.base + h, ts.tobytes(), seq.tobytes(), vals.tobytes(), kinds.tobytes())
-
-    @staticmethod
-    def from_state(state):
-        w, base, tsb, seqb, valsb, kindsb = state
-        cdef Stack s = Stack(w)
-        ts = np.frombuffer(tsb, dtype=np.int64)
-        seq = np.frombuffer(seqb, dtype=np.int64)
-        vals = np.frombuffer(valsb, dtype=np.float64)
-        kinds = np.frombuffer(kindsb, dtype=np.uint8)
-        cdef double[::1] vv
-        cdef u8[::1] kv
-        cdef i64 i
-        for i in range(ts.shape[0]):
-            vv = vals[i * w:(i + 1) * w].copy()
-            kv = kinds[i * w:(i + 1) * w].copy()
-            s.push(ts[i], seq[i], &vv[0] if w > 0 else NULL, &kv[0] if w > 0 else NULL)
-        s.base = base
-        return s
-
-
-# ---------------------------------------------------------------- compiled plan
-
-cdef int[::1] _ints(values):
-    return np.array(list(values) or [0], dtype=np.int32)
-
-
-cdef class PlanRT:
-    def __cinit__(self):
-        cdef int i
-        for i in range(MAXC):
-            self.scratch[i] = NULL
-            self.scratch_k[i] = NULL
-
-    def __init__(self, cp, int slot):
-        cdef int i, j, c
-        self.cp = cp
-        self.plan_id = cp.plan.plan_id
-        self.slot = slot
-        self.strategy = cp.strategy
-        self.within = cp.within
-        self.ncomp = len(cp.comps)
-        self.npos = len(cp.pos)
-        self.has_end_neg = 1 if cp.has_end_negation else 0
-        self.neq = len(cp.equivalence)
-        self.last_sweep = NO_TS
-        if self.neq > 8:
-            raise PlanError(f"plan {self.plan_id}: more than 8 equivalence attributes")
-        self.code = cp.code
-        self.cvals = cp.const_vals.copy()
-        self.ckinds = cp.const_kinds.copy()
-        self.pstart = cp.prog_start
-        self.plen = cp.prog_len
-        for i in range(MAXC):
-            self.rank[i] = -1
-        for i, c in enumerate(cp.pos):
-            self.pos[i] = c
-            self.rank[c] = i
-        ids, starts, ns = [], [], []
-        for lst in cp.checks_at:
-            starts.append(len(ids))
-            ns.append(len(lst))
-            ids.extend(lst)
-        self.checks_ids, self.checks_start, self.checks_n = _ints(ids), _ints(starts), _ints(ns)
-        ids, starts, ns = [], [], []
-        for i, comp in enumerate(cp.comps):
-            self.kleene[i] = 1 if comp.kleene else 0
-            self.negated[i] = 1 if comp.negated else 0
-            self.width[i] = len(comp.layout)
-            self.iterf[i] = comp.iter_filter
-            self.prevpos[i] = comp.prev_pos
-            self.nextpos[i] = comp.next_pos
-            for j in range(self.neq):
-                self.eqcol[i][j] = comp.equiv_cols[j]
-            starts.append(len(ids))
-            ns.append(len(comp.neg_checks))
-            ids.extend(comp.neg_checks)
-            self.scratch[i] = <double*> malloc((self.width[i] + 1) * sizeof(double))
-            self.scratch_k[i] = <u8*> malloc((self.width[i] + 1) * sizeof(u8))
-        self.negchk_ids, self.negchk_start, self.negchk_n = _ints(ids), _ints(starts), _ints(ns)
-        self.outputs = list(cp.outputs)
-        self.leader = None
-        self.share = 0
-        for i in range(len(cp.prog_len)):
-            if cp.prog_len[i] > MAXSTACK:
-                raise PlanError(f"plan {self.plan_id}: expression too long")
-
-    def __dealloc__(self):
-        cdef int i
-        for i in range(MAXC):
-            free(self.scratch[i])
-            free(self.scratch_k[i])
-
-    def intern(self, pool):
-        for idx, text in self.cp.const_strings:
-            self.cvals[idx] = pool.code(text)
-
-
-# ---------------------------------------------------------------- expression VM
-
-cdef inline bint _isnum(u8 k) noexcept:
-    return k == K_INT or k == K_FLOAT or k == K_BOOL
-
-
-cdef inline int _truth(u8 k, double v) noexcept:
-    if k == K_INT or k == K_FLOAT or k == K_BOOL:
-        return 1 if v != 0 else 0
-    return -1
-
-
-cdef inline u8 _numkind(u8 k) noexcept:
-    return K_FLOAT if k == K_FLOAT else K_INT
-
-
-cdef u8 _aggregate(PlanRT p, int func, int c, int sub, Env* env, double* out) except 255:
-    cdef int n = env.klen[c], j, m = 0, i, dup
-    cdef i64 saved = env.row[c]
-    cdef double v = 0, acc = 0, best = 0
-    cdef u8 k, bestk = K_MISSING, acck = K_INT
-    cdef double* seen_v = NULL
-    cdef u8* seen_k = NULL
-    if func == 1:
-        seen_v = <double*> malloc((n + 1) * sizeof(double))
-        seen_k = <u8*> malloc((n + 1) * sizeof(u8))
-    try:
-        for j in range(n):
-            env.row[c] = env.klist[c][j]
-            if sub < 0:
-                v = 1
-                k = K_BOOL
-            else:
-                k = _eval(p, sub, env, &v)
-            if func == 6:  # first
-                if j == 0:
-                    best = v
-                    bestk = k
-                continue
-            if func == 7:  # last
-                best = v
-                bestk = k
-                continue
-            if k == K_MISSING:
-                continue
-            if func == 0:
-                m += 1
-            elif func == 1:
-                dup = 0
-                for i in range(m):
-                    if (seen_k[i] == K_STR) == (k == K_STR) and seen_v[i] == v:
-                        dup = 1
-                        break
-                if not dup:
-                    seen_v[m] = v
-                    seen_k[m] = k
-                    m += 1
-            elif _isnum(k):
-                if func == 2 or func == 3:
-                    acc += v
-                    if k == K_FLOAT:
-                        acck = K_FLOAT
-                    m += 1
-                elif func == 4:
-                    if m == 0 or v < best:
-                        best = v
-                        bestk = _numkind(k)
-                    m += 1
-                elif func == 5:
-                    if m == 0 or v > best:
-                        best = v
-                        bestk = _numkind(k)
-                    m += 1
-    finally:
-        env.row[c] = saved
-        free(seen_v)
-        free(seen_k)
-    if func == 0 or func == 1:
-        out[0] = m
-        return K_INT
-    if func == 6 or func == 7:
-        out[0] = best
-        return bestk
-    if m == 0:
-        return K_MISSING
-    if func == 2:
-        out[0] = acc
-        return acck
-    if func == 3:
-        out[0] = acc / m
-        return K_FLOAT
-    out[0] = best
-    return bestk
-
-
-@cython.boundscheck(False)
-cdef u8 _eval(PlanRT p, int prog, Env* env, double* out) except 255:
-    cdef double sv[MAXSTACK]
-    cdef u8 sk[MAXSTACK]
-    cdef int sp = 0, pc, end, op, a, b, c, ta, tb, i
-    cdef double x, y, r
-    cdef u8 kx, ky
-    pc = p.pstart[prog]
-    end = pc + p.plen[prog]
-    while pc < end:
-        op = p.code[pc, 0]
-        a = p.code[pc, 1]
-        b = p.code[pc, 2]
-        c = p.code[pc, 3]
-        pc += 1
-        if op == OP_LOAD:
-            i = <int> (env.row[a] * env.width[a] + b)
-            sv[sp] = env.vals[a][i]
-            sk[sp] = env.kinds[a][i]
-            sp += 1
-        elif op == OP_CONST:
-            sv[sp] = p.cvals[a]
-            sk[sp] = p.ckinds[a]
-            sp += 1
-        elif op == OP_NEG:
-            if _isnum(sk[sp - 1]):
-                sv[sp - 1] = -sv[sp - 1]
-                sk[sp - 1] = _numkind(sk[sp - 1])
-            else:
-                sk[sp - 1] = K_MISSING
-        elif op == OP_NOT:
-            ta = _truth(sk[sp - 1], sv[sp - 1])
-            if ta < 0:
-                sk[sp - 1] = K_MISSING
-            else:
-                sv[sp - 1] = 1 - ta
-                sk[sp - 1] = K_BOOL
-        elif op <= OP_MOD:
-            sp -= 1
-            x = sv[sp - 1]
-            y = sv[sp]
-            kx = sk[sp - 1]
-            ky = sk[sp]
-            if not (_isnum(kx) and _isnum(ky)):
-                sk[sp - 1] = K_MISSING
-                continue
-            kx = K_FLOAT if (kx == K_FLOAT or ky == K_FLOAT) else K_INT
-            if op == OP_ADD:
-                r = x + y
-            elif op == OP_SUB:
-                r = x - y
-            elif op == OP_MUL:
-                r = x * y
-            elif y == 0:
-                sk[sp - 1] = K_MISSING
-                continue
-            elif op == OP_DIV:
-                r = x / y
-                kx = K_FLOAT
-            else:
-                r = fmod(x, y)
-                if r != 0 and ((r < 0) != (y < 0)):
-                    r += y
-            sv[sp - 1] = r
-            sk[sp - 1] = kx
-        elif op <= OP_GE:
-            sp -= 1
-            x = sv[sp - 1]
-            y = sv[sp]
-            kx = sk[sp - 1]
-            ky = sk[sp]
-            if kx == K_MISSING or ky == K_MISSING:
-                sk[sp - 1] = K_MISSING
-                continue
-            if kx == K_STR or ky == K_STR:
-                if kx != ky or (op != OP_EQ and op != OP_NE):
-                    sk[sp - 1] = K_MISSING
-                    continue
-            elif isnan(x) or isnan(y):
-                sk[sp - 1] = K_MISSING
-                continue
-            if op == OP_EQ:
-                ta = x == y
-            elif op == OP_NE:
-                ta = x != y
-            elif op == OP_LT:
-                ta = x < y
-            elif op == OP_LE:
-                ta = x <= y
-            elif op == OP_GT:
-                ta = x > y
-            else:
-                ta = x >= y
-            sv[sp - 1] = ta
-            sk[sp - 1] = K_BOOL
-        elif op == OP_AND or op == OP_OR:
-            sp -= 1
-            ta = _truth(sk[sp - 1], sv[sp - 1])
-            tb = _truth(sk[sp], sv[sp])
-            if op == OP_AND:
-                if ta == 0 or tb == 0:
-                    ta = 0
-                elif ta < 0 or tb < 0:
-                    ta = -1
-                else:
-                    ta = 1
-            else:
-                if ta == 1 or tb == 1:
-                    ta = 1
-                elif ta < 0 or tb < 0:
-                    ta = -1
-                else:
-                    ta = 0
-            if ta < 0:
-                sk[sp - 1] = K_MISSING
-            else:
-                sv[sp - 1] = ta
-                sk[sp - 1] = K_BOOL
-        elif op == OP_CALL:
-            # a = function, b = number of arguments
-            sp -= b
-            kx = K_INT
-            for i in range(b):
-                if not _isnum(sk[sp + i]):
-                    kx = K_MISSING
-                    break
-            if kx == K_MISSING or b == 0:
-                sk[sp] = K_MISSING
-                sp += 1
-                continue
-            x = sv[sp]
-            kx = _numkind(sk[sp])
-            if a == 0:
-                r = fabs(x)
-            elif a == 1 or a == 2:
-                if not isfinite(x):
-                    sk[sp] = K_MISSING
-                    sp += 1
-                    continue
-                r = floor(x) if a == 1 else ceil(x)
-                kx = K_INT
-            else:
-                r = x
-                for i in range(1, b):
-                    y = sv[sp + i]
-                    if (a == 3 and y < r) or (a == 4 and y > r):
-                        r = y
-                        kx = _numkind(sk[sp + i])
-            sv[sp] = r
-            sk[sp] = kx
-            sp += 1
-        elif op == OP_AGG:
-            sk[sp] = _aggregate(p, a, b, c, env, &sv[sp])
-            sp += 1
-    if sp <= 0:
-        return K_MISSING
-    out[0] = sv[sp - 1]
-    return sk[sp - 1]
-
-
-cdef inline bint _holds(PlanRT p, int prog, Env* env) except -1:
-    cdef double v = 0
-    cdef u8 k = _eval(p, prog, env, &v)
-    return _truth(k, v) == 1
-
-
-cdef bint _checks(PlanRT p, int level, Env* env) except -1:
-    cdef int i, s = p.checks_start[level], n = p.checks_n[level]
-    for i in range(n):
-        if not _holds(p, p.checks_ids[s + i], env):
-            return False
-    return True
-
-
-cdef bint _negchecks(PlanRT p, int c, Env* env) except -1:
-    cdef int i, s = p.negchk_start[c], n = p.negchk_n[c]
-    for i in range(n):
-        if not _holds(p, p.negchk_ids[s + i], env):
-            return False
-    return True
-
-
-cdef object _pyvalue(u8 k, double v, pool):
-    if k == K_INT:
-        return int(v)
-    if k == K_FLOAT:
-        return v
-    if k == K_BOOL:
-        return v != 0
-    if k == K_STR:
-        return pool.string(<int> v)
-    return None
-
-
-cdef inline bint _eq_vals(double* va, u8* ka, double* vb, u8* kb, PlanRT p, int ca, int cb) noexcept:
-    """Equivalence test between a row of component ca and a row of cb."""
-    cdef int j, ia, ib
-    for j in range(p.neq):
-        ia = p.eqcol[ca][j]
-        ib = p.eqcol[cb][j]
-        if ia < 0 or ib < 0:
-            return False
-        if ka[ia] == K_MISSING or kb[ib] == K_MISSING:
-            return False
-        if (ka[ia] == K_STR) != (kb[ib] == K_STR):
-            return False
-        if not (va[ia] == vb[ib]):
-            return False
-    return True
-
-
-# ---------------------------------------------------------------- per-key state
-
-@cython.no_gc
-cdef class Part:
-    # Parts are many (one per plan and key) and never form cycles; keeping
-    # them (and their empty containers, shared `()`) out of the cyclic GC
-    # keeps collections from scanning the whole state.
-    cdef public tuple stacks   # Stack per component index
-    cdef public object runs    # run = list (per positive component) of lists of absolute row ids
-    cdef public object pending  # [deadline, DerivedEvent, rows]
-    cdef public object ready   # [deadline, DerivedEvent]
-    cdef public object key     # (partition, equivalence key)
-
-    def __init__(self, PlanRT p, key=None):
-        cdef int c
-        self.key = key
-        self.stacks = tuple([Stack(p.width[c]) for c in range(p.ncomp)])
-        self.runs = ()
-        self.pending = ()
-        self.ready = ()
-
-    cdef bint empty(self):
-        cdef Stack s
-        if self.runs or self.pending or self.ready:
-            return False
-        for s in self.stacks:
-            if s.n > s.head:
-                return False
-        return True
 
 
 cdef class _Group:
     """Events of one type that pass one set of pushed-down filters; shared
     by every (plan, component) with the same filters (evaluated once)."""
-    cdef public PlanRT rep
-    cdef public int comp
-    cdef public list filters
-    cdef public list members   # (PlanRT, comp index)
-    cdef public object mapping
-    cdef public int[::1] slots   # members, as arrays for the hot loop
-    cdef public int[::1] comps
 
     def __init__(self, PlanRT rep, int comp, list filters):
         self.rep = rep
@@ -624,43 +61,7 @@ cdef class _Group:
         self.members = []
 
 
-# ---------------------------------------------------------------- the engine
-
 cdef class CythonEngine:
-    cdef list _plans
-    cdef dict _by_id
-    cdef dict _parts          # slot -> {partition -> {eqkey -> Part}}
-    cdef dict _type_cols      # type -> tuple of attribute names (batch matrix layout)
-    cdef dict _tid            # type -> dense id
-    cdef list _type_groups    # by type id: unindexed _Group list
-    cdef list _type_index     # by type id: [(type col, {value -> [_Group]})]
-    cdef list _maps           # ((slot * MAXC) + comp) * ntypes + tid -> col map (None = identity)
-    cdef int _ntypes
-    cdef list _strict         # plans with strict contiguity (see every event)
-    # Active-node index (Cayuga AN): for skip-till-any-match, component k>0
-    # only needs an event when component k-1 holds one in the same PAIS key.
-    # by type id: [(type cols of the equivalence attrs, {eqkey: {slot: comp mask}})]
-    cdef list _an_specs
-    cdef dict _an_tables      # (slot, comp) -> [table dicts to register in]
-    cdef dict _waiting        # slot -> set of parts holding pending/ready results
-    cdef object _pool
-    cdef list _out
-    cdef long* _masks         # per plan slot: components the current event reaches
-    cdef int* _hits
-    cdef int _nhit
-    cdef u8[::1] _act
-    cdef bint _use_act
-    # current event (valid while one event is dispatched)
-    cdef i64 _ts, _seq, _partition
-    cdef double* _row_v
-    cdef u8* _row_k
-    cdef i64 _lo
-    cdef Part _part
-    cdef PlanRT _plan
-    cdef list _followers      # plans sharing a prefix with a leader plan
-    cdef i64 _last_local
-    cdef int _last_comp
-
     def __cinit__(self, *args, **kwargs):
         self._masks = NULL
         self._hits = NULL
@@ -1182,7 +583,7 @@ cdef class CythonEngine:
                         env.kinds[c] = p.scratch_k[c]
                         env.width[c] = p.width[c]
                         env.row[c] = 0
-                        if not all(_holds(p, f, &env) for f in p.cp.comps[c].filters):
+                        if not all(holds(p, f, &env) for f in p.cp.comps[c].filters):
                             continue
                     if self._masks[slot] == 0:
                         self._hits[self._nhit] = slot
@@ -1201,7 +602,7 @@ cdef class CythonEngine:
             env.width[c] = rep.width[c]
             env.row[c] = 0
             for f in g.filters:
-                if not _holds(rep, f, &env):
+                if not holds(rep, f, &env):
                     return 0
         for i in range(g.slots.shape[0]):
             slot = g.slots[i]
@@ -1453,7 +854,7 @@ cdef class CythonEngine:
             return self._kleene(p, part, env, k, 0, lo)
         if last:
             env.row[c] = self._last_local
-            if _checks(p, k, env):
+            if checks(p, k, env):
                 self._finish(p, part, env)
             return 0
         start = s.first_gt(lo)
@@ -1461,7 +862,7 @@ cdef class CythonEngine:
             if s.ts[i] >= self._ts:
                 break
             env.row[c] = i
-            if _checks(p, k, env):
+            if checks(p, k, env):
                 self._dfs(p, part, env, k + 1, s.ts[i])
         return 0
 
@@ -1480,18 +881,18 @@ cdef class CythonEngine:
                 continue
             env.klen[c] = m
             env.row[c] = i
-            if p.iterf[c] >= 0 and not _holds(p, p.iterf[c], env):
+            if p.iterf[c] >= 0 and not holds(p, p.iterf[c], env):
                 continue
             env.klist[c][m] = i
             env.klen[c] = m + 1
             env.row[c] = i
             if last:
                 if i == self._last_local:
-                    if _checks(p, k, env):
+                    if checks(p, k, env):
                         self._finish(p, part, env)
                     break
             else:
-                if _checks(p, k, env):
+                if checks(p, k, env):
                     self._dfs(p, part, env, k + 1, s.ts[i])
             self._kleene(p, part, env, k, m + 1, s.ts[i])
         return 0
@@ -1531,7 +932,7 @@ cdef class CythonEngine:
                 if p.strategy == 2 and not self._neg_equiv(p, part, env, c, ns.vals + i * ns.width,
                                                            ns.kinds + i * ns.width):
                     continue
-                if _negchecks(p, c, env):
+                if negchecks(p, c, env):
                     return 0
         derived = self._derive(p, part, env, first_ts, last_ts)
         if p.has_end_neg:
@@ -1546,7 +947,7 @@ cdef class CythonEngine:
         cdef i64 r = env.klist[cf][0] if p.kleene[cf] else env.row[cf]
         if p.neq == 0:
             return True
-        return _eq_vals(v, k, s.vals + r * s.width, s.kinds + r * s.width, p, c, cf)
+        return eq_vals(v, k, s.vals + r * s.width, s.kinds + r * s.width, p, c, cf)
 
     cdef _part_pending(self, Part part, PlanRT p, Env* env, i64 deadline, derived):
         cdef int k, c, j
@@ -1573,8 +974,8 @@ cdef class CythonEngine:
         cdef u8 kd
         fields = {}
         for name, prog in p.outputs:
-            kd = _eval(p, prog, env, &v)
-            fields[name] = _pyvalue(kd, v, self._pool)
+            kd = eval_prog(p, prog, env, &v)
+            fields[name] = pyvalue(kd, v, self._pool)
         seqs = []
         for k in range(p.npos):
             c = p.pos[k]
@@ -1638,7 +1039,7 @@ cdef class CythonEngine:
                 if p.strategy == 2 and not self._neg_equiv(p, part, &env, c, p.scratch[c],
                                                            p.scratch_k[c]):
                     continue
-                if _negchecks(p, c, &env):
+                if negchecks(p, c, &env):
                     killed = True
                     break
         finally:
@@ -1702,26 +1103,26 @@ cdef class CythonEngine:
             return False
         if p.strategy == 2 and p.neq > 0 and run:
             fr = <i64> run[0][0] - sf.base
-            if not _eq_vals(s.vals + local_row * s.width, s.kinds + local_row * s.width,
+            if not eq_vals(s.vals + local_row * s.width, s.kinds + local_row * s.width,
                             sf.vals + fr * sf.width, sf.kinds + fr * sf.width, p, c, cf):
                 return False
         if p.strategy == 2 and p.neq > 0 and not run:
-            if not _eq_vals(s.vals + local_row * s.width, s.kinds + local_row * s.width,
+            if not eq_vals(s.vals + local_row * s.width, s.kinds + local_row * s.width,
                             s.vals + local_row * s.width, s.kinds + local_row * s.width, p, c, c):
                 return False
         if p.kleene[c]:
             env.klen[c] = len(run[k]) if extend else 0
             env.row[c] = local_row
-            if p.iterf[c] >= 0 and not _holds(p, p.iterf[c], env):
+            if p.iterf[c] >= 0 and not holds(p, p.iterf[c], env):
                 return False
             if extend:
                 return True
         # closing the previous Kleene component
-        if k > 0 and p.kleene[p.pos[k - 1]] and not _checks(p, k - 1, env):
+        if k > 0 and p.kleene[p.pos[k - 1]] and not checks(p, k - 1, env):
             return False
         if not p.kleene[c]:
             env.row[c] = local_row
-            if not _checks(p, k, env):
+            if not checks(p, k, env):
                 return False
         return True
 
@@ -1785,6 +1186,6 @@ cdef class CythonEngine:
     cdef _complete(self, PlanRT p, Part part, list run, Env* env, i64** bufs):
         cdef int cl = p.pos[p.npos - 1]
         self._load_run(p, part, run, env, bufs)
-        if p.kleene[cl] and not _checks(p, p.npos - 1, env):
+        if p.kleene[cl] and not checks(p, p.npos - 1, env):
             return
         self._finish(p, part, env)

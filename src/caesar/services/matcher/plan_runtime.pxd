@@ -1,0 +1,35 @@
+# C-level contract of plan_runtime.pyx: a compiled plan as flat C arrays,
+# immutable once built (shared by every partition and key).
+from caesar.services.matcher.typedefs cimport MAXC, i64, u8
+
+
+cdef class PlanRT:
+    cdef public object cp
+    cdef public str plan_id
+    cdef public int slot
+    cdef public int strategy
+    cdef public i64 within
+    cdef public int ncomp, npos, has_end_neg, neq
+    cdef public i64 last_sweep
+    cdef int[:, ::1] code
+    cdef double[::1] cvals
+    cdef u8[::1] ckinds
+    cdef int[::1] pstart, plen
+    cdef int pos[MAXC]
+    cdef int rank[MAXC]
+    cdef int kleene[MAXC]
+    cdef int negated[MAXC]
+    cdef int width[MAXC]
+    cdef int iterf[MAXC]
+    cdef int prevpos[MAXC]
+    cdef int nextpos[MAXC]
+    cdef int eqcol[MAXC][8]
+    cdef int[::1] checks_ids, checks_start, checks_n
+    cdef int[::1] negchk_ids, negchk_start, negchk_n
+    cdef double* scratch[MAXC]
+    cdef u8* scratch_k[MAXC]
+    cdef public list outputs
+    # prefix sharing (Cayuga thesis ch. 4): a follower reads the stacks of
+    # its first `share` components from its leader's Part of the same key
+    cdef public object leader
+    cdef public int share
