@@ -48,13 +48,18 @@ negation only filters finished candidates, it never steers a run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from caesar.plans.expr import Expr
 
 Strategy = Literal["skip_till_any_match", "skip_till_next_match", "strict_contiguity"]
 STRATEGIES: tuple[Strategy, ...] = ("skip_till_any_match", "skip_till_next_match", "strict_contiguity")
+RUN_STRATEGIES: tuple[Strategy, ...] = ("skip_till_next_match", "strict_contiguity")
+
+# After-match skip (Flink CEP's AfterMatchSkipStrategy; SQL's AFTER MATCH SKIP)
+Skip = Literal["no_skip", "to_next", "past_last", "to_first", "to_last"]
+SKIPS: tuple[Skip, ...] = ("no_skip", "to_next", "past_last", "to_first", "to_last")
 
 
 @dataclass(frozen=True)
@@ -62,8 +67,21 @@ class PatternComponent:
     var: str
     types: tuple[str, ...]  # more than one for ANY(T1, T2)
     negated: bool = False
-    kleene: bool = False
+    kleene: bool = False  # quantified (T+, T*, T?, T{n,m}): binds a list of events
     iteration_filter: Expr | None = None
+    # Quantifier bounds of a Kleene component: at least `min_count` events
+    # (0: optional, it may bind none), at most `max_count` (None: unbounded).
+    # A plain component binds exactly one event (1, 1).
+    min_count: int = 1
+    max_count: int | None = None
+    # Under run-based strategies: an event that can both extend this
+    # component and bind the next one extends it (greedy) or binds the next
+    # one (reluctant, the default). Irrelevant under skip_till_any_match.
+    greedy: bool = False
+
+    @property
+    def optional(self) -> bool:
+        return self.kleene and self.min_count == 0
 
 
 @dataclass(frozen=True)
@@ -93,6 +111,19 @@ class PatternPlan:
     # Attribute types by event type, so engines can lay out columns:
     # {"PositionReport": {"vid": "int", "spd": "float", "lane": "int", "kind": "string"}}
     schemas: dict[str, dict[str, str]] = field(default_factory=dict, hash=False, compare=False)
+    # AND/OR of sub-patterns: each alternative is a sequence of component
+    # indices; the plan matches what any alternative matches (a bag union).
+    # Empty: one alternative, every component in order.
+    alternatives: tuple[tuple[int, ...], ...] = ()
+    # After-match skip (run-based strategies only); `skip_var` for to_first/to_last.
+    skip: Skip = "no_skip"
+    skip_var: str | None = None
+    # Timed-out partial matches (run-based strategies, WITHIN): the event a
+    # partial match derives when its window expires before it completes.
+    timeout: Output | None = None
+    # False: `[attr]` holds among the positive events only (negated events
+    # are not compared; `[attr] EXCEPT NOT` in the language).
+    equivalence_negated: bool = True
 
     @property
     def positive(self) -> tuple[PatternComponent, ...]:
@@ -101,3 +132,17 @@ class PatternPlan:
     @property
     def negated(self) -> tuple[PatternComponent, ...]:
         return tuple(c for c in self.components if c.negated)
+
+    def expanded(self) -> tuple[PatternPlan, ...]:
+        """One plan per alternative (the plan itself when it has none): the
+        engines run each alternative as a plain sequence under the same plan
+        id. Conditions and outputs reading a variable an alternative does not
+        bind see it as bound to nothing (missing; aggregates over no events)."""
+        if not self.alternatives:
+            return (self,)
+        return tuple(replace(self, components=tuple(self.components[i] for i in alt),
+                             alternatives=())
+                     for alt in self.alternatives)
+
+    def variables(self) -> frozenset[str]:
+        return frozenset(c.var for c in self.components)

@@ -24,7 +24,7 @@ from caesar.services.matcher.reference import validate_plan
 
 MAX_COMPONENTS = 16
 
-# opcodes (keep in sync with engine.pyx)
+# opcodes (keep in sync with typedefs.pxd)
 OP_CONST, OP_LOAD, OP_NEG, OP_NOT = 0, 1, 2, 3
 OP_ARITH = {"+": 4, "-": 5, "*": 6, "/": 7, "%": 8}
 OP_CMP = {"=": 9, "!=": 10, "<": 11, "<=": 12, ">": 13, ">=": 14}
@@ -32,6 +32,7 @@ OP_AND, OP_OR, OP_CALL, OP_AGG = 15, 16, 17, 18
 CALLS = {"abs": 0, "floor": 1, "ceil": 2, "least": 3, "greatest": 4}
 AGGS = {"count": 0, "count_distinct": 1, "sum": 2, "avg": 3, "min": 4, "max": 5,
         "first": 6, "last": 7}
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # value kinds
 K_MISSING, K_INT, K_FLOAT, K_STR, K_BOOL = 0, 1, 2, 3, 4
 KIND_OF_TYPE = {"int": K_INT, "float": K_FLOAT, "string": K_STR, "bool": K_BOOL}
@@ -65,7 +66,7 @@ class CompiledPlan:
     comps: list[CompInfo]
     pos: list[int]  # component indices of the positive components, in order
     code: np.ndarray  # int32 [n, 4]
-    const_vals: np.ndarray  # float64
+    const_vals: np.ndarray  # int64: 8-byte value cells (typedefs.pxd), read by kind
     const_kinds: np.ndarray  # uint8
     const_strings: list[tuple[int, str]]  # (const index, text): interned per pool
     prog_start: np.ndarray  # int32
@@ -80,24 +81,26 @@ class _Builder:
     def __init__(self, comp_index: dict[str, int], comps: list[CompInfo]) -> None:
         self.code: list[tuple[int, int, int, int]] = []
         self.progs: list[tuple[int, int]] = []
-        self.consts: list[tuple[float, int]] = []
+        self.consts: list[tuple[int, int]] = []  # (8-byte cell as int64, kind)
         self.strings: list[tuple[int, str]] = []
         self.comp_index = comp_index
         self.comps = comps
 
     def const(self, value: object) -> int:
         if isinstance(value, bool):
-            entry = (float(value), K_BOOL)
+            entry = (int(value), K_BOOL)
         elif isinstance(value, int):
-            entry = (float(value), K_INT)
+            if not INT64_MIN <= value <= INT64_MAX:
+                raise PlanError(f"integer constant {value} does not fit in 64 bits")
+            entry = (value, K_INT)
         elif isinstance(value, float):
-            entry = (value, K_FLOAT)
+            entry = (int(np.float64(value).view(np.int64)), K_FLOAT)  # the double's bits
         elif isinstance(value, str):
-            self.consts.append((0.0, K_STR))
+            self.consts.append((0, K_STR))
             self.strings.append((len(self.consts) - 1, value))
             return len(self.consts) - 1
         elif value is None:
-            entry = (0.0, K_MISSING)
+            entry = (0, K_MISSING)
         else:
             raise PlanError(f"unsupported constant {value!r}")
         self.consts.append(entry)
@@ -180,6 +183,13 @@ def _has_agg(expr: Expr) -> bool:
 
 def compile_plan(plan: PatternPlan) -> CompiledPlan:
     validate_plan(plan)
+    if plan.alternatives or plan.skip != "no_skip" or plan.timeout is not None \
+            or not plan.equivalence_negated \
+            or any(c.kleene and (c.min_count, c.max_count, c.greedy) != (1, None, False)
+                   for c in plan.components):
+        raise PlanError(f"plan {plan.plan_id}: the Cython engine does not run AND/OR, "
+                        "counted or optional repetition, GREEDY, AFTER MATCH SKIP, ON TIMEOUT "
+                        "or [attr] EXCEPT NOT yet")
     if len(plan.components) > MAX_COMPONENTS:
         raise PlanError(f"plan {plan.plan_id}: more than {MAX_COMPONENTS} components")
     comps = [CompInfo(c.var, c.types, c.negated, c.kleene, _layout(plan, c.types))
@@ -238,7 +248,7 @@ def compile_plan(plan: PatternPlan) -> CompiledPlan:
         comps=comps,
         pos=pos,
         code=np.ascontiguousarray(code),
-        const_vals=np.array([v for v, _ in b.consts] or [0.0], dtype=np.float64),
+        const_vals=np.array([v for v, _ in b.consts] or [0], dtype=np.int64),
         const_kinds=np.array([k for _, k in b.consts] or [0], dtype=np.uint8),
         const_strings=b.strings,
         prog_start=np.array([s for s, _ in b.progs] or [0], dtype=np.int32),

@@ -2,7 +2,7 @@
 # methods of its event loop.
 from caesar.services.matcher.part cimport Part
 from caesar.services.matcher.plan_runtime cimport PlanRT
-from caesar.services.matcher.typedefs cimport Env, i64, u8
+from caesar.services.matcher.typedefs cimport Cell, Env, i64, u8
 
 
 cdef class _Group:
@@ -41,7 +41,7 @@ cdef class CythonEngine:
     cdef bint _use_act
     # current event (valid while one event is dispatched)
     cdef i64 _ts, _seq, _partition
-    cdef double* _row_v
+    cdef Cell* _row_v
     cdef u8* _row_k
     cdef i64 _lo
     cdef Part _part
@@ -52,8 +52,8 @@ cdef class CythonEngine:
 
     cdef Part _leader_part(self, PlanRT p, object partition, object key)
     cdef _relink(self, PlanRT p, Part part, object partition, object key)
-    cdef _run_batch(self, double[:, ::1] vals, u8[:, ::1] kinds, int[::1] tids, i64[::1] ts, i64[::1] seq, i64[::1] part)
-    cdef int _offer_an(self, int tid, Py_ssize_t e, double[:, ::1] vals, u8[:, ::1] kinds) except -1
+    cdef _run_batch(self, i64[:, ::1] vals, u8[:, ::1] kinds, int[::1] tids, i64[::1] ts, i64[::1] seq, i64[::1] part)
+    cdef int _offer_an(self, int tid, Py_ssize_t e, i64[:, ::1] vals, u8[:, ::1] kinds) except -1
     cdef int _offer(self, _Group g, int tid) except -1
     cdef int _extract(self, PlanRT p, int c, int tid) except -1
     cdef object _eqkey(self, PlanRT p, int c)
@@ -68,7 +68,7 @@ cdef class CythonEngine:
     cdef int _dfs(self, PlanRT p, Part part, Env* env, int k, i64 after) except -1
     cdef int _kleene(self, PlanRT p, Part part, Env* env, int k, int m, i64 after) except -1
     cdef int _finish(self, PlanRT p, Part part, Env* env) except -1
-    cdef bint _neg_equiv(self, PlanRT p, Part part, Env* env, int c, double* v, u8* k) except -1
+    cdef bint _neg_equiv(self, PlanRT p, Part part, Env* env, int c, Cell* v, u8* k) except -1
     cdef _part_pending(self, Part part, PlanRT p, Env* env, i64 deadline, derived)
     cdef object _derive(self, PlanRT p, Part part, Env* env, i64 first_ts, i64 last_ts)
     cdef bint _kills(self, PlanRT p, Part part, list item, long mask) except -1

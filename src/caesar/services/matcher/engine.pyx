@@ -27,7 +27,6 @@ import pickle
 import numpy as np
 
 cimport cython
-from libc.math cimport isnan
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
@@ -44,10 +43,19 @@ from caesar.services.matcher.typedefs cimport (
     K_STR,
     MAXC,
     NO_TS,
+    Cell,
 )
-from caesar.services.matcher.vm cimport checks, eq_vals, eval_prog, holds, negchecks, pyvalue
+from caesar.services.matcher.vm cimport (
+    checks,
+    eq_vals,
+    eval_prog,
+    holds,
+    key_of,
+    negchecks,
+    pyvalue,
+)
 
-SNAPSHOT_VERSION = b"CAESAR-CY-1\n"
+SNAPSHOT_VERSION = b"CAESAR-CY-2\n"  # 2: values are 8-byte cells (exact int64)
 
 
 cdef class _Group:
@@ -266,7 +274,8 @@ cdef class CythonEngine:
             cols = self._type_cols[t]
             if const_eq is not None and const_eq[0] in cols:
                 attr, value = const_eq
-                key = float(pool.code(value)) if isinstance(value, str) else float(value)
+                # the key of `attr = const` as key_of gives it for the event's value
+                key = (pool.code(value),) if isinstance(value, str) else value
                 col = cols.index(attr)
                 idx = index_by_type.setdefault(t, {})
                 idx.setdefault(col, {}).setdefault(key, []).append(g)
@@ -323,16 +332,21 @@ cdef class CythonEngine:
             n = len(cols)
             if n == 0:
                 continue
-            mat = np.zeros((n, max(len(names), 1)), dtype=np.float64)
+            # one 8-byte cell per value (typedefs.pxd): integers as they are,
+            # doubles by their bits, interned string codes, bools as 0/1
+            mat = np.zeros((n, max(len(names), 1)), dtype=np.int64)
             kin = np.zeros((n, max(len(names), 1)), dtype=np.uint8)
             for j, a in enumerate(names):
                 arr = cols.columns.get(a)
                 if arr is None:
                     continue
-                mat[:, j] = arr
                 dk = arr.dtype
                 kind = K_INT if dk == np.int64 else K_FLOAT if dk.kind == "f" else \
                     K_STR if dk == np.int32 else K_BOOL if dk == np.int8 else K_INT
+                if kind == K_FLOAT:
+                    mat[:, j] = np.ascontiguousarray(arr, dtype=np.float64).view(np.int64)
+                else:
+                    mat[:, j] = arr
                 kin[:, j] = kind
                 if kind == K_STR:
                     kin[arr < 0, j] = K_MISSING
@@ -354,7 +368,7 @@ cdef class CythonEngine:
         order = np.argsort(all_seq, kind="stable")
         where = np.empty(ne, dtype=np.int64)
         where[order] = np.arange(ne, dtype=np.int64)
-        ev_vals = np.zeros((ne, width), dtype=np.float64)
+        ev_vals = np.zeros((ne, width), dtype=np.int64)
         ev_kinds = np.zeros((ne, width), dtype=np.uint8)
         ev_tid = np.empty(ne, dtype=np.int32)
         ev_ts = np.concatenate(tss)[order]
@@ -483,6 +497,16 @@ cdef class CythonEngine:
                     self._waiting[p.slot].add(part)
         self._relink_an()
 
+    def overflows(self):
+        """{plan id: integer results outside 64 bits so far} (each was
+        treated as a missing value); plans without any are left out."""
+        cdef PlanRT p
+        out = {}
+        for p in self._plans:
+            if p.overflows:
+                out[p.plan_id] = out.get(p.plan_id, 0) + p.overflows
+        return out
+
     def state_size(self):
         """Number of stored rows, runs and pending results (memory tests)."""
         cdef Part part
@@ -499,7 +523,7 @@ cdef class CythonEngine:
     # -- event loop -------------------------------------------------------
 
     @cython.boundscheck(False)
-    cdef _run_batch(self, double[:, ::1] vals, u8[:, ::1] kinds, int[::1] tids,
+    cdef _run_batch(self, i64[:, ::1] vals, u8[:, ::1] kinds, int[::1] tids,
                     i64[::1] ts, i64[::1] seq, i64[::1] part):
         cdef Py_ssize_t e, ne = tids.shape[0]
         cdef int tid, h, slot, col
@@ -512,7 +536,7 @@ cdef class CythonEngine:
             self._ts = ts[e]
             self._seq = seq[e]
             self._partition = part[e]
-            self._row_v = &vals[e, 0]
+            self._row_v = <Cell*> &vals[e, 0]
             self._row_k = &kinds[e, 0]
             self._nhit = 0
             groups = self._type_groups[tid]
@@ -523,7 +547,7 @@ cdef class CythonEngine:
                 for col, table in index:
                     if kinds[e, col] == K_MISSING:
                         continue
-                    hit = table.get(vals[e, col])
+                    hit = table.get(key_of(kinds[e, col], self._row_v[col]))
                     if hit is not None:
                         for g in hit:
                             self._offer(g, tid)
@@ -540,11 +564,10 @@ cdef class CythonEngine:
                 self._masks[slot] = 0
                 self._on_plan(<PlanRT> self._plans[slot], m, tid)
 
-    cdef int _offer_an(self, int tid, Py_ssize_t e, double[:, ::1] vals,
+    cdef int _offer_an(self, int tid, Py_ssize_t e, i64[:, ::1] vals,
                        u8[:, ::1] kinds) except -1:
         cdef int j, n, c, slot
         cdef int[::1] cols
-        cdef double v
         cdef long m
         cdef PlanRT p
         cdef Env env
@@ -554,14 +577,14 @@ cdef class CythonEngine:
             if n == 0:
                 key = 0
             elif n == 1:
-                if kinds[e, cols[0]] == K_MISSING or isnan(vals[e, cols[0]]):
+                key = key_of(kinds[e, cols[0]], self._row_v[cols[0]])
+                if key is None:
                     continue
-                key = vals[e, cols[0]]
             else:
                 parts = []
                 for j in range(n):
-                    v = vals[e, cols[j]]
-                    if kinds[e, cols[j]] == K_MISSING or isnan(v):
+                    v = key_of(kinds[e, cols[j]], self._row_v[cols[j]])
+                    if v is None:
                         break
                     parts.append(v)
                 if len(parts) < n:
@@ -618,17 +641,17 @@ cdef class CythonEngine:
         mp_o = self._maps[(p.slot * MAXC + c) * self._ntypes + tid]
         cdef int[::1] mp
         cdef int j, w = p.width[c], src
-        cdef double* dv = p.scratch[c]
+        cdef Cell* dv = p.scratch[c]
         cdef u8* dk = p.scratch_k[c]
         if mp_o is None:
-            memcpy(dv, self._row_v, w * sizeof(double))
+            memcpy(dv, self._row_v, w * sizeof(Cell))
             memcpy(dk, self._row_k, w * sizeof(u8))
             return 0
         mp = mp_o
         for j in range(w):
             src = mp[j]
             if src < 0:
-                dv[j] = 0
+                dv[j].i = 0
                 dk[j] = K_MISSING
             else:
                 dv[j] = self._row_v[src]
@@ -641,15 +664,18 @@ cdef class CythonEngine:
             return 0
         if p.neq == 1:
             col = p.eqcol[c][0]
-            if col < 0 or p.scratch_k[c][col] == K_MISSING or isnan(p.scratch[c][col]):
+            if col < 0:
                 return None
-            return p.scratch[c][col]
+            return key_of(p.scratch_k[c][col], p.scratch[c][col])
         key = []
         for j in range(p.neq):
             col = p.eqcol[c][j]
-            if col < 0 or p.scratch_k[c][col] == K_MISSING or isnan(p.scratch[c][col]):
+            if col < 0:
                 return None
-            key.append(p.scratch[c][col])
+            v = key_of(p.scratch_k[c][col], p.scratch[c][col])
+            if v is None:
+                return None
+            key.append(v)
         return tuple(key)
 
     cdef Part _get_part(self, PlanRT p, object key):
@@ -941,7 +967,7 @@ cdef class CythonEngine:
             self._out.append(derived)
         return 0
 
-    cdef bint _neg_equiv(self, PlanRT p, Part part, Env* env, int c, double* v, u8* k) except -1:
+    cdef bint _neg_equiv(self, PlanRT p, Part part, Env* env, int c, Cell* v, u8* k) except -1:
         cdef int cf = p.pos[0]
         cdef Stack s = part.stacks[cf]
         cdef i64 r = env.klist[cf][0] if p.kleene[cf] else env.row[cf]
@@ -970,7 +996,7 @@ cdef class CythonEngine:
     cdef object _derive(self, PlanRT p, Part part, Env* env, i64 first_ts, i64 last_ts):
         cdef int k, c, j
         cdef Stack s
-        cdef double v = 0
+        cdef Cell v
         cdef u8 kd
         fields = {}
         for name, prog in p.outputs:

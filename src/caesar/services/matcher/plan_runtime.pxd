@@ -1,6 +1,6 @@
 # C-level contract of plan_runtime.pyx: a compiled plan as flat C arrays,
 # immutable once built (shared by every partition and key).
-from caesar.services.matcher.typedefs cimport MAXC, i64, u8
+from caesar.services.matcher.typedefs cimport MAXC, Cell, i64, u8
 
 
 cdef class PlanRT:
@@ -11,8 +11,10 @@ cdef class PlanRT:
     cdef public i64 within
     cdef public int ncomp, npos, has_end_neg, neq
     cdef public i64 last_sweep
+    cdef public long overflows  # integer results outside 64 bits (made missing)
     cdef int[:, ::1] code
-    cdef double[::1] cvals
+    cdef i64[::1] const_cells  # owns the constant table `cvals` points into
+    cdef Cell* cvals
     cdef u8[::1] ckinds
     cdef int[::1] pstart, plen
     cdef int pos[MAXC]
@@ -26,7 +28,7 @@ cdef class PlanRT:
     cdef int eqcol[MAXC][8]
     cdef int[::1] checks_ids, checks_start, checks_n
     cdef int[::1] negchk_ids, negchk_start, negchk_n
-    cdef double* scratch[MAXC]
+    cdef Cell* scratch[MAXC]
     cdef u8* scratch_k[MAXC]
     cdef public list outputs
     # prefix sharing (Cayuga thesis ch. 4): a follower reads the stacks of

@@ -10,7 +10,7 @@ from libc.stdlib cimport free, malloc
 
 from caesar.errors import PlanError
 
-from caesar.services.matcher.typedefs cimport MAXC, MAXSTACK, NO_TS
+from caesar.services.matcher.typedefs cimport MAXC, MAXSTACK, NO_TS, Cell
 
 
 cdef int[::1] _ints(values):
@@ -39,8 +39,10 @@ cdef class PlanRT:
         if self.neq > 8:
             raise PlanError(f"plan {self.plan_id}: more than 8 equivalence attributes")
         self.code = cp.code
-        self.cvals = cp.const_vals.copy()
+        self.const_cells = cp.const_vals.copy()
+        self.cvals = <Cell*> &self.const_cells[0]
         self.ckinds = cp.const_kinds.copy()
+        self.overflows = 0
         self.pstart = cp.prog_start
         self.plen = cp.prog_len
         for i in range(MAXC):
@@ -67,7 +69,7 @@ cdef class PlanRT:
             starts.append(len(ids))
             ns.append(len(comp.neg_checks))
             ids.extend(comp.neg_checks)
-            self.scratch[i] = <double*> malloc((self.width[i] + 1) * sizeof(double))
+            self.scratch[i] = <Cell*> malloc((self.width[i] + 1) * sizeof(Cell))
             self.scratch_k[i] = <u8*> malloc((self.width[i] + 1) * sizeof(u8))
         self.negchk_ids, self.negchk_start, self.negchk_n = _ints(ids), _ints(starts), _ints(ns)
         self.outputs = list(cp.outputs)
@@ -85,4 +87,4 @@ cdef class PlanRT:
 
     def intern(self, pool):
         for idx, text in self.cp.const_strings:
-            self.cvals[idx] = pool.code(text)
+            self.const_cells[idx] = pool.code(text)

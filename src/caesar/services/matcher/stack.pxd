@@ -1,5 +1,5 @@
 # C-level contract of stack.pyx: one component's rows (timestamp order).
-from caesar.services.matcher.typedefs cimport i64, u8
+from caesar.services.matcher.typedefs cimport Cell, i64, u8
 
 
 cdef class Stack:
@@ -7,9 +7,9 @@ cdef class Stack:
     cdef i64 n, head, cap, base
     cdef i64* ts
     cdef i64* seq
-    cdef double* vals
+    cdef Cell* vals
     cdef u8* kinds
-    cdef i64 push(self, i64 ts, i64 seq, const double* v, const u8* k) except -1
+    cdef i64 push(self, i64 ts, i64 seq, const Cell* v, const u8* k) except -1
     cdef void compact(self) noexcept
     cdef void prune(self, i64 bound) noexcept
     cdef void pop(self) noexcept

@@ -3,8 +3,6 @@
 arrival seq and the attribute values the plan reads, in timestamp order,
 pruned from the front by the window."""
 
-import numpy as np
-
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy, memmove
 
@@ -38,13 +36,13 @@ cdef class Stack:
         memmove(self.ts, self.ts + self.head, keep * sizeof(i64))
         memmove(self.seq, self.seq + self.head, keep * sizeof(i64))
         if w > 0:
-            memmove(self.vals, self.vals + self.head * w, keep * w * sizeof(double))
+            memmove(self.vals, self.vals + self.head * w, keep * w * sizeof(Cell))
             memmove(self.kinds, self.kinds + self.head * w, keep * w * sizeof(u8))
         self.base += self.head
         self.n = keep
         self.head = 0
 
-    cdef i64 push(self, i64 ts, i64 seq, const double* v, const u8* k) except -1:
+    cdef i64 push(self, i64 ts, i64 seq, const Cell* v, const u8* k) except -1:
         cdef i64 cap
         cdef int w = self.width
         if self.n == self.cap:
@@ -54,7 +52,7 @@ cdef class Stack:
                 cap = 16 if self.cap == 0 else self.cap * 2
                 self.ts = <i64*> realloc(self.ts, cap * sizeof(i64))
                 self.seq = <i64*> realloc(self.seq, cap * sizeof(i64))
-                self.vals = <double*> realloc(self.vals, cap * (w if w > 0 else 1) * sizeof(double))
+                self.vals = <Cell*> realloc(self.vals, cap * (w if w > 0 else 1) * sizeof(Cell))
                 self.kinds = <u8*> realloc(self.kinds, cap * (w if w > 0 else 1) * sizeof(u8))
                 if self.ts == NULL or self.seq == NULL or self.vals == NULL or self.kinds == NULL:
                     raise MemoryError()
@@ -62,7 +60,7 @@ cdef class Stack:
         self.ts[self.n] = ts
         self.seq[self.n] = seq
         if w > 0:
-            memcpy(self.vals + self.n * w, v, w * sizeof(double))
+            memcpy(self.vals + self.n * w, v, w * sizeof(Cell))
             memcpy(self.kinds + self.n * w, k, w * sizeof(u8))
         self.n += 1
         return self.n - 1
@@ -95,35 +93,46 @@ cdef class Stack:
         return self.n - self.head
 
     def state(self):
+        """(width, first live row id, ts, seq, values, kinds) as bytes: the
+        live rows' raw arrays (values are 8-byte cells, typedefs.pxd)."""
         cdef i64 h = self.head, m = self.n - self.head
         cdef int w = self.width
-        ts = np.empty(m, dtype=np.int64)
-        seq = np.empty(m, dtype=np.int64)
-        vals = np.empty(m * w, dtype=np.float64)
-        kinds = np.empty(m * w, dtype=np.uint8)
-        cdef i64 i, j
-        for i in range(m):
-            ts[i] = self.ts[h + i]
-            seq[i] = self.seq[h + i]
-            for j in range(w):
-                vals[i * w + j] = self.vals[(h + i) * w + j]
-                kinds[i * w + j] = self.kinds[(h + i) * w + j]
-        return (w, self.base + h, ts.tobytes(), seq.tobytes(), vals.tobytes(), kinds.tobytes())
+        if m == 0:
+            return (w, self.base + h, b"", b"", b"", b"")
+        return (w, self.base + h,
+                (<char*> (self.ts + h))[:m * sizeof(i64)],
+                (<char*> (self.seq + h))[:m * sizeof(i64)],
+                (<char*> (self.vals + h * w))[:m * w * sizeof(Cell)] if w > 0 else b"",
+                (<char*> (self.kinds + h * w))[:m * w] if w > 0 else b"")
 
     @staticmethod
     def from_state(state):
-        w, base, tsb, seqb, valsb, kindsb = state
+        wo, base, tsb, seqb, valsb, kindsb = state
+        cdef int w = wo
         cdef Stack s = Stack(w)
-        ts = np.frombuffer(tsb, dtype=np.int64)
-        seq = np.frombuffer(seqb, dtype=np.int64)
-        vals = np.frombuffer(valsb, dtype=np.float64)
-        kinds = np.frombuffer(kindsb, dtype=np.uint8)
-        cdef double[::1] vv
-        cdef u8[::1] kv
-        cdef i64 i
-        for i in range(ts.shape[0]):
-            vv = vals[i * w:(i + 1) * w].copy()
-            kv = kinds[i * w:(i + 1) * w].copy()
-            s.push(ts[i], seq[i], &vv[0] if w > 0 else NULL, &kv[0] if w > 0 else NULL)
+        cdef i64 m = len(tsb) // sizeof(i64), i
+        cdef const unsigned char[::1] tsv, seqv, valv, kindv
+        cdef const i64* tsp
+        cdef const i64* seqp
+        cdef const Cell* vp = NULL
+        cdef const u8* kp = NULL
+        if m == 0:
+            s.base = base
+            return s
+        if len(seqb) != m * sizeof(i64) or len(valsb) != m * w * sizeof(Cell) \
+                or len(kindsb) != m * w:
+            raise ValueError("stack state: arrays of different lengths")
+        tsv, seqv = tsb, seqb
+        tsp = <const i64*> &tsv[0]
+        seqp = <const i64*> &seqv[0]
+        if w > 0:
+            valv, kindv = valsb, kindsb
+            vp = <const Cell*> &valv[0]
+            kp = <const u8*> &kindv[0]
+        for i in range(m):
+            if w > 0:
+                s.push(tsp[i], seqp[i], vp + i * w, kp + i * w)
+            else:
+                s.push(tsp[i], seqp[i], NULL, NULL)
         s.base = base
         return s

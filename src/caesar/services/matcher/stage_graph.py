@@ -11,6 +11,7 @@ batches, never single events.
 
 from __future__ import annotations
 
+import logging
 import pickle
 from bisect import bisect_right
 from collections import defaultdict
@@ -34,6 +35,7 @@ from caesar.services.common.messages import (
 from caesar.services.matcher.aggregate import AggregateExecutor
 
 STATE_VERSION = 2
+log = logging.getLogger(__name__)
 Record = dict[str, Any]  # event attributes + "type", "_ts", "_p" (partition id), "_key"
 
 
@@ -106,6 +108,7 @@ class StageGraph:
         self._keys: dict[int, str] = {}
         self._seq = 0
         self._time = -(2**62)
+        self._overflows_seen: dict[str, int] = {}
 
     # ------------------------------------------------------------ driving
     def step(self, ts: int, items: Sequence[tuple[Transaction, frozenset[str]]]
@@ -260,7 +263,21 @@ class StageGraph:
                                         ts_field="_ts", partition_of=_partition_of,
                                         first_seq=self._seq)
         self._seq += len(records)
-        return [self._derived(ev) for ev in self.engine.process(batch, plan_ids)]
+        out = [self._derived(ev) for ev in self.engine.process(batch, plan_ids)]
+        self._report_overflows()
+        return out
+
+    def _report_overflows(self) -> None:
+        """Integer overflows (a value outside 64 bits, made missing) are
+        data problems the user should see: one warning per plan and call."""
+        assert self.engine is not None
+        for pid, count in self.engine.overflows().items():
+            new = count - self._overflows_seen.get(pid, 0)
+            if new > 0:
+                self._overflows_seen[pid] = count
+                log.warning("plan %s: %d integer result(s) outside the 64-bit range were "
+                            "treated as missing (null)", pid, new,
+                            extra={"plan_id": pid, "overflows": new})
 
     # ------------------------------------------------------------ state
     def snapshot(self, partitions: Iterable[int]) -> bytes:

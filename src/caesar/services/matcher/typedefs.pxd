@@ -6,6 +6,13 @@
 ctypedef unsigned char u8
 ctypedef long long i64
 
+# One attribute value: 8 bytes read according to its kind tag (K_INT, K_BOOL
+# and K_STR use `i`: the integer, 0/1, the interned string code; K_FLOAT uses
+# `f`). INT/LONG values are exact over the whole 64-bit range.
+cdef union Cell:
+    i64 i
+    double f
+
 cdef enum:
     MAXC = 16       # components per pattern
     MAXSTACK = 128  # VM value stack depth
@@ -51,7 +58,7 @@ cdef struct Env:
     # per component index: its stack's value/kind arrays, row width, the
     # current row (Kleene: last element, or the element under test), and the
     # Kleene elements (local row ids) an aggregate folds over
-    double* vals[MAXC]
+    Cell* vals[MAXC]
     u8* kinds[MAXC]
     int width[MAXC]
     i64 row[MAXC]

@@ -1,11 +1,14 @@
 # cython: language_level=3
 """The expression VM of the Cython engine: a small stack machine over the
 postfix instruction arrays built by compile.py (never eval'ed text). Values
-are doubles with a kind tag. Missing values, three-valued logic and the
-arithmetic rules follow src/caesar/services/matcher/expr_eval.py."""
+are 8-byte cells with a kind tag (typedefs.pxd): INT/LONG exact over the
+64-bit range, DOUBLE as IEEE doubles, strings as interned codes. Missing
+values, three-valued logic and the arithmetic rules follow
+src/caesar/services/matcher/expr_eval.py; an integer result outside the
+64-bit range is missing and counted in the plan's `overflows`."""
 
 cimport cython
-from libc.math cimport ceil, fabs, floor, fmod, isfinite, isnan
+from libc.math cimport ceil, fabs, floor, fmod, isfinite
 from libc.stdlib cimport free, malloc
 
 from caesar.services.matcher.plan_runtime cimport PlanRT
@@ -33,21 +36,57 @@ from caesar.services.matcher.typedefs cimport (
 )
 
 
-cdef u8 aggregate(PlanRT p, int func, int c, int sub, Env* env, double* out) except 255:
+cdef extern from *:
+    """
+    typedef __int128 caesar_i128;
+    static inline int caesar_add_ovf(long long a, long long b, long long *r) {
+        return __builtin_add_overflow(a, b, r);
+    }
+    static inline int caesar_sub_ovf(long long a, long long b, long long *r) {
+        return __builtin_sub_overflow(a, b, r);
+    }
+    static inline int caesar_mul_ovf(long long a, long long b, long long *r) {
+        return __builtin_mul_overflow(a, b, r);
+    }
+    """
+    ctypedef long long i128 "caesar_i128"
+    bint add_ovf "caesar_add_ovf"(i64 a, i64 b, i64* r) noexcept nogil
+    bint sub_ovf "caesar_sub_ovf"(i64 a, i64 b, i64* r) noexcept nogil
+    bint mul_ovf "caesar_mul_ovf"(i64 a, i64 b, i64* r) noexcept nogil
+
+cdef i64 I64_MIN = -9223372036854775807 - 1
+# doubles at or beyond these do not fit in 64 bits after floor/ceil
+cdef double TWO63 = 9223372036854775808.0
+
+
+cdef inline bint i128_fits(i128 v) noexcept:
+    return v >= <i128> I64_MIN and v <= <i128> 9223372036854775807
+
+
+cdef u8 aggregate(PlanRT p, int func, int c, int sub, Env* env, Cell* out) except 255:
+    """Cayuga FOLD over the Kleene elements of component c: count,
+    count_distinct, sum, avg, min, max, first, last (codes of compile.AGGS),
+    as expr_eval.aggregate: missing values skipped except by first/last,
+    sums exact (128-bit) while every value is an integer."""
     cdef int n = env.klen[c], j, m = 0, i, dup
     cdef i64 saved = env.row[c]
-    cdef double v = 0, acc = 0, best = 0
-    cdef u8 k, bestk = K_MISSING, acck = K_INT
-    cdef double* seen_v = NULL
+    cdef Cell v, best
+    cdef u8 k, bestk = K_MISSING
+    cdef bint floating = False
+    cdef i128 iacc = 0
+    cdef double facc = 0
+    cdef Cell* seen_v = NULL
     cdef u8* seen_k = NULL
+    v.i = 0
+    best.i = 0
     if func == 1:
-        seen_v = <double*> malloc((n + 1) * sizeof(double))
+        seen_v = <Cell*> malloc((n + 1) * sizeof(Cell))
         seen_k = <u8*> malloc((n + 1) * sizeof(u8))
     try:
         for j in range(n):
             env.row[c] = env.klist[c][j]
             if sub < 0:
-                v = 1
+                v.i = 1
                 k = K_BOOL
             else:
                 k = eval_prog(p, sub, env, &v)
@@ -67,7 +106,7 @@ cdef u8 aggregate(PlanRT p, int func, int c, int sub, Env* env, double* out) exc
             elif func == 1:
                 dup = 0
                 for i in range(m):
-                    if (seen_k[i] == K_STR) == (k == K_STR) and seen_v[i] == v:
+                    if same_value(seen_k[i], seen_v[i], k, v):  # NaN: never
                         dup = 1
                         break
                 if not dup:
@@ -76,17 +115,26 @@ cdef u8 aggregate(PlanRT p, int func, int c, int sub, Env* env, double* out) exc
                     m += 1
             elif isnum(k):
                 if func == 2 or func == 3:
-                    acc += v
+                    # left to right like Python's int/float addition: exact
+                    # while every value is an integer, doubles from the first
+                    # DOUBLE on
                     if k == K_FLOAT:
-                        acck = K_FLOAT
+                        if not floating:
+                            facc = <double> iacc
+                            floating = True
+                        facc = facc + v.f
+                    elif floating:
+                        facc = facc + <double> v.i
+                    else:
+                        iacc += v.i
                     m += 1
                 elif func == 4:
-                    if m == 0 or v < best:
+                    if m == 0 or cmp_num(k, v, bestk, best) == -1:
                         best = v
                         bestk = numkind(k)
                     m += 1
                 elif func == 5:
-                    if m == 0 or v > best:
+                    if m == 0 or cmp_num(k, v, bestk, best) == 1:
                         best = v
                         bestk = numkind(k)
                     m += 1
@@ -95,7 +143,7 @@ cdef u8 aggregate(PlanRT p, int func, int c, int sub, Env* env, double* out) exc
         free(seen_v)
         free(seen_k)
     if func == 0 or func == 1:
-        out[0] = m
+        out[0].i = m
         return K_INT
     if func == 6 or func == 7:
         out[0] = best
@@ -103,20 +151,27 @@ cdef u8 aggregate(PlanRT p, int func, int c, int sub, Env* env, double* out) exc
     if m == 0:
         return K_MISSING
     if func == 2:
-        out[0] = acc
-        return acck
+        if floating:
+            out[0].f = facc
+            return K_FLOAT
+        if not i128_fits(iacc):
+            p.overflows += 1
+            return K_MISSING
+        out[0].i = <i64> iacc
+        return K_INT
     if func == 3:
-        out[0] = acc / m
+        out[0].f = (facc if floating else <double> iacc) / <double> m
         return K_FLOAT
     out[0] = best
     return bestk
 
 
 @cython.boundscheck(False)
-cdef u8 eval_prog(PlanRT p, int prog, Env* env, double* out) except 255:
-    cdef double sv[MAXSTACK]
+cdef u8 eval_prog(PlanRT p, int prog, Env* env, Cell* out) except 255:
+    cdef Cell sv[MAXSTACK]
     cdef u8 sk[MAXSTACK]
     cdef int sp = 0, pc, end, op, a, b, c, ta, tb, i
+    cdef i64 row, ri
     cdef double x, y, r
     cdef u8 kx, ky
     pc = p.pstart[prog]
@@ -128,18 +183,29 @@ cdef u8 eval_prog(PlanRT p, int prog, Env* env, double* out) except 255:
         c = p.code[pc, 3]
         pc += 1
         if op == OP_LOAD:
-            i = <int> (env.row[a] * env.width[a] + b)
-            sv[sp] = env.vals[a][i]
-            sk[sp] = env.kinds[a][i]
+            row = env.row[a]
+            if row < 0:  # an optional component that bound nothing
+                sk[sp] = K_MISSING
+            else:
+                i = <int> (row * env.width[a] + b)
+                sv[sp] = env.vals[a][i]
+                sk[sp] = env.kinds[a][i]
             sp += 1
         elif op == OP_CONST:
             sv[sp] = p.cvals[a]
             sk[sp] = p.ckinds[a]
             sp += 1
         elif op == OP_NEG:
-            if isnum(sk[sp - 1]):
-                sv[sp - 1] = -sv[sp - 1]
-                sk[sp - 1] = numkind(sk[sp - 1])
+            kx = sk[sp - 1]
+            if kx == K_FLOAT:
+                sv[sp - 1].f = -sv[sp - 1].f
+            elif kx == K_INT or kx == K_BOOL:
+                if sv[sp - 1].i == I64_MIN:
+                    p.overflows += 1
+                    sk[sp - 1] = K_MISSING
+                else:
+                    sv[sp - 1].i = -sv[sp - 1].i
+                    sk[sp - 1] = K_INT
             else:
                 sk[sp - 1] = K_MISSING
         elif op == OP_NOT:
@@ -147,18 +213,44 @@ cdef u8 eval_prog(PlanRT p, int prog, Env* env, double* out) except 255:
             if ta < 0:
                 sk[sp - 1] = K_MISSING
             else:
-                sv[sp - 1] = 1 - ta
+                sv[sp - 1].i = 1 - ta
                 sk[sp - 1] = K_BOOL
         elif op <= OP_MOD:
             sp -= 1
-            x = sv[sp - 1]
-            y = sv[sp]
             kx = sk[sp - 1]
             ky = sk[sp]
             if not (isnum(kx) and isnum(ky)):
                 sk[sp - 1] = K_MISSING
                 continue
-            kx = K_FLOAT if (kx == K_FLOAT or ky == K_FLOAT) else K_INT
+            if kx != K_FLOAT and ky != K_FLOAT and op != OP_DIV:
+                # integer arithmetic, exact, overflow -> missing
+                if op == OP_ADD:
+                    ta = add_ovf(sv[sp - 1].i, sv[sp].i, &ri)
+                elif op == OP_SUB:
+                    ta = sub_ovf(sv[sp - 1].i, sv[sp].i, &ri)
+                elif op == OP_MUL:
+                    ta = mul_ovf(sv[sp - 1].i, sv[sp].i, &ri)
+                elif sv[sp].i == 0:
+                    sk[sp - 1] = K_MISSING
+                    continue
+                elif sv[sp].i == -1:
+                    ta = 0
+                    ri = 0  # x % -1 (and no overflow for x = INT64_MIN)
+                else:
+                    ta = 0
+                    ri = sv[sp - 1].i % sv[sp].i
+                    if ri != 0 and ((ri < 0) != (sv[sp].i < 0)):
+                        ri += sv[sp].i
+                if ta:
+                    p.overflows += 1
+                    sk[sp - 1] = K_MISSING
+                else:
+                    sv[sp - 1].i = ri
+                    sk[sp - 1] = K_INT
+                continue
+            # a DOUBLE is involved (or `/`): both operands as doubles
+            x = as_double(kx, sv[sp - 1])
+            y = as_double(ky, sv[sp])
             if op == OP_ADD:
                 r = x + y
             elif op == OP_SUB:
@@ -170,17 +262,14 @@ cdef u8 eval_prog(PlanRT p, int prog, Env* env, double* out) except 255:
                 continue
             elif op == OP_DIV:
                 r = x / y
-                kx = K_FLOAT
             else:
                 r = fmod(x, y)
                 if r != 0 and ((r < 0) != (y < 0)):
                     r += y
-            sv[sp - 1] = r
-            sk[sp - 1] = kx
+            sv[sp - 1].f = r
+            sk[sp - 1] = K_FLOAT
         elif op <= OP_GE:
             sp -= 1
-            x = sv[sp - 1]
-            y = sv[sp]
             kx = sk[sp - 1]
             ky = sk[sp]
             if kx == K_MISSING or ky == K_MISSING:
@@ -190,22 +279,25 @@ cdef u8 eval_prog(PlanRT p, int prog, Env* env, double* out) except 255:
                 if kx != ky or (op != OP_EQ and op != OP_NE):
                     sk[sp - 1] = K_MISSING
                     continue
-            elif isnan(x) or isnan(y):
-                sk[sp - 1] = K_MISSING
-                continue
-            if op == OP_EQ:
-                ta = x == y
-            elif op == OP_NE:
-                ta = x != y
-            elif op == OP_LT:
-                ta = x < y
-            elif op == OP_LE:
-                ta = x <= y
-            elif op == OP_GT:
-                ta = x > y
+                tb = 0 if sv[sp - 1].i == sv[sp].i else 1
             else:
-                ta = x >= y
-            sv[sp - 1] = ta
+                tb = cmp_num(kx, sv[sp - 1], ky, sv[sp])
+                if tb == 2:  # NaN
+                    sk[sp - 1] = K_MISSING
+                    continue
+            if op == OP_EQ:
+                ta = tb == 0
+            elif op == OP_NE:
+                ta = tb != 0
+            elif op == OP_LT:
+                ta = tb < 0
+            elif op == OP_LE:
+                ta = tb <= 0
+            elif op == OP_GT:
+                ta = tb > 0
+            else:
+                ta = tb >= 0
+            sv[sp - 1].i = ta
             sk[sp - 1] = K_BOOL
         elif op == OP_AND or op == OP_OR:
             sp -= 1
@@ -228,7 +320,7 @@ cdef u8 eval_prog(PlanRT p, int prog, Env* env, double* out) except 255:
             if ta < 0:
                 sk[sp - 1] = K_MISSING
             else:
-                sv[sp - 1] = ta
+                sv[sp - 1].i = ta
                 sk[sp - 1] = K_BOOL
         elif op == OP_CALL:
             # a = function, b = number of arguments
@@ -242,25 +334,34 @@ cdef u8 eval_prog(PlanRT p, int prog, Env* env, double* out) except 255:
                 sk[sp] = K_MISSING
                 sp += 1
                 continue
-            x = sv[sp]
             kx = numkind(sk[sp])
-            if a == 0:
-                r = fabs(x)
-            elif a == 1 or a == 2:
-                if not isfinite(x):
-                    sk[sp] = K_MISSING
-                    sp += 1
-                    continue
-                r = floor(x) if a == 1 else ceil(x)
-                kx = K_INT
-            else:
-                r = x
+            if a == 0:  # abs
+                if kx == K_FLOAT:
+                    sv[sp].f = fabs(sv[sp].f)
+                elif sv[sp].i == I64_MIN:
+                    p.overflows += 1
+                    kx = K_MISSING
+                elif sv[sp].i < 0:
+                    sv[sp].i = -sv[sp].i
+            elif a == 1 or a == 2:  # floor, ceil: integers stay as they are
+                if kx == K_FLOAT:
+                    x = sv[sp].f
+                    if not isfinite(x):
+                        kx = K_MISSING
+                    else:
+                        r = floor(x) if a == 1 else ceil(x)
+                        if r >= TWO63 or r < -TWO63:
+                            p.overflows += 1
+                            kx = K_MISSING
+                        else:
+                            sv[sp].i = <i64> r
+                            kx = K_INT
+            else:  # least, greatest: the first extreme, exactly compared
                 for i in range(1, b):
-                    y = sv[sp + i]
-                    if (a == 3 and y < r) or (a == 4 and y > r):
-                        r = y
+                    tb = cmp_num(sk[sp + i], sv[sp + i], kx, sv[sp])
+                    if (a == 3 and tb == -1) or (a == 4 and tb == 1):
+                        sv[sp] = sv[sp + i]
                         kx = numkind(sk[sp + i])
-            sv[sp] = r
             sk[sp] = kx
             sp += 1
         elif op == OP_AGG:
@@ -288,13 +389,27 @@ cdef bint negchecks(PlanRT p, int c, Env* env) except -1:
     return True
 
 
-cdef object pyvalue(u8 k, double v, pool):
+cdef object pyvalue(u8 k, Cell v, pool):
     if k == K_INT:
-        return int(v)
+        return v.i
     if k == K_FLOAT:
-        return v
+        return v.f
     if k == K_BOOL:
-        return v != 0
+        return v.i != 0
     if k == K_STR:
-        return pool.string(<int> v)
+        return pool.string(<int> v.i)
+    return None
+
+
+cdef object key_of(u8 k, Cell v):
+    """A value as a dict key with the equality of an equivalence test:
+    numbers equal by value (5 == 5.0 == True, exactly), strings only equal
+    strings (their code, wrapped so it never equals a number), missing and
+    NaN have no key (None)."""
+    if k == K_INT or k == K_BOOL:
+        return v.i
+    if k == K_FLOAT:
+        return None if v.f != v.f else v.f
+    if k == K_STR:
+        return (v.i,)
     return None
