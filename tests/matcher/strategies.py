@@ -3,10 +3,14 @@ random event tapes (small domains, repeated timestamps, nulls, partitions)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import strategies as st
 
+from caesar.errors import PlanError
 from caesar.plans.expr import Agg, Attr, Binary, Call, Const, Expr, Unary
-from caesar.plans.pattern import STRATEGIES, PatternPlan
+from caesar.plans.pattern import RUN_STRATEGIES, STRATEGIES, Output, OutputField, PatternPlan
+from caesar.services.matcher.reference import validate_plan
 
 from .tapes import comp, plan
 
@@ -125,6 +129,65 @@ def patterns(draw, strategy: str | None = None, wide: bool = False) -> PatternPl
     return plan(draw(st.sampled_from(["q1", "q2"])), comps, where=where,
                 equivalence=equivalence, within=within,
                 strategy=strategy or draw(st.sampled_from(STRATEGIES)), fields=fields)
+
+
+# Quantifier bounds a Kleene component may get: T+, T*, T?, T{2}, T{1,2}, T{2,}, T{2,3}
+BOUNDS = [(1, None), (0, None), (0, 1), (2, 2), (1, 2), (2, None), (2, 3)]
+
+
+@st.composite
+def featured_patterns(draw, strategy: str | None = None) -> PatternPlan:
+    """A random pattern decorated with the issue-16 features: quantifier
+    bounds, optional components, GREEDY, AND/OR alternatives, [attr] EXCEPT
+    NOT, and for run-based strategies after-match skip and ON TIMEOUT."""
+    base = draw(patterns(strategy))
+    comps = list(base.components)
+    pos = [i for i, c in enumerate(comps) if not c.negated]
+    for k, i in enumerate(pos):
+        c = comps[i]
+        edge = k in (0, len(pos) - 1)
+        if c.kleene:
+            lo, hi = draw(st.sampled_from([b for b in BOUNDS if not (edge and b[0] == 0)]))
+            comps[i] = dataclasses.replace(c, min_count=lo, max_count=hi,
+                                           greedy=draw(st.booleans()))
+            if k + 1 < len(pos) and draw(st.booleans()):
+                # the next component takes the Kleene's types too: events that
+                # can both extend it and bind the next one (greedy matters)
+                nxt = comps[pos[k + 1]]
+                comps[pos[k + 1]] = dataclasses.replace(
+                    nxt, types=tuple(dict.fromkeys(nxt.types + c.types)))
+        elif not edge and draw(st.integers(0, 3)) == 0:  # T? (no aggregates read it)
+            comps[i] = dataclasses.replace(c, kleene=True, min_count=0, max_count=1)
+    plan = dataclasses.replace(base, components=tuple(comps))
+    if draw(st.integers(0, 2)) == 0 and len(comps) > 1:
+        # AND/OR: the plan itself plus a reordering or a sub-sequence of it
+        order = draw(st.permutations(range(len(comps))))
+        if draw(st.booleans()):
+            order = order[:draw(st.integers(1, len(comps)))]
+        plan = dataclasses.replace(plan, alternatives=(tuple(range(len(comps))), tuple(order)))
+    if plan.equivalence and draw(st.booleans()):
+        plan = dataclasses.replace(plan, equivalence_negated=False)
+    if plan.strategy in RUN_STRATEGIES:
+        skip = draw(st.sampled_from(["no_skip", "to_next", "past_last", "to_first", "to_last"]))
+        var = draw(st.sampled_from([comps[i].var for i in pos])) \
+            if skip in ("to_first", "to_last") else None
+        plan = dataclasses.replace(plan, skip=skip, skip_var=var)
+        if plan.within is not None and draw(st.booleans()):
+            fields = (OutputField("first", Attr("p0", "x")),
+                      OutputField("last", Attr(comps[pos[-1]].var, "x")))
+            plan = dataclasses.replace(plan, timeout=Output(f"{plan.plan_id}_timeout", fields))
+    try:
+        validate_plan(plan)
+    except PlanError:
+        # an alternative starts or ends optional, or a skip meets an end
+        # negation: drop the alternatives / skip rather than the example
+        plan = dataclasses.replace(plan, alternatives=())
+        try:
+            validate_plan(plan)
+        except PlanError:
+            plan = dataclasses.replace(plan, skip="no_skip", skip_var=None)
+    validate_plan(plan)
+    return plan
 
 
 @st.composite

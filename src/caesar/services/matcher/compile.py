@@ -20,6 +20,7 @@ import numpy as np
 from caesar.errors import PlanError
 from caesar.plans.expr import Agg, Attr, Binary, Call, Const, Expr, Unary, render, variables
 from caesar.plans.pattern import PatternPlan
+from caesar.services.matcher.expr_eval import MISSING, aggregate, holds
 from caesar.services.matcher.reference import validate_plan
 
 MAX_COMPONENTS = 16
@@ -38,6 +39,7 @@ K_MISSING, K_INT, K_FLOAT, K_STR, K_BOOL = 0, 1, 2, 3, 4
 KIND_OF_TYPE = {"int": K_INT, "float": K_FLOAT, "string": K_STR, "bool": K_BOOL}
 
 STRATEGY_CODE = {"skip_till_any_match": 0, "skip_till_next_match": 1, "strict_contiguity": 2}
+SKIP_CODE = {"no_skip": 0, "to_next": 1, "past_last": 2, "to_first": 3, "to_last": 4}
 
 
 @dataclass
@@ -56,6 +58,9 @@ class CompInfo:
     filter_key: tuple = ()  # equal keys = same pushed filters on the same layout
     prev_pos: int = -1  # negated: neighbouring positive components (positive order)
     next_pos: int = -1
+    min_count: int = 1  # quantifier bounds (max 0: unbounded)
+    max_count: int = 1
+    greedy: bool = False
 
 
 @dataclass
@@ -75,16 +80,26 @@ class CompiledPlan:
     outputs: list[tuple[str, int]]
     equivalence: tuple[str, ...]
     has_end_negation: bool
+    alt: int = 0  # which alternative of the plan (AND/OR) this is
+    # one Part per partition, equivalence checked while matching (strict
+    # contiguity, after-match skip, [attr] EXCEPT NOT) instead of PAIS keys
+    keyless: bool = False
+    skip: int = 0  # SKIP_CODE
+    skip_pos: int = -1  # positive rank of the skip variable (to_first / to_last)
+    timeout_outputs: list[tuple[str, int]] = field(default_factory=list)
+    dead: bool = False  # a WHERE conjunct is constantly false: nothing ever starts
 
 
 class _Builder:
-    def __init__(self, comp_index: dict[str, int], comps: list[CompInfo]) -> None:
+    def __init__(self, comp_index: dict[str, int], comps: list[CompInfo],
+                 absent: set[str] | frozenset[str] = frozenset()) -> None:
         self.code: list[tuple[int, int, int, int]] = []
         self.progs: list[tuple[int, int]] = []
         self.consts: list[tuple[int, int]] = []  # (8-byte cell as int64, kind)
         self.strings: list[tuple[int, str]] = []
         self.comp_index = comp_index
         self.comps = comps
+        self.absent = absent  # variables of other alternatives: bound to nothing here
 
     def const(self, value: object) -> int:
         if isinstance(value, bool):
@@ -144,6 +159,10 @@ class _Builder:
                 out.append((OP_CALL, CALLS[func], len(args), 0))
             case Agg(func=func, var=var, arg=arg):
                 ci = self.comp_index.get(var)
+                if ci is None and var in self.absent:  # folds over no events
+                    empty = 0 if func in ("count", "count_distinct") else None
+                    out.append((OP_CONST, self.const(empty), 0, 0))
+                    return
                 if ci is None or not self.comps[ci].kleene:
                     raise PlanError(f"aggregate over {var}, which is not a Kleene variable")
                 sub = -1 if arg is None else self.program(arg)
@@ -181,23 +200,32 @@ def _has_agg(expr: Expr) -> bool:
     return False
 
 
-def compile_plan(plan: PatternPlan) -> CompiledPlan:
+def compile_plans(plan: PatternPlan) -> list[CompiledPlan]:
+    """One CompiledPlan per alternative of `plan` (AND/OR), all under its id."""
     validate_plan(plan)
-    if plan.alternatives or plan.skip != "no_skip" or plan.timeout is not None \
-            or not plan.equivalence_negated \
-            or any(c.kleene and (c.min_count, c.max_count, c.greedy) != (1, None, False)
-                   for c in plan.components):
-        raise PlanError(f"plan {plan.plan_id}: the Cython engine does not run AND/OR, "
-                        "counted or optional repetition, GREEDY, AFTER MATCH SKIP, ON TIMEOUT "
-                        "or [attr] EXCEPT NOT yet")
+    subs = plan.expanded()
+    return [_compile(sub, plan.variables(), alt) for alt, sub in enumerate(subs)]
+
+
+def compile_plan(plan: PatternPlan) -> CompiledPlan:
+    """A plan without alternatives."""
+    validate_plan(plan)
+    if plan.alternatives:
+        raise PlanError(f"plan {plan.plan_id}: has alternatives, use compile_plans")
+    return _compile(plan, plan.variables(), 0)
+
+
+def _compile(plan: PatternPlan, all_vars: frozenset[str], alt: int) -> CompiledPlan:
     if len(plan.components) > MAX_COMPONENTS:
         raise PlanError(f"plan {plan.plan_id}: more than {MAX_COMPONENTS} components")
-    comps = [CompInfo(c.var, c.types, c.negated, c.kleene, _layout(plan, c.types))
+    comps = [CompInfo(c.var, c.types, c.negated, c.kleene, _layout(plan, c.types),
+                      min_count=c.min_count if c.kleene else 1,
+                      max_count=(c.max_count or 0) if c.kleene else 1, greedy=c.greedy)
              for c in plan.components]
     comp_index = {c.var: i for i, c in enumerate(plan.components)}
     pos = [i for i, c in enumerate(plan.components) if not c.negated]
     pos_rank = {ci: k for k, ci in enumerate(pos)}
-    b = _Builder(comp_index, comps)
+    b = _Builder(comp_index, comps, all_vars - set(comp_index))
     checks_at: list[list[int]] = [[] for _ in pos]
     pushed: list[list[Expr]] = [[] for _ in comps]
 
@@ -212,8 +240,17 @@ def compile_plan(plan: PatternPlan) -> CompiledPlan:
         if comp.kleene and plan.components[ci].iteration_filter is not None:
             comp.iter_filter = b.program(plan.components[ci].iteration_filter)
 
+    dead = False
+    absent = all_vars - set(comp_index)
     for conj in plan.where:
         used = variables(conj)
+        if used <= absent:
+            # reads no variable this alternative binds: a constant, decided
+            # here (the reference checks it as soon as a match starts)
+            if not holds(conj, lambda var, name: MISSING,
+                         lambda node: aggregate(node.func, [])):
+                dead = True
+            continue
         negs = [comp_index[v] for v in used if v in comp_index and comps[comp_index[v]].negated]
         poss = [comp_index[v] for v in used if v in comp_index and not comps[comp_index[v]].negated]
         prog = b.program(conj)
@@ -238,6 +275,10 @@ def compile_plan(plan: PatternPlan) -> CompiledPlan:
     outputs: list[tuple[str, int]] = []
     if plan.output is not None:
         outputs = [(f.name, b.program(f.expr)) for f in plan.output.fields]
+    timeout_outputs: list[tuple[str, int]] = []
+    if plan.timeout is not None:
+        timeout_outputs = [(f.name, b.program(f.expr)) for f in plan.timeout.fields]
+    pos_vars = [plan.components[ci].var for ci in pos]
 
     code = np.array(b.code if b.code else [(0, 0, 0, 0)], dtype=np.int32).reshape(-1, 4)
     has_end = any(c.negated and c.next_pos == -1 for c in comps)
@@ -257,6 +298,14 @@ def compile_plan(plan: PatternPlan) -> CompiledPlan:
         outputs=outputs,
         equivalence=tuple(plan.equivalence),
         has_end_negation=has_end,
+        alt=alt,
+        keyless=(plan.strategy == "strict_contiguity" or plan.skip != "no_skip"
+                 or (not plan.equivalence_negated and bool(plan.equivalence)
+                     and bool(plan.negated))),
+        skip=SKIP_CODE[plan.skip],
+        skip_pos=pos_vars.index(plan.skip_var) if plan.skip_var in pos_vars else -1,
+        timeout_outputs=timeout_outputs,
+        dead=dead,
     )
     for ci, comp in enumerate(comps):
         # canonical text of the pushed filters, the variable renamed, so that

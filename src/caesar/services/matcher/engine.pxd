@@ -65,9 +65,12 @@ cdef class CythonEngine:
     cdef _an_register(self, PlanRT p, int c, object key, bint on)
     cdef _any(self, PlanRT p, Part part, long mask, object key)
     cdef _construct(self, PlanRT p, Part part, i64 last_row)
+    cdef bint _eq_last(self, PlanRT p, Part part, int c, i64 row) except -1
     cdef int _dfs(self, PlanRT p, Part part, Env* env, int k, i64 after) except -1
     cdef int _kleene(self, PlanRT p, Part part, Env* env, int k, int m, i64 after) except -1
     cdef int _finish(self, PlanRT p, Part part, Env* env) except -1
+    cdef _hold(self, PlanRT p, Part part, Env* env, derived)
+    cdef _release(self, PlanRT p, Part part)
     cdef bint _neg_equiv(self, PlanRT p, Part part, Env* env, int c, Cell* v, u8* k) except -1
     cdef _part_pending(self, Part part, PlanRT p, Env* env, i64 deadline, derived)
     cdef object _derive(self, PlanRT p, Part part, Env* env, i64 first_ts, i64 last_ts)
@@ -75,6 +78,15 @@ cdef class CythonEngine:
     cdef i64 _run_first_ts(self, Part part, PlanRT p, list run)
     cdef i64 _row_for(self, PlanRT p, Part part, int c, list pushed) except -2
     cdef int _load_run(self, PlanRT p, Part part, list run, Env* env, i64** bufs) except -1
-    cdef bint _can_take(self, PlanRT p, Part part, list run, int k, bint extend, long mask, Env* env, i64 local_row) except -1
+    cdef bint _run_ok(self, PlanRT p, Part part, list run, int c, i64 local_row) except -1
+    cdef bint _can_extend(self, PlanRT p, Part part, list run, Env* env, i64 local_row) except -1
+    cdef bint _can_bind(self, PlanRT p, Part part, list run, int j, Env* env, i64 local_row) except -1
+    cdef object _advance_run(self, PlanRT p, Part part, list run, long mask, Env* env, i64** bufs, list pushed)
+    cdef object _extend_run(self, PlanRT p, Part part, list run, long mask, Env* env, i64** bufs, list pushed)
+    cdef bint _extendable(self, PlanRT p, list run)
+    cdef object _advance_first(self, PlanRT p, Part part, long mask, Env* env, i64** bufs, list pushed)
+    cdef bint _closed(self, PlanRT p, Part part, list run, Env* env, i64** bufs) except -1
+    cdef _expire_runs(self, PlanRT p, Part part, i64 bound)
+    cdef object _derive_timeout(self, PlanRT p, Part part, Env* env, list run)
     cdef _runs_step(self, PlanRT p, Part part, long mask)
     cdef _complete(self, PlanRT p, Part part, list run, Env* env, i64** bufs)

@@ -32,7 +32,7 @@ from libc.string cimport memcpy
 
 from caesar.errors import PlanError
 from caesar.plans.engine import DerivedEvent
-from caesar.services.matcher.compile import compile_plan
+from caesar.services.matcher.compile import compile_plans
 
 from caesar.services.matcher.stack cimport Stack
 from caesar.services.matcher.typedefs cimport (
@@ -55,7 +55,12 @@ from caesar.services.matcher.vm cimport (
     pyvalue,
 )
 
-SNAPSHOT_VERSION = b"CAESAR-CY-2\n"  # 2: values are 8-byte cells (exact int64)
+SNAPSHOT_VERSION = b"CAESAR-CY-3\n"
+
+
+def _held_order(item):
+    return item[0]
+  # 2: exact int64 cells; 3: alternatives, held matches
 
 
 cdef class _Group:
@@ -84,10 +89,15 @@ cdef class CythonEngine:
         self._plans = []
         self._followers = []
         self._by_id = {}
-        for slot, plan in enumerate(plans):
-            p = PlanRT(compile_plan(plan), slot)
-            self._plans.append(p)
-            self._by_id[p.plan_id] = p
+        for plan in plans:
+            if plan.plan_id in self._by_id:
+                raise PlanError(f"matcher: plan id {plan.plan_id} is given twice")
+            # a plan with AND/OR alternatives runs one PlanRT per alternative
+            self._by_id[plan.plan_id] = []
+            for cp in compile_plans(plan):
+                p = PlanRT(cp, len(self._plans))
+                self._plans.append(p)
+                self._by_id[plan.plan_id].append(p)
         self._parts = {p.slot: {} for p in self._plans}
         self._waiting = {p.slot: set() for p in self._plans}
         self._pool = None
@@ -141,7 +151,7 @@ cdef class CythonEngine:
         cdef int d, dmax
         leaders = {}
         for p in self._plans:
-            if p.strategy != 0 or p.has_end_neg:
+            if p.strategy != 0 or p.has_end_neg or p.keyless:
                 continue
             dmax = 0
             while dmax < p.npos - 1 and p.pos[dmax] == dmax and not p.kleene[dmax]:
@@ -238,9 +248,9 @@ cdef class CythonEngine:
             for c, comp in enumerate(p.cp.comps):
                 if c < p.share:
                     continue  # the leader scans and stores the shared prefix
-                if p.strategy == 0 and p.leader is None and (
+                if p.strategy == 0 and p.leader is None and not p.keyless and (
                         (not p.negated[c] and p.rank[c] > 0)
-                                        or (p.negated[c] and p.prevpos[c] >= 0)):
+                        or (p.negated[c] and p.prevpos[c] >= 0 and not p.has_optional)):
                     # lazy: reached through the active-node index only
                     tables = []
                     for t in comp.types:
@@ -306,8 +316,7 @@ cdef class CythonEngine:
         if self._use_act:
             act = np.zeros(len(self._plans) + 1, dtype=np.uint8)
             for pid in active:
-                p = self._by_id.get(pid)
-                if p is not None:
+                for p in self._by_id.get(pid, ()):
                     act[p.slot] = 1
             self._act = act
             for p in self._followers:
@@ -392,12 +401,14 @@ cdef class CythonEngine:
         older than the window. Parts touched by events are pruned as they
         are touched; the full sweep (for parts no event reaches any more)
         runs once per half window of event time, so state stays within
-        1.5 windows without visiting every part on every call."""
+        1.5 windows without visiting every part on every call (every call
+        for plans with ON TIMEOUT or an after-match skip: their timeouts and
+        held matches are due as soon as the watermark passes)."""
         cdef PlanRT p
         cdef Part part
         cdef Stack s
         cdef i64 wm = watermark, bound
-        out = []
+        out = self._out = []
         for p in self._plans:
             waiting = self._waiting[p.slot]
             if waiting:
@@ -418,18 +429,21 @@ cdef class CythonEngine:
                     part.pending = keep or ()
                     if not part.pending and not part.ready:
                         waiting.discard(part)
-            if p.within < 0 or wm - p.last_sweep < max(1, p.within // 2):
+            if p.within < 0 or (wm - p.last_sweep < max(1, p.within // 2)
+                                 and not (p.has_timeout or p.skip)):
                 continue
             p.last_sweep = wm
             bound = wm - p.within
             bypart = self._parts[p.slot]
             for partition in list(bypart):
                 keyed = bypart[partition]
+                self._partition = partition
                 for key in list(keyed):
                     part = keyed[key]
                     if part.runs:  # before pruning: runs point into the stacks
-                        part.runs = [r for r in part.runs
-                                     if self._run_first_ts(part, p, r) > bound] or ()
+                        self._expire_runs(p, part, bound)
+                    if part.held:
+                        self._release(p, part)
                     for s in part.stacks:
                         s.prune(bound)
                     if part.empty():
@@ -437,6 +451,7 @@ cdef class CythonEngine:
                         self._an_forget(p, partition, key)
                 if not keyed:
                     del bypart[partition]
+        self._out = []
         return out
 
     def discard(self, plan_ids, partition):
@@ -448,8 +463,7 @@ cdef class CythonEngine:
                     self._unshare()
                     break
         for pid in plan_ids:
-            p = self._by_id.get(pid)
-            if p is not None:
+            for p in self._by_id.get(pid, ()):
                 keyed = self._parts[p.slot].pop(partition, None)
                 for key, part in (keyed or {}).items():
                     self._an_forget(p, partition, key)
@@ -468,8 +482,9 @@ cdef class CythonEngine:
             keyed = self._parts[p.slot].get(partition)
             if not keyed:
                 continue
-            state[p.plan_id] = [
-                (key, [s.state() for s in part.stacks], part.runs, part.pending, part.ready)
+            state[(p.plan_id, p.alt)] = [
+                (key, [s.state() for s in part.stacks], part.runs, part.pending, part.ready,
+                 part.held)
                 for key, part in keyed.items()]
         return SNAPSHOT_VERSION + pickle.dumps(state)
 
@@ -481,17 +496,19 @@ cdef class CythonEngine:
         data = pickle.loads(state[len(SNAPSHOT_VERSION):])
         self._unshare()  # restored stacks are per plan
         self.discard([p.plan_id for p in self._plans], partition)
-        for pid, parts in data.items():
-            p = self._by_id.get(pid)
-            if p is None:
+        for (pid, alt), parts in data.items():
+            alts = self._by_id.get(pid, ())
+            if alt >= len(alts):
                 continue
+            p = alts[alt]
             keyed = self._parts[p.slot].setdefault(partition, {})
-            for key, stacks, runs, pending, ready in parts:
+            for key, stacks, runs, pending, ready, held in parts:
                 part = Part(p, (partition, key))
                 part.stacks = tuple([Stack.from_state(s) for s in stacks])
                 part.runs = runs
                 part.pending = pending
                 part.ready = ready
+                part.held = held
                 keyed[key] = part
                 if pending or ready:
                     self._waiting[p.slot].add(part)
@@ -515,7 +532,8 @@ cdef class CythonEngine:
         for bypart in self._parts.values():
             for keyed in bypart.values():
                 for part in keyed.values():
-                    total += len(part.runs) + len(part.pending) + len(part.ready)
+                    total += len(part.runs) + len(part.pending) + len(part.ready) + \
+                        len(part.held)
                     for s in part.stacks:
                         total += s.n - s.head
         return total
@@ -695,12 +713,14 @@ cdef class CythonEngine:
         cdef Part part
         cdef Stack s
         cdef i64 bound
+        if p.dead:
+            return
         for c in range(p.ncomp):
             if mask & (1 << c):
                 self._extract(p, c, tname)
                 if first < 0:
                     first = c
-        if p.strategy == 2:
+        if p.keyless:
             key = 0
         else:
             if first < 0:
@@ -726,8 +746,7 @@ cdef class CythonEngine:
         if p.within >= 0:
             bound = self._ts - p.within
             if part.runs:  # before pruning: runs point into the stacks
-                part.runs = [r for r in part.runs
-                             if self._run_first_ts(part, p, r) > bound] or ()
+                self._expire_runs(p, part, bound)
             for s in part.stacks:
                 if s.n > s.head and s.ts[s.head] <= bound:
                     s.prune(bound)
@@ -736,7 +755,7 @@ cdef class CythonEngine:
         for c in range(p.ncomp):
             if not (p.negated[c] and (mask & (1 << c))):
                 continue
-            if p.strategy == 0 and p.prevpos[c] >= 0:
+            if p.strategy == 0 and p.prevpos[c] >= 0 and not p.has_optional:
                 if p.nextpos[c] < 0:
                     if not part.pending:
                         self._an_register(p, c, part.key, False)  # stale entry
@@ -752,6 +771,8 @@ cdef class CythonEngine:
             self._any(p, part, mask, key)
         else:
             self._runs_step(p, part, mask)
+            if part.held:
+                self._release(p, part)
 
     # -- skip till any match: AIS + DFS --------------------------------------
 
@@ -763,7 +784,7 @@ cdef class CythonEngine:
         cdef Stack s
         cdef int k
         for p in self._plans:
-            if p.strategy != 0:
+            if p.strategy != 0 or p.keyless:
                 continue
             for partition, keyed in self._parts[p.slot].items():
                 for key, part in keyed.items():
@@ -782,10 +803,14 @@ cdef class CythonEngine:
                     self._an_register(p, c, (partition, key), False)
 
     cdef _an_register_after(self, PlanRT p, int k, object pkey):
-        """Positive position k got its first instance: the next positive
-        component and the middle negations right after k become live."""
-        cdef int c
-        self._an_register(p, p.pos[k + 1], pkey, True)
+        """Positive position k got its first instance: the positive
+        components it gates (the next one, and the ones after optional
+        components up to the next mandatory one) and the middle negations
+        right after k become live."""
+        cdef int c, j
+        for j in range(k + 1, p.npos):
+            if p.gate[j] == k:
+                self._an_register(p, p.pos[j], pkey, True)
         for c in range(p.ncomp):
             if p.negated[c] and p.prevpos[c] == k and p.nextpos[c] >= 0:
                 self._an_register(p, c, pkey, True)
@@ -826,7 +851,9 @@ cdef class CythonEngine:
             if not (mask & (1 << c)):
                 continue
             if k > 0:
-                prev = part.stacks[p.pos[k - 1]]
+                # the nearest earlier mandatory component must hold an
+                # earlier event (optional ones in between may bind nothing)
+                prev = part.stacks[p.pos[p.gate[k]]]
                 if prev.n == prev.head:
                     self._an_register(p, c, (self._partition, key), False)  # stale entry
                     continue
@@ -860,22 +887,35 @@ cdef class CythonEngine:
                 env.vals[c] = s.vals
                 env.kinds[c] = s.kinds
                 env.width[c] = s.width
-                env.row[c] = 0
+                env.row[c] = -1  # not bound yet: reads as missing
                 env.klen[c] = 0
                 env.klist[c] = NULL
                 if p.kleene[c]:
                     bufs[c] = <i64*> malloc((s.n - s.head + 2) * sizeof(i64))
                     env.klist[c] = bufs[c]
+            if p.keyless and p.neq > 0 and not self._eq_last(p, part, p.pos[p.npos - 1],
+                                                              last_row):
+                return  # the last event has no (complete) equivalence key
             self._dfs(p, part, &env, 0, NO_TS)
         finally:
             for c in range(MAXC):
                 free(bufs[c])
+
+    cdef bint _eq_last(self, PlanRT p, Part part, int c, i64 row) except -1:
+        """Keyless plans check [attr] while matching: a row of component c
+        against the event that triggered construction."""
+        cdef int cl = p.pos[p.npos - 1]
+        cdef Stack s = part.stacks[c], sl = part.stacks[cl]
+        return eq_vals(s.vals + row * s.width, s.kinds + row * s.width,
+                       sl.vals + self._last_local * sl.width,
+                       sl.kinds + self._last_local * sl.width, p, c, cl)
 
     cdef int _dfs(self, PlanRT p, Part part, Env* env, int k, i64 after) except -1:
         cdef int c = p.pos[k]
         cdef Stack s = part.stacks[c]
         cdef i64 i, start, lo = after if after > self._lo else self._lo
         cdef bint last = k == p.npos - 1
+        cdef bint eq = p.keyless and p.neq > 0
         if p.kleene[c]:
             return self._kleene(p, part, env, k, 0, lo)
         if last:
@@ -887,6 +927,8 @@ cdef class CythonEngine:
         for i in range(start, s.n):
             if s.ts[i] >= self._ts:
                 break
+            if eq and not self._eq_last(p, part, c, i):
+                continue
             env.row[c] = i
             if checks(p, k, env):
                 self._dfs(p, part, env, k + 1, s.ts[i])
@@ -894,16 +936,27 @@ cdef class CythonEngine:
 
     cdef int _kleene(self, PlanRT p, Part part, Env* env, int k, int m, i64 after) except -1:
         """Kleene component k holds m elements so far; choose the next one
-        after `after`, then either close the component or keep iterating."""
+        after `after`, then either close the component (once it holds at
+        least its minimum) or keep iterating (below its maximum). An optional
+        component may also bind nothing (it is never the last one)."""
         cdef int c = p.pos[k]
         cdef Stack s = part.stacks[c]
         cdef bint last = k == p.npos - 1
+        cdef bint eq = p.keyless and p.neq > 0
+        cdef int minc = p.minc[c], maxc = p.maxc[c]
         cdef i64 i, start
+        if m == 0 and minc == 0:
+            env.klen[c] = 0
+            env.row[c] = -1
+            if checks(p, k, env):
+                self._dfs(p, part, env, k + 1, after)
         start = s.first_gt(after)
         for i in range(start, s.n):
             if s.ts[i] > self._ts:
                 break
             if s.ts[i] == self._ts and not (last and i == self._last_local):
+                continue
+            if eq and not self._eq_last(p, part, c, i):
                 continue
             env.klen[c] = m
             env.row[c] = i
@@ -914,13 +967,13 @@ cdef class CythonEngine:
             env.row[c] = i
             if last:
                 if i == self._last_local:
-                    if checks(p, k, env):
+                    if m + 1 >= minc and checks(p, k, env):
                         self._finish(p, part, env)
                     break
-            else:
-                if checks(p, k, env):
-                    self._dfs(p, part, env, k + 1, s.ts[i])
-            self._kleene(p, part, env, k, m + 1, s.ts[i])
+            elif m + 1 >= minc and checks(p, k, env):
+                self._dfs(p, part, env, k + 1, s.ts[i])
+            if maxc == 0 or m + 1 < maxc:
+                self._kleene(p, part, env, k, m + 1, s.ts[i])
         return 0
 
     # -- completion, negation, output -----------------------------------------
@@ -937,8 +990,14 @@ cdef class CythonEngine:
         for c in range(p.ncomp):
             if not p.negated[c] or p.nextpos[c] < 0:
                 continue
+            # neighbours: the nearest positive components that bound events
+            # (an optional one that bound nothing is passed over)
             kprev = p.prevpos[c]
+            while kprev >= 0 and p.kleene[p.pos[kprev]] and env.klen[p.pos[kprev]] == 0:
+                kprev -= 1
             knext = p.nextpos[c]
+            while p.kleene[p.pos[knext]] and env.klen[p.pos[knext]] == 0:
+                knext += 1  # the last positive component is never optional
             if kprev >= 0:
                 j = p.pos[kprev]
                 lo = (<Stack> part.stacks[j]).ts[env.row[j]]
@@ -955,17 +1014,75 @@ cdef class CythonEngine:
                 if ns.ts[i] >= hi:
                     break
                 env.row[c] = i
-                if p.strategy == 2 and not self._neg_equiv(p, part, env, c, ns.vals + i * ns.width,
-                                                           ns.kinds + i * ns.width):
+                if p.keyless and p.eq_neg and not self._neg_equiv(
+                        p, part, env, c, ns.vals + i * ns.width, ns.kinds + i * ns.width):
                     continue
                 if negchecks(p, c, env):
                     return 0
         derived = self._derive(p, part, env, first_ts, last_ts)
         if p.has_end_neg:
             self._part_pending(part, p, env, first_ts + p.within, derived)
+        elif p.skip:
+            self._hold(p, part, env, derived)
         else:
             self._out.append(derived)
         return 0
+
+    cdef _hold(self, PlanRT p, Part part, Env* env, derived):
+        """After-match skip: keep the complete match until no run that
+        started earlier is left (_release), with the seq its strategy
+        prunes partial matches up to."""
+        cdef int c, n
+        cdef Stack s
+        seqs = derived.event_seqs
+        prune = None
+        if p.skip == 1:  # to next event
+            prune = seqs[0]
+        elif p.skip == 2:  # past last event
+            prune = seqs[len(seqs) - 1]
+        elif p.skip_pos >= 0:  # to first / last event of a variable
+            c = p.pos[p.skip_pos]
+            s = part.stacks[c]
+            n = env.klen[c] if p.kleene[c] else 1
+            if n > 0:
+                if not p.kleene[c]:
+                    prune = s.seq[env.row[c]]
+                elif p.skip == 3:
+                    prune = s.seq[env.klist[c][0]]
+                else:
+                    prune = s.seq[env.klist[c][n - 1]]
+        if not part.held:
+            part.held = []
+        part.held.append(((seqs[0], seqs), derived, prune))
+
+    cdef _release(self, PlanRT p, Part part):
+        """Emit held matches in the order of their first event while no run
+        that started earlier is left; each prunes runs and held matches
+        that started at or before (to first / to last: before) its seq."""
+        cdef Stack sf = part.stacks[p.pos[0]]
+        held = part.held
+        held.sort(key=_held_order)
+        strict_before = p.skip >= 3
+        while held:
+            item = held[0]
+            if part.runs and min([sf.seq[<i64> r[0][0] - sf.base] for r in part.runs]) \
+                    < item[0][0]:
+                break
+            held.pop(0)
+            self._out.append(item[1])
+            bound = item[2]
+            if bound is None:
+                continue
+            if strict_before:
+                part.runs = [r for r in part.runs if sf.seq[<i64> r[0][0] - sf.base] >= bound] \
+                    or ()
+                held[:] = [h for h in held if h[0][0] >= bound]
+            else:
+                part.runs = [r for r in part.runs if sf.seq[<i64> r[0][0] - sf.base] > bound] \
+                    or ()
+                held[:] = [h for h in held if h[0][0] > bound]
+        if not held:
+            part.held = ()
 
     cdef bint _neg_equiv(self, PlanRT p, Part part, Env* env, int c, Cell* v, u8* k) except -1:
         cdef int cf = p.pos[0]
@@ -1043,7 +1160,7 @@ cdef class CythonEngine:
                 env.width[c] = s.width
                 lst = rows[k]
                 n = len(lst)
-                env.row[c] = lst[n - 1] - s.base
+                env.row[c] = lst[n - 1] - s.base if n > 0 else -1
                 env.klen[c] = n
                 if p.kleene[c]:
                     bufs[c] = <i64*> malloc((n + 1) * sizeof(i64))
@@ -1062,8 +1179,8 @@ cdef class CythonEngine:
                 env.kinds[c] = p.scratch_k[c]
                 env.width[c] = p.width[c]
                 env.row[c] = 0
-                if p.strategy == 2 and not self._neg_equiv(p, part, &env, c, p.scratch[c],
-                                                           p.scratch_k[c]):
+                if p.keyless and p.eq_neg and not self._neg_equiv(p, part, &env, c, p.scratch[c],
+                                                                  p.scratch_k[c]):
                     continue
                 if negchecks(p, c, &env):
                     killed = True
@@ -1098,6 +1215,7 @@ cdef class CythonEngine:
             env.vals[k] = s.vals
             env.kinds[k] = s.kinds
             env.width[k] = s.width
+            env.row[k] = -1  # not bound (yet): reads as missing
             env.klen[k] = 0
             env.klist[k] = NULL
         for k in range(len(run)):
@@ -1105,7 +1223,7 @@ cdef class CythonEngine:
             s = part.stacks[c]
             lst = run[k]
             n = len(lst)
-            env.row[c] = <i64> lst[n - 1] - s.base
+            env.row[c] = <i64> lst[n - 1] - s.base if n > 0 else -1
             env.klen[c] = n
             if p.kleene[c]:
                 free(bufs[c])
@@ -1115,50 +1233,115 @@ cdef class CythonEngine:
                 env.klist[c] = bufs[c]
         return 0
 
-    cdef bint _can_take(self, PlanRT p, Part part, list run, int k, bint extend, long mask,
-                        Env* env, i64 local_row) except -1:
-        """Checks for binding the current event (already in stack of
-        component pos[k], at local_row) to positive position k: as a new
-        component (extend=False) or as one more Kleene element."""
-        cdef int c = p.pos[k], cf = p.pos[0]
+    cdef bint _run_ok(self, PlanRT p, Part part, list run, int c, i64 local_row) except -1:
+        """Window and (keyless plans) equivalence for adding the current
+        event, at local_row of component c's stack, to `run`."""
+        cdef int cf = p.pos[0]
         cdef Stack s = part.stacks[c], sf = part.stacks[cf]
         cdef i64 fr
-        if not (mask & (1 << c)):
-            return False
         if p.within >= 0 and run and self._ts - self._run_first_ts(part, p, run) >= p.within:
             return False
-        if p.strategy == 2 and p.neq > 0 and run:
-            fr = <i64> run[0][0] - sf.base
-            if not eq_vals(s.vals + local_row * s.width, s.kinds + local_row * s.width,
-                            sf.vals + fr * sf.width, sf.kinds + fr * sf.width, p, c, cf):
-                return False
-        if p.strategy == 2 and p.neq > 0 and not run:
-            if not eq_vals(s.vals + local_row * s.width, s.kinds + local_row * s.width,
-                            s.vals + local_row * s.width, s.kinds + local_row * s.width, p, c, c):
-                return False
+        if p.keyless and p.neq > 0:
+            if run:
+                fr = <i64> run[0][0] - sf.base
+                return eq_vals(s.vals + local_row * s.width, s.kinds + local_row * s.width,
+                               sf.vals + fr * sf.width, sf.kinds + fr * sf.width, p, c, cf)
+            return eq_vals(s.vals + local_row * s.width, s.kinds + local_row * s.width,
+                           s.vals + local_row * s.width, s.kinds + local_row * s.width, p, c, c)
+        return True
+
+    cdef bint _can_extend(self, PlanRT p, Part part, list run, Env* env,
+                          i64 local_row) except -1:
+        """One more element for the run's last (Kleene) component: the event
+        is at local_row of its stack; env holds the run."""
+        cdef int k = len(run) - 1
+        cdef int c = p.pos[k]
+        if not self._run_ok(p, part, run, c, local_row):
+            return False
+        env.klen[c] = len(run[k])
+        env.row[c] = local_row
+        return p.iterf[c] < 0 or holds(p, p.iterf[c], env)
+
+    cdef bint _can_bind(self, PlanRT p, Part part, list run, int j, Env* env,
+                        i64 local_row) except -1:
+        """Bind the current event (at local_row of the stack of positive
+        position j) after the run's components, the optional ones between
+        (positions len(run) .. j-1) bound to nothing; env holds the run.
+        Checks the levels this closes: the run's last component if it is a
+        Kleene one, the skipped ones, and j itself unless it is a Kleene one
+        (that closes later)."""
+        cdef int m = len(run), t
+        cdef int c = p.pos[j]
+        if not self._run_ok(p, part, run, c, local_row):
+            return False
+        for t in range(m, j):
+            env.row[p.pos[t]] = -1
+            env.klen[p.pos[t]] = 0
         if p.kleene[c]:
-            env.klen[c] = len(run[k]) if extend else 0
+            env.klen[c] = 0
             env.row[c] = local_row
             if p.iterf[c] >= 0 and not holds(p, p.iterf[c], env):
                 return False
-            if extend:
-                return True
-        # closing the previous Kleene component
-        if k > 0 and p.kleene[p.pos[k - 1]] and not checks(p, k - 1, env):
+        if m > 0 and p.kleene[p.pos[m - 1]] and not checks(p, m - 1, env):
             return False
+        for t in range(m, j):
+            if not checks(p, t, env):
+                return False
         if not p.kleene[c]:
             env.row[c] = local_row
-            if not checks(p, k, env):
+            if not checks(p, j, env):
                 return False
         return True
 
+    cdef object _advance_run(self, PlanRT p, Part part, list run, long mask, Env* env,
+                             i64** bufs, list pushed):
+        """The run with the current event bound to the next component, or
+        to a later one when every component before it is optional (the
+        earliest that takes it); None if none does."""
+        cdef int m = len(run), j, cj
+        cdef i64 r
+        if len(run[m - 1]) < p.minc[p.pos[m - 1]]:
+            return None
+        for j in range(m, p.npos):
+            cj = p.pos[j]
+            if mask & (1 << cj):
+                r = self._row_for(p, part, cj, pushed)
+                self._load_run(p, part, run, env, bufs)
+                if self._can_bind(p, part, run, j, env, r - (<Stack> part.stacks[cj]).base):
+                    return [list(x) for x in run] + [[] for _ in range(m, j)] + [[r]]
+            if p.minc[cj] > 0:
+                break  # a mandatory component cannot be passed over
+        return None
+
+    cdef object _extend_run(self, PlanRT p, Part part, list run, long mask, Env* env,
+                            i64** bufs, list pushed):
+        """The run with the current event as one more element of its last
+        (Kleene) component, below its maximum; None if it cannot take it."""
+        cdef int m = len(run)
+        cdef int c = p.pos[m - 1]
+        cdef i64 r
+        if not p.kleene[c] or not (mask & (1 << c)) or \
+                (p.maxc[c] > 0 and len(run[m - 1]) >= p.maxc[c]):
+            return None
+        r = self._row_for(p, part, c, pushed)
+        self._load_run(p, part, run, env, bufs)
+        if self._can_extend(p, part, run, env, r - (<Stack> part.stacks[c]).base):
+            return [list(x) for x in run[:m - 1]] + [run[m - 1] + [r]]
+        return None
+
+    cdef bint _extendable(self, PlanRT p, list run):
+        """Can a later event still change this run?"""
+        cdef int cl = p.pos[p.npos - 1]
+        return len(run) < p.npos or (
+            p.kleene[cl] and (p.maxc[cl] == 0 or len(run[p.npos - 1]) < p.maxc[cl]))
+
     cdef _runs_step(self, PlanRT p, Part part, long mask):
         cdef bint strict = p.strategy == 2
-        cdef int n = p.npos, m, k, c
+        cdef int n = p.npos, m, c
         cdef Env env
         cdef i64* bufs[MAXC]
         cdef Stack s
-        cdef i64 r, last_ts
+        cdef i64 last_ts
         cdef list pushed = [-1] * p.ncomp
         cdef list kept = []
         cdef list run
@@ -1173,45 +1356,109 @@ cdef class CythonEngine:
                 last_ts = s.ts[<i64> run[m - 1][len(run[m - 1]) - 1] - s.base]
                 new = None
                 if self._ts > last_ts:
-                    if m < n and (mask & (1 << p.pos[m])):
-                        r = self._row_for(p, part, p.pos[m], pushed)
-                        self._load_run(p, part, run, &env, bufs)
-                        if self._can_take(p, part, run, m, False, mask, &env,
-                                          r - (<Stack> part.stacks[p.pos[m]]).base):
-                            new = [list(x) for x in run] + [[r]]
-                    if new is None and p.kleene[c] and (mask & (1 << c)):
-                        r = self._row_for(p, part, c, pushed)
-                        self._load_run(p, part, run, &env, bufs)
-                        if self._can_take(p, part, run, m - 1, True, mask, &env,
-                                          r - s.base):
-                            new = [list(x) for x in run[:m - 1]] + [run[m - 1] + [r]]
+                    # reluctant (default): bind a later component if it can;
+                    # greedy: extend the Kleene component if it can
+                    if p.greedy[c]:
+                        new = self._extend_run(p, part, run, mask, &env, bufs, pushed)
+                        if new is None:
+                            new = self._advance_run(p, part, run, mask, &env, bufs, pushed)
+                    else:
+                        new = self._advance_run(p, part, run, mask, &env, bufs, pushed)
+                        if new is None:
+                            new = self._extend_run(p, part, run, mask, &env, bufs, pushed)
                 if new is None:
                     if not strict:
                         kept.append(run)
                     continue
                 if len(new) == n:
                     self._complete(p, part, new, &env, bufs)
-                if len(new) < n or p.kleene[p.pos[n - 1]]:
+                if self._extendable(p, new):
                     kept.append(new)
             c = p.pos[0]
             if mask & (1 << c):
-                r = self._row_for(p, part, c, pushed)
-                self._load_run(p, part, [], &env, bufs)
-                if self._can_take(p, part, [], 0, False, mask, &env,
-                                  r - (<Stack> part.stacks[c]).base):
-                    start = [[r]]
+                start = self._advance_first(p, part, mask, &env, bufs, pushed)
+                if start is not None:
                     if n == 1:
                         self._complete(p, part, start, &env, bufs)
-                    if n > 1 or p.kleene[c]:
+                    if self._extendable(p, start):
                         kept.append(start)
         finally:
             for c in range(MAXC):
                 free(bufs[c])
         part.runs = kept or ()
 
-    cdef _complete(self, PlanRT p, Part part, list run, Env* env, i64** bufs):
+    cdef object _advance_first(self, PlanRT p, Part part, long mask, Env* env, i64** bufs,
+                               list pushed):
+        """A new run started by the current event (first component)."""
+        cdef int c = p.pos[0]
+        cdef i64 r = self._row_for(p, part, c, pushed)  # may move the stack: before env
+        self._load_run(p, part, [], env, bufs)
+        if self._can_bind(p, part, [], 0, env, r - (<Stack> part.stacks[c]).base):
+            return [[r]]
+        return None
+
+    cdef bint _closed(self, PlanRT p, Part part, list run, Env* env, i64** bufs) except -1:
+        """Is this run a complete match (every component bound, the last
+        one within its bounds and its checks)? Loads it into env."""
         cdef int cl = p.pos[p.npos - 1]
+        if len(run) < p.npos:
+            return False
         self._load_run(p, part, run, env, bufs)
-        if p.kleene[cl] and not checks(p, p.npos - 1, env):
-            return
-        self._finish(p, part, env)
+        if len(run[p.npos - 1]) < p.minc[cl]:
+            return False
+        return not p.kleene[cl] or checks(p, p.npos - 1, env)
+
+    cdef _complete(self, PlanRT p, Part part, list run, Env* env, i64** bufs):
+        if self._closed(p, part, run, env, bufs):
+            self._finish(p, part, env)
+
+    cdef _expire_runs(self, PlanRT p, Part part, i64 bound):
+        """Drop the runs whose window ended (first event ts <= bound); with
+        ON TIMEOUT, the ones that never completed derive a timeout event."""
+        cdef Env env
+        cdef i64* bufs[MAXC]
+        cdef int c
+        kept = []
+        for run in part.runs:
+            if self._run_first_ts(part, p, run) > bound:
+                kept.append(run)
+            elif p.has_timeout:
+                for c in range(MAXC):
+                    bufs[c] = NULL
+                try:
+                    if not self._closed(p, part, run, &env, bufs):
+                        self._load_run(p, part, run, &env, bufs)
+                        self._out.append(self._derive_timeout(p, part, &env, run))
+                finally:
+                    for c in range(MAXC):
+                        free(bufs[c])
+        part.runs = kept or ()
+
+    cdef object _derive_timeout(self, PlanRT p, Part part, Env* env, list run):
+        cdef int k, c
+        cdef Stack s
+        cdef Cell v
+        cdef u8 kd
+        cdef i64 first_ts = self._run_first_ts(part, p, run)
+        for k in range(len(run), p.npos):  # not bound yet
+            c = p.pos[k]
+            env.row[c] = -1
+            env.klen[c] = 0
+        fields = {}
+        for name, prog in p.timeout_outputs:
+            kd = eval_prog(p, prog, env, &v)
+            fields[name] = pyvalue(kd, v, self._pool)
+        seqs = []
+        for k in range(len(run)):
+            s = part.stacks[p.pos[k]]
+            for r in run[k]:
+                seqs.append(s.seq[<i64> r - s.base])
+        return DerivedEvent(
+            plan_id=p.plan_id,
+            event_type=p.cp.plan.timeout.event_type,
+            partition=self._partition,
+            start_ts=first_ts,
+            end_ts=first_ts + p.within,
+            fields=fields,
+            event_seqs=tuple(seqs),
+        )

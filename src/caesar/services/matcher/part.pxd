@@ -9,4 +9,7 @@ cdef class Part:
     cdef public object pending  # [deadline, DerivedEvent, rows]
     cdef public object ready   # [deadline, DerivedEvent]
     cdef public object key     # (partition, equivalence key)
+    # after-match skip: complete matches waiting for earlier-started runs,
+    # [(first seq, seqs), DerivedEvent, prune seq or None]
+    cdef public object held
     cdef bint empty(self)

@@ -19,10 +19,11 @@ cdef class Part:
         self.runs = ()
         self.pending = ()
         self.ready = ()
+        self.held = ()
 
     cdef bint empty(self):
         cdef Stack s
-        if self.runs or self.pending or self.ready:
+        if self.runs or self.pending or self.ready or self.held:
             return False
         for s in self.stacks:
             if s.n > s.head:

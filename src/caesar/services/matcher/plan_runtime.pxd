@@ -10,6 +10,11 @@ cdef class PlanRT:
     cdef public int strategy
     cdef public i64 within
     cdef public int ncomp, npos, has_end_neg, neq
+    cdef public int alt       # alternative (AND/OR) of the plan it belongs to
+    cdef public int keyless   # one Part per partition, equivalence checked while matching
+    cdef public int eq_neg    # [attr] compares negated events too
+    cdef public int skip, skip_pos, has_timeout, has_optional, dead
+    cdef public list timeout_outputs
     cdef public i64 last_sweep
     cdef public long overflows  # integer results outside 64 bits (made missing)
     cdef int[:, ::1] code
@@ -25,6 +30,10 @@ cdef class PlanRT:
     cdef int iterf[MAXC]
     cdef int prevpos[MAXC]
     cdef int nextpos[MAXC]
+    cdef int minc[MAXC]     # quantifier bounds; maxc 0 = unbounded
+    cdef int maxc[MAXC]
+    cdef int greedy[MAXC]
+    cdef int gate[MAXC]     # by positive rank: nearest earlier mandatory positive rank (-1: none)
     cdef int eqcol[MAXC][8]
     cdef int[::1] checks_ids, checks_start, checks_n
     cdef int[::1] negchk_ids, negchk_start, negchk_n

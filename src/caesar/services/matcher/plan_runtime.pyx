@@ -35,6 +35,15 @@ cdef class PlanRT:
         self.npos = len(cp.pos)
         self.has_end_neg = 1 if cp.has_end_negation else 0
         self.neq = len(cp.equivalence)
+        self.alt = cp.alt
+        self.keyless = 1 if cp.keyless else 0
+        self.eq_neg = 1 if cp.plan.equivalence_negated else 0
+        self.skip = cp.skip
+        self.skip_pos = cp.skip_pos
+        self.has_timeout = 1 if cp.plan.timeout is not None else 0
+        self.timeout_outputs = list(cp.timeout_outputs)
+        self.has_optional = 0
+        self.dead = 1 if cp.dead else 0
         self.last_sweep = NO_TS
         if self.neq > 8:
             raise PlanError(f"plan {self.plan_id}: more than 8 equivalence attributes")
@@ -64,6 +73,11 @@ cdef class PlanRT:
             self.iterf[i] = comp.iter_filter
             self.prevpos[i] = comp.prev_pos
             self.nextpos[i] = comp.next_pos
+            self.minc[i] = comp.min_count
+            self.maxc[i] = comp.max_count
+            self.greedy[i] = 1 if comp.greedy else 0
+            if comp.kleene and comp.min_count == 0:
+                self.has_optional = 1
             for j in range(self.neq):
                 self.eqcol[i][j] = comp.equiv_cols[j]
             starts.append(len(ids))
@@ -72,6 +86,11 @@ cdef class PlanRT:
             self.scratch[i] = <Cell*> malloc((self.width[i] + 1) * sizeof(Cell))
             self.scratch_k[i] = <u8*> malloc((self.width[i] + 1) * sizeof(u8))
         self.negchk_ids, self.negchk_start, self.negchk_n = _ints(ids), _ints(starts), _ints(ns)
+        j = -1
+        for i in range(self.npos):
+            self.gate[i] = j
+            if self.minc[self.pos[i]] > 0:
+                j = i
         self.outputs = list(cp.outputs)
         self.leader = None
         self.share = 0
