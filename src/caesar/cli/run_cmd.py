@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -19,6 +20,7 @@ from caesar.plans.execution import ExecutionPlan
 
 if TYPE_CHECKING:
     from caesar.services.common.config import EngineFactory
+    from caesar.services.common.messages import Alert
 
 MAX_DEAD_SHOWN = 20
 
@@ -126,6 +128,11 @@ def register(app: typer.Typer) -> None:
         idle_flush: Annotated[float | None, typer.Option(
             help="seconds of quiet input after which the scheduler releases what it "
                  "holds (later events at or below it become late)")] = None,
+        observe_port: Annotated[int, typer.Option(
+            help="port of the metrics (/metrics), probes (/healthz, /ready) and live "
+                 "context view (/); 0 = none")] = 9464,
+        observe_host: Annotated[str, typer.Option(
+            help="address to serve them on (0.0.0.0 inside a pod)")] = "127.0.0.1",
     ) -> None:
         """Start the CAESAR services for MODEL as Ray actors reading and writing Kafka."""
         from caesar.services.ray_runtime.deployment import deploy_model
@@ -133,7 +140,8 @@ def register(app: typer.Typer) -> None:
         plan = load_plan(model)
         deploy_model(plan, model_text=model.read_text(), settings_file=settings_file,
                      ray_address=ray_address, run_for=run_for, console=err,
-                     options={"allowance": allowance, "idle_flush_s": idle_flush})
+                     options={"allowance": allowance, "idle_flush_s": idle_flush},
+                     observe_host=observe_host, observe_port=observe_port)
 
 
 def _engine(choice: EngineChoice) -> EngineFactory:
@@ -146,8 +154,8 @@ def _engine(choice: EngineChoice) -> EngineFactory:
     return CythonEngine
 
 
-def _printer(as_json: bool):
-    def show(alerts) -> None:
+def _printer(as_json: bool) -> Callable[[Sequence[Alert]], None]:
+    def show(alerts: Sequence[Alert]) -> None:
         if not alerts:
             return
         if as_json:

@@ -49,7 +49,7 @@ negation only filters finished candidates, it never steers a run.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, TypeGuard
 
 from caesar.plans.expr import Expr
 
@@ -60,6 +60,10 @@ RUN_STRATEGIES: tuple[Strategy, ...] = ("skip_till_next_match", "strict_contigui
 # After-match skip (Flink CEP's AfterMatchSkipStrategy; SQL's AFTER MATCH SKIP)
 Skip = Literal["no_skip", "to_next", "past_last", "to_first", "to_last"]
 SKIPS: tuple[Skip, ...] = ("no_skip", "to_next", "past_last", "to_first", "to_last")
+
+
+def is_strategy(name: str) -> TypeGuard[Strategy]:
+    return name in STRATEGIES
 
 
 @dataclass(frozen=True)

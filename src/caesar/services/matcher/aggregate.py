@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from caesar.errors import PlanError
 from caesar.events.batch import StringPool
-from caesar.plans.aggregate import AggregatePlan
+from caesar.plans.aggregate import AggregatePlan, AggregateSpec
 from caesar.services.matcher.column_eval import (
     INT64_MAX,
     INT64_MIN,
@@ -38,6 +39,17 @@ STATE_VERSION = 3  # 3: exact integer accumulators
 
 
 # ---------------------------------------------------------------- executor
+@dataclass(frozen=True)
+class _Groups:
+    """One batch grouped by window: `rows` (event index per row, sorted by
+    group), group starts `bounds`, rows per group `counts`, window `slots`."""
+
+    rows: np.ndarray
+    bounds: np.ndarray
+    counts: np.ndarray
+    slots: np.ndarray
+
+
 class AggregateExecutor:
     """Runs one AggregatePlan over batches of events of its source type.
 
@@ -128,26 +140,37 @@ class AggregateExecutor:
             return
         if keys:
             self._keys.update(keys)
-        plan = self.plan
         cols, missing = columns_from_records(records, self._needed, self.strings)
-        for i, g in enumerate(plan.group_by):
+        for i, g in enumerate(self.plan.group_by):
             if isinstance(records[0].get(g), str):
                 self._string_group[i] = True
-        keep = np.ones(n, dtype=bool)
-        for cond in plan.where:
-            v, _ = self.evaluator.eval(cond, cols, missing, n)
-            keep &= v.astype(bool)
-        keep &= ts >= self.watermark  # windows already emitted cannot change
-        if not keep.all():
-            idx = np.nonzero(keep)[0]
+        idx = self._passing(cols, missing, ts, n)
+        if idx is not None:
             ts, partitions = ts[idx], partitions[idx]
             cols = {k: v[idx] for k, v in cols.items()}
             missing = {k: v[idx] for k, v in missing.items()}
             n = len(idx)
             if n == 0:
                 return
-        # Expand each event to the windows containing it: starts s = k*slide
-        # with s <= ts < s + size.
+        groups = self._group(cols, ts, partitions, n)
+        for ai, spec in enumerate(self.plan.aggregates):
+            self._accumulate(ai, spec, groups, cols, missing, n)
+
+    def _passing(self, cols: dict[str, np.ndarray], missing: dict[str, np.ndarray],
+                 ts: np.ndarray, n: int) -> np.ndarray | None:
+        """Indexes of the events that pass WHERE and are not late; None: all."""
+        keep = np.ones(n, dtype=bool)
+        for cond in self.plan.where:
+            v, _ = self.evaluator.eval(cond, cols, missing, n)
+            keep &= v.astype(bool)
+        keep &= ts >= self.watermark  # windows already emitted cannot change
+        return None if keep.all() else np.nonzero(keep)[0]
+
+    def _group(self, cols: dict[str, np.ndarray], ts: np.ndarray, partitions: np.ndarray,
+               n: int) -> _Groups:
+        """Expand each event to the windows containing it (starts s = k*slide
+        with s <= ts < s + size) and group on (partition, group-by, start)."""
+        plan = self.plan
         last_start = (ts // plan.slide) * plan.slide
         w = self._windows_per_event
         rep = np.repeat(np.arange(n), w)
@@ -155,47 +178,54 @@ class AggregateExecutor:
         inside = starts + plan.size > np.repeat(ts, w)
         rep, starts = rep[inside], starts[inside]
         key_cols = [partitions[rep]]
-        for g in plan.group_by:
+        for i, g in enumerate(plan.group_by):
             col = cols[g][rep]
             if col.dtype == np.float64:
-                self._float_group[plan.group_by.index(g)] = True
+                self._float_group[i] = True
             key_cols.append(col.view(np.int64) if col.dtype == np.float64 else col.astype(np.int64))
         key_cols.append(starts)
         keys_matrix = np.stack(key_cols, axis=1)
         order = np.lexsort(keys_matrix.T[::-1])
         keys_sorted = keys_matrix[order]
-        rows = rep[order]
         change = np.ones(len(order), dtype=bool)
         change[1:] = np.any(keys_sorted[1:] != keys_sorted[:-1], axis=1)
         bounds = np.nonzero(change)[0]
-        counts = np.diff(np.append(bounds, len(order)))
-        slots = self._slots(list(map(tuple, keys_sorted[bounds].tolist())))
-        for ai, spec in enumerate(plan.aggregates):
-            if spec.arg is None:
-                self._count[ai, slots] += counts
-                continue
-            v, m = self.evaluator.eval(spec.arg, cols, missing, n)
-            v = np.asarray(v)[rows]
-            valid = ~np.asarray(m)[rows]
-            self._count[ai, slots] += np.add.reduceat(valid.astype(np.int64), bounds)
-            if v.dtype.kind in "iub" and self._int_arg[ai] is not False:
-                self._int_arg[ai] = True
-                self._add_ints(ai, v.astype(np.int64), valid, bounds, slots)
-            else:
-                if self._int_arg[ai]:
-                    self._ints_to_floats(ai)
-                self._int_arg[ai] = False
-                vf = v.astype(np.float64)
-                self._total[ai, slots] += np.add.reduceat(np.where(valid, vf, 0.0), bounds)
-                self._low[ai, slots] = np.minimum(
-                    self._low[ai, slots], np.minimum.reduceat(np.where(valid, vf, np.inf), bounds))
-                self._high[ai, slots] = np.maximum(
-                    self._high[ai, slots],
-                    np.maximum.reduceat(np.where(valid, vf, -np.inf), bounds))
-            if spec.func == "count_distinct":
-                ends = np.append(bounds[1:], len(rows))
-                for s, e, slot in zip(bounds.tolist(), ends.tolist(), slots.tolist(), strict=True):
-                    self._distinct[slot][ai].update(v[s:e][valid[s:e]].tolist())
+        return _Groups(rows=rep[order], bounds=bounds,
+                       counts=np.diff(np.append(bounds, len(order))),
+                       slots=self._slots(list(map(tuple, keys_sorted[bounds].tolist()))))
+
+    def _accumulate(self, ai: int, spec: AggregateSpec, groups: _Groups,
+                    cols: dict[str, np.ndarray], missing: dict[str, np.ndarray], n: int) -> None:
+        """Merge one aggregate of every group into its window's accumulators:
+        exact integer ones for INT/LONG arguments, float64 ones otherwise."""
+        rows, bounds, slots = groups.rows, groups.bounds, groups.slots
+        if spec.arg is None:
+            self._count[ai, slots] += groups.counts
+            return
+        v, m = self.evaluator.eval(spec.arg, cols, missing, n)
+        v = np.asarray(v)[rows]
+        valid = ~np.asarray(m)[rows]
+        self._count[ai, slots] += np.add.reduceat(valid.astype(np.int64), bounds)
+        if v.dtype.kind in "iub" and self._int_arg[ai] is not False:
+            self._int_arg[ai] = True
+            self._add_ints(ai, v.astype(np.int64), valid, bounds, slots)
+        else:
+            if self._int_arg[ai]:
+                self._ints_to_floats(ai)
+            self._int_arg[ai] = False
+            self._add_floats(ai, v.astype(np.float64), valid, bounds, slots)
+        if spec.func == "count_distinct":
+            ends = np.append(bounds[1:], len(rows))
+            for s, e, slot in zip(bounds.tolist(), ends.tolist(), slots.tolist(), strict=True):
+                self._distinct[slot][ai].update(v[s:e][valid[s:e]].tolist())
+
+    def _add_floats(self, ai: int, vf: np.ndarray, valid: np.ndarray, bounds: np.ndarray,
+                    slots: np.ndarray) -> None:
+        self._total[ai, slots] += np.add.reduceat(np.where(valid, vf, 0.0), bounds)
+        self._low[ai, slots] = np.minimum(
+            self._low[ai, slots], np.minimum.reduceat(np.where(valid, vf, np.inf), bounds))
+        self._high[ai, slots] = np.maximum(
+            self._high[ai, slots], np.maximum.reduceat(np.where(valid, vf, -np.inf), bounds))
 
     def _add_ints(self, ai: int, v: np.ndarray, valid: np.ndarray, bounds: np.ndarray,
                   slots: np.ndarray) -> None:

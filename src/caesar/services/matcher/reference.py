@@ -30,6 +30,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import combinations
 from typing import Any
 
@@ -42,6 +43,8 @@ from caesar.services.matcher.expr_eval import (
     INT64_MAX,
     INT64_MIN,
     MISSING,
+    AggLookup,
+    Lookup,
     aggregate,
     evaluate,
     holds,
@@ -77,6 +80,8 @@ class Ev:
 
 
 Bindings = list[list[Ev]]  # one list per positive component (Kleene: several events)
+RunKey = tuple[str, int, int]  # (plan id, alternative, partition)
+Held = tuple[int, DerivedEvent, Bindings]  # a result held back by an end negation: deadline
 
 
 def validate_plan(plan: PatternPlan) -> None:
@@ -196,7 +201,7 @@ class _Plan:
 
 
 @dataclass
-class _Held:
+class _Skipping:
     """A complete match waiting for earlier-started partial matches to
     resolve (after-match skip strategies only)."""
 
@@ -206,43 +211,115 @@ class _Held:
 
 
 def _env(p: _Plan, bindings: Bindings, current: tuple[int, Ev] | None = None,
-         neg: tuple[str, Ev] | None = None):
-    """Lookup/agg closures over a (partial) binding. `current` = (Kleene
+         neg: tuple[str, Ev] | None = None) -> tuple[Lookup, AggLookup]:
+    """Lookup/agg functions over a (partial) binding. `current` = (Kleene
     component index, event being tested by its iteration filter)."""
+    env = _BindingEnv(p, bindings, current, neg)
+    return env.lookup, env.agg
 
-    def events_of(var: str) -> list[Ev] | None:
-        i = p.pos_index.get(var)
-        if i is None or i >= len(bindings):
+
+class _BindingEnv:
+    def __init__(self, p: _Plan, bindings: Bindings, current: tuple[int, Ev] | None,
+                 neg: tuple[str, Ev] | None) -> None:
+        self.p, self.bindings, self.current, self.neg = p, bindings, current, neg
+
+    def events_of(self, var: str) -> list[Ev] | None:
+        # A Kleene component under test holds its previous iterations only.
+        i = self.p.pos_index.get(var)
+        if i is None or i >= len(self.bindings):
             return None
-        return bindings[i]  # for the Kleene under test: previous iterations only
+        return self.bindings[i]
 
-    def lookup(var: str | None, name: str) -> Any:
+    def lookup(self, var: str | None, name: str) -> Any:
+        neg, current = self.neg, self.current
         if neg is not None and var == neg[0]:
             return neg[1].attrs.get(name)
-        if current is not None and var is not None and p.pos_index.get(var) == current[0]:
+        if current is not None and var is not None and self.p.pos_index.get(var) == current[0]:
             return current[1].attrs.get(name)
-        evs = events_of(var) if var is not None else None
+        evs = self.events_of(var) if var is not None else None
         if not evs:
             return MISSING
         return evs[-1].attrs.get(name)
 
-    def agg(node: Agg) -> Any:
-        evs = events_of(node.var) or []
-        values = []
-        for ev in evs:
-            if node.arg is None:
-                values.append(True)
-                continue
+    def agg(self, node: Agg) -> Any:
+        evs = self.events_of(node.var) or []
+        if node.arg is None:
+            return aggregate(node.func, [True] * len(evs))
+        arg = node.arg
+        return aggregate(node.func, [evaluate(arg, partial(self._iterated, node.var, ev), self.agg)
+                                     for ev in evs])
 
-            def inner(var: str | None, name: str, ev: Ev = ev) -> Any:
-                if var == node.var:
-                    return ev.attrs.get(name)
-                return lookup(var, name)
+    def _iterated(self, kleene_var: str, ev: Ev, var: str | None, name: str) -> Any:
+        """Inside an aggregate, the Kleene variable reads the iterated event."""
+        if var == kleene_var:
+            return ev.attrs.get(name)
+        return self.lookup(var, name)
 
-            values.append(evaluate(node.arg, inner, agg))
-        return aggregate(node.func, values)
 
-    return lookup, agg
+def _assignments(p: _Plan, hist: list[Ev], last: Ev, i: int, after: int,
+                 acc: Bindings) -> Iterator[Bindings]:
+    """Assignments of positive components i, i+1, ... to events after `after`,
+    extending `acc`, that end with `last`."""
+    if i == len(p.pos):
+        if acc[-1] and acc[-1][-1] is last:
+            yield [list(x) for x in acc]
+        return
+    comp = p.pos[i]
+    within = p.plan.within
+    equiv = p.plan.equivalence  # also re-checked in full by _positive_ok
+    cands = [e for e in hist if e.type in comp.types and after < e.ts <= last.ts
+             and (within is None or e.ts > last.ts - within)
+             and all(e.attrs.get(a) == last.attrs.get(a) for a in equiv)]
+    if not comp.kleene:
+        for e in cands:
+            yield from _assignments(p, hist, last, i + 1, e.ts, acc + [[e]])
+        return
+    if comp.min_count == 0:  # optional: it may bind nothing
+        yield from _assignments(p, hist, last, i + 1, after, acc + [[]])
+    most = len(cands) if comp.max_count is None else min(comp.max_count, len(cands))
+    for size in range(max(1, comp.min_count), most + 1):
+        for combo in combinations(cands, size):
+            if all(combo[j].ts < combo[j + 1].ts for j in range(size - 1)):
+                yield from _assignments(p, hist, last, i + 1, combo[-1].ts, acc + [list(combo)])
+
+
+def _equivalent(attrs: Sequence[str], events: list[Ev]) -> bool:
+    """[attr]: every event has the attribute, non-null, with one value (and type)."""
+    for attr in attrs:
+        first = events[0].attrs.get(attr)
+        if first is None or any(e.attrs.get(attr) != first or e.attrs.get(attr) is None
+                                for e in events):
+            return False
+        if any(isinstance(e.attrs.get(attr), str) != isinstance(first, str) for e in events):
+            return False
+    return True
+
+
+def _component_ok(p: _Plan, b: Bindings, i: int, closed: int) -> bool:
+    """Component i's events: within its quantifier bounds (the minimum once
+    it is closed), of its types, in ts order, each passing its Kleene
+    iteration filter given the iterations before it."""
+    evs = b[i]
+    comp = p.pos[i]
+    if not _fits(comp, len(evs)) or (i < closed and len(evs) < comp.min_count):
+        return False
+    if comp.types and any(e.type not in comp.types for e in evs):
+        return False
+    if any(evs[j].ts >= evs[j + 1].ts for j in range(len(evs) - 1)):
+        return False
+    if comp.kleene and comp.iteration_filter is not None:
+        for j, e in enumerate(evs):
+            lookup, agg = _env(p, b[:i] + [evs[:j]], current=(i, e))
+            if not holds(comp.iteration_filter, lookup, agg):
+                return False
+    return True
+
+
+def _within(p: _Plan) -> int:
+    """WITHIN of a plan with a negation at its start or end (validate_plan
+    rejects such a plan without one)."""
+    assert p.plan.within is not None
+    return p.plan.within
 
 
 def _prune(hist: list[Ev], bound: int) -> None:
@@ -259,7 +336,9 @@ def _value(v: Any) -> Any:
 
 
 def _fits(comp: PatternComponent, count: int) -> bool:
-    return comp.max_count is None or count <= comp.max_count if comp.kleene else count == 1
+    if not comp.kleene:
+        return count == 1
+    return comp.max_count is None or count <= comp.max_count
 
 
 class ReferenceEngine:
@@ -271,10 +350,10 @@ class ReferenceEngine:
                 p = _Plan(sub, alt, plan.variables())
                 self._plans[p.key] = p
         # (plan id, alternative, partition) -> state
-        self._hist: dict[tuple[str, int, int], list[Ev]] = {}
-        self._runs: dict[tuple[str, int, int], list[Bindings]] = {}
-        self._pending: dict[tuple[str, int, int], list[tuple[int, DerivedEvent, Bindings]]] = {}
-        self._held: dict[tuple[str, int, int], list[_Held]] = {}
+        self._hist: dict[RunKey, list[Ev]] = {}
+        self._runs: dict[RunKey, list[Bindings]] = {}
+        self._pending: dict[RunKey, list[Held]] = {}
+        self._held: dict[RunKey, list[_Skipping]] = {}
         self._overflows: dict[str, int] = {}
 
     # -- protocol ---------------------------------------------------------
@@ -386,34 +465,9 @@ class ReferenceEngine:
         """Every assignment of positive components to increasing-ts events of
         the history whose final event is `last` (a Kleene component: every
         increasing subset within its bounds; an optional one may be empty)."""
-        n = len(p.pos)
-        within = p.plan.within
-        equiv = p.plan.equivalence  # also re-checked in full by _positive_ok
-
-        def rec(i: int, after: int, acc: Bindings) -> Iterator[Bindings]:
-            if i == n:
-                if acc[-1] and acc[-1][-1] is last:
-                    yield [list(x) for x in acc]
-                return
-            comp = p.pos[i]
-            cands = [e for e in hist if e.type in comp.types and after < e.ts <= last.ts
-                     and (within is None or e.ts > last.ts - within)
-                     and all(e.attrs.get(a) == last.attrs.get(a) for a in equiv)]
-            if not comp.kleene:
-                for e in cands:
-                    yield from rec(i + 1, e.ts, acc + [[e]])
-                return
-            if comp.min_count == 0:
-                yield from rec(i + 1, after, acc + [[]])
-            most = len(cands) if comp.max_count is None else min(comp.max_count, len(cands))
-            for size in range(max(1, comp.min_count), most + 1):
-                for combo in combinations(cands, size):
-                    if all(combo[j].ts < combo[j + 1].ts for j in range(size - 1)):
-                        yield from rec(i + 1, combo[-1].ts, acc + [list(combo)])
-
         if last.type in p.pos[-1].types:
-            for b in rec(0, -(2**62), []):
-                if self._positive_ok(p, b, closed=n):
+            for b in _assignments(p, hist, last, 0, -(2**62), []):
+                if self._positive_ok(p, b, closed=len(p.pos)):
                     yield b
 
     def _positive_ok(self, p: _Plan, b: Bindings, closed: int) -> bool:
@@ -424,33 +478,14 @@ class ReferenceEngine:
         within = p.plan.within
         if within is not None and events[-1].ts - events[0].ts >= within:
             return False
-        for attr in p.plan.equivalence:
-            first = events[0].attrs.get(attr)
-            if first is None or any(e.attrs.get(attr) != first or e.attrs.get(attr) is None
-                                    for e in events):
-                return False
-            if any(isinstance(e.attrs.get(attr), str) != isinstance(first, str) for e in events):
-                return False
-        for i, evs in enumerate(b):
-            comp = p.pos[i]
-            if not _fits(comp, len(evs)) or (i < closed and len(evs) < comp.min_count):
-                return False
-            if comp.types and any(e.type not in comp.types for e in evs):
-                return False
-            if any(evs[j].ts >= evs[j + 1].ts for j in range(len(evs) - 1)):
-                return False
-            if comp.kleene and comp.iteration_filter is not None:
-                for j, e in enumerate(evs):
-                    partial = b[:i] + [evs[:j]]
-                    lookup, agg = _env(p, partial, current=(i, e))
-                    if not holds(comp.iteration_filter, lookup, agg):
-                        return False
+        if not _equivalent(p.plan.equivalence, events):
+            return False
+        if not all(_component_ok(p, b, i, closed) for i in range(len(b))):
+            return False
         bound = {c.var for c in p.pos[:closed]} | p.absent
         lookup, agg = _env(p, b)
-        for conj in p.positive_where:
-            if variables(conj) <= bound and not holds(conj, lookup, agg):
-                return False
-        return True
+        return all(holds(conj, lookup, agg) for conj in p.positive_where
+                   if variables(conj) <= bound)
 
     def _neg_interval(self, p: _Plan, comp_index: int, b: Bindings) -> tuple[float, float]:
         """The open interval a negated component forbids events in: between
@@ -463,9 +498,8 @@ class ReferenceEngine:
         before = [evs for evs in before if evs]
         after = [evs for evs in after if evs]
         first, last = b[0][0].ts, b[-1][-1].ts
-        within = p.plan.within
-        lo = before[-1][-1].ts if before else last - within  # type: ignore[operator]
-        hi = after[0][0].ts if after else first + within  # type: ignore[operator]
+        lo = before[-1][-1].ts if before else last - _within(p)
+        hi = after[0][0].ts if after else first + _within(p)
         return lo, hi
 
     def _neg_blocks(self, p: _Plan, comp: PatternComponent, b: Bindings, ev: Ev,
@@ -492,7 +526,7 @@ class ReferenceEngine:
                 return False
         return True
 
-    def _finish(self, p: _Plan, key, partition: int, b: Bindings,
+    def _finish(self, p: _Plan, key: RunKey, partition: int, b: Bindings,
                 hist: list[Ev]) -> list[DerivedEvent]:
         """Negation checks on a complete positive candidate, then output (or
         hold it until the window closes if it ends with a negation)."""
@@ -500,12 +534,12 @@ class ReferenceEngine:
             return []
         derived = self._derive(p, partition, b)
         if p.has_end_negation:
-            deadline = b[0][0].ts + p.plan.within  # type: ignore[operator]
+            deadline = b[0][0].ts + _within(p)
             self._pending.setdefault(key, []).append((deadline, derived, b))
             return []
         return [derived]
 
-    def _kills_end(self, p: _Plan, item, ev: Ev) -> bool:
+    def _kills_end(self, p: _Plan, item: Held, ev: Ev) -> bool:
         _deadline, _derived, b = item
         comps = p.plan.components
         for ci, comp in enumerate(comps):
@@ -571,9 +605,9 @@ class ReferenceEngine:
         if p.plan.timeout is None or self._complete(p, run):
             return []
         return [self._derive(p, partition, run, p.plan.timeout,
-                             end_ts=run[0][0].ts + p.plan.within)]  # type: ignore[operator]
+                             end_ts=run[0][0].ts + _within(p))]
 
-    def _step_runs(self, p: _Plan, key, partition: int, ev: Ev,
+    def _step_runs(self, p: _Plan, key: RunKey, partition: int, ev: Ev,
                    hist: list[Ev]) -> list[DerivedEvent]:
         out: list[DerivedEvent] = []
         within = p.plan.within
@@ -596,12 +630,7 @@ class ReferenceEngine:
             if self._extendable(p, new):
                 kept.append(new)
         if ev.type in p.pos[0].types:
-            start = [[ev]]
-            if self._positive_ok(p, start, 0 if p.pos[0].kleene else 1):
-                if n == 1 and self._complete(p, start):
-                    completed.append(start)
-                if self._extendable(p, start):
-                    kept.append(start)
+            kept += self._start_run(p, ev, completed)
         self._runs[key] = kept
         if p.plan.skip == "no_skip":
             for b in completed:
@@ -611,9 +640,19 @@ class ReferenceEngine:
         for b in completed:
             if self._negation_ok(p, b, hist):
                 seqs = tuple(e.seq for evs in b for e in evs)
-                held.append(_Held((seqs[0], seqs), self._derive(p, partition, b),
+                held.append(_Skipping((seqs[0], seqs), self._derive(p, partition, b),
                                   self._prune_seq(p, b)))
         return out + self._release(p, key)
+
+    def _start_run(self, p: _Plan, ev: Ev, completed: list[Bindings]) -> list[Bindings]:
+        """A run that begins with `ev` (a one-component pattern may match at
+        once, into `completed`); the run to keep, if any."""
+        start = [[ev]]
+        if not self._positive_ok(p, start, 0 if p.pos[0].kleene else 1):
+            return []
+        if len(p.pos) == 1 and self._complete(p, start):
+            completed.append(start)
+        return [start] if self._extendable(p, start) else []
 
     def _prune_seq(self, p: _Plan, b: Bindings) -> int | None:
         skip = p.plan.skip
@@ -627,7 +666,7 @@ class ReferenceEngine:
             return None  # the variable bound nothing: no skip (Flink's default)
         return evs[0].seq if skip == "to_first" else evs[-1].seq
 
-    def _release(self, p: _Plan, key) -> list[DerivedEvent]:
+    def _release(self, p: _Plan, key: RunKey) -> list[DerivedEvent]:
         """Emit held matches in the order of their first event while no
         partial match that started earlier is left; each prunes per the
         skip strategy (starts <= its seq; to_first / to_last: < its seq)."""
