@@ -51,7 +51,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeGuard
 
-from caesar.plans.expr import Expr
+from caesar.plans.expr import Expr, variables
 
 Strategy = Literal["skip_till_any_match", "skip_till_next_match", "strict_contiguity"]
 STRATEGIES: tuple[Strategy, ...] = ("skip_till_any_match", "skip_till_next_match", "strict_contiguity")
@@ -141,12 +141,18 @@ class PatternPlan:
         """One plan per alternative (the plan itself when it has none): the
         engines run each alternative as a plain sequence under the same plan
         id. Conditions and outputs reading a variable an alternative does not
-        bind see it as bound to nothing (missing; aggregates over no events)."""
+        bind see it as bound to nothing (missing; aggregates over no events);
+        a condition reading only such variables does not apply to it."""
         if not self.alternatives:
             return (self,)
-        return tuple(replace(self, components=tuple(self.components[i] for i in alt),
-                             alternatives=())
-                     for alt in self.alternatives)
+        out = []
+        for alt in self.alternatives:
+            comps = tuple(self.components[i] for i in alt)
+            own = {c.var for c in comps}
+            # a condition on other alternatives' variables only is theirs
+            where = tuple(c for c in self.where if not variables(c) or variables(c) & own)
+            out.append(replace(self, components=comps, where=where, alternatives=()))
+        return tuple(out)
 
     def variables(self) -> frozenset[str]:
         return frozenset(c.var for c in self.components)
