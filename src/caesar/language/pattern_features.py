@@ -132,6 +132,25 @@ def _interleavings(a: list[int], b: list[int]) -> Iterator[list[int]]:
         yield [b[0]] + rest
 
 
+def check_alternatives_alone(ck: ModelChecker, q: ast.Query,
+                             alts: tuple[tuple[int, ...], ...]) -> None:
+    """AND/OR runs each alternative as its own sequence: an after-match skip
+    or a timeout would act per alternative (a partial match of one
+    alternative timing out while another matched), so they are not combined."""
+    if not alts:
+        return
+    if q.skip is not None and q.skip.kind != "no_skip":
+        raise ck.err(PatternError, "AFTER MATCH SKIP cannot be combined with AND(...)/OR(...):"
+                     " each alternative is matched on its own", q.skip.pos,
+                     found="AND/OR with AFTER MATCH SKIP",
+                     expected="one query per alternative, or no skip strategy")
+    if q.timeout is not None:
+        raise ck.err(PatternError, "ON TIMEOUT cannot be combined with AND(...)/OR(...): each "
+                     "alternative's partial matches would time out on their own",
+                     q.timeout.pos, found="AND/OR with ON TIMEOUT",
+                     expected="one query per alternative, or no ON TIMEOUT")
+
+
 def equivalence_negated(ck: ModelChecker, where: ast.ExprNode | None,
                         parts: list[ast.ExprNode]) -> bool:
     """False when the equivalence tests say EXCEPT NOT (all of them alike)."""

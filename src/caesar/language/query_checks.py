@@ -64,6 +64,7 @@ def check_pattern(ck: ModelChecker, qid: str, q: ast.Query, home: str | None,
     check_negated_reads(ck, conjuncts, {v for v, c in scope.items() if c.negated})
     strategy = ck.strategy(q.strategy, q.strategy_pos) if q.strategy else ck.default_strategy
     skip, skip_var = features.skip_strategy(ck, q, strategy, scope)
+    features.check_alternatives_alone(ck, q, alts)
     timeout_type, timeout, timeout_schema = features.timeout_fields(ck, q, env, strategy, within)
     if transition is not None:
         output_type = marker_type(transition.action, transition.target)

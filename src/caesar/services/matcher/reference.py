@@ -98,6 +98,9 @@ def validate_plan(plan: PatternPlan) -> None:
                 plan.skip_var not in {c.var for c in plan.positive}:
             raise PlanError(f"plan {plan.plan_id}: skip to {plan.skip_var}, which is not a "
                             "positive pattern variable")
+    if plan.alternatives and (plan.skip != "no_skip" or plan.timeout is not None):
+        raise PlanError(f"plan {plan.plan_id}: an after-match skip or a timeout with AND/OR "
+                        "alternatives (each alternative would skip / time out on its own)")
     if plan.timeout is not None and (plan.strategy not in RUN_STRATEGIES or plan.within is None):
         raise PlanError(f"plan {plan.plan_id}: timed-out partial matches need WITHIN and "
                         "skip_till_next_match or strict_contiguity")
