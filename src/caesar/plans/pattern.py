@@ -42,8 +42,22 @@ contributes its last / first event); a start negation forbids events in
 `Attr` of a Kleene variable reads its last bound event (inside its own
 `iteration_filter`: the event being tested, and `Agg` folds over the events
 bound before it). Under skip_till_next_match a run waiting in a Kleene
-component prefers to close it with an event that binds the next component;
-negation only filters finished candidates, it never steers a run.
+component prefers to close it with an event that binds the next component
+(reluctant; `greedy`: it extends the component while it can); negation only
+filters finished candidates, it never steers a run.
+
+Issue 16 (docs/language.md has the user's view): a Kleene component binds
+`min_count`..`max_count` events; one with min_count 0 (optional) may bind
+none, is never first or last, reads as missing, and a negation next to it
+reaches the nearest positive event that did bind. `alternatives` run as
+separate sequences under one plan id (`expanded`). With `skip` (run-based
+strategies only) complete matches wait for earlier-started runs and are
+emitted in the order of their first event, each discarding runs and waiting
+matches that started at/before (to_next: its first event; past_last: its
+last) or before (to_first/to_last: the first/last event of `skip_var`) a
+seq. A run whose window ends before it completes derives `timeout` with
+interval (first.ts, first.ts + within). `equivalence_negated=False` leaves
+negated events out of `[attr]`.
 """
 
 from __future__ import annotations
