@@ -10,8 +10,9 @@ noise from the shared machine hits both alike; each workload reports the
 median events per CPU second of each side and the ratio current / baseline. Both sides'
 match counts are compared: a difference is printed and recorded.
 
-Usage: .venv/bin/python -m bench.matcher.compare [--baseline REV] [--rounds N]
-       [--scale F] [--tag NAME]
+Usage: .venv/bin/python -m bench.matcher.compare [--baseline REV] [--current REV]
+       [--rounds N] [--scale F] [--tag NAME]
+(--current REV: build that revision too, instead of using this checkout's engine.)
 Writes bench/matcher/results/compare_<tag>.csv and .png.
 """
 
@@ -47,25 +48,28 @@ def _git(*args: str) -> str:
                           text=True).stdout
 
 
-def build_baseline(rev: str, workdir: Path) -> Any:
-    """Compile the matcher engine of `rev` into `workdir`; return its module."""
-    pkg = workdir / PKG
+def build_baseline(rev: str, workdir: Path, name: str = PKG) -> Any:
+    """Compile the matcher engine of `rev` into `workdir` as package `name`;
+    return its engine module."""
+    pkg = workdir / name
     pkg.mkdir(parents=True, exist_ok=True)
     (pkg / "__init__.py").write_text("")
     files = [line.split("\t", 1)[1] for line in
              _git("ls-tree", rev, f"{MATCHER}/").splitlines() if "\t" in line]
     names = [Path(f).name for f in files]
     cython = [n for n in names if n.endswith((".pyx", ".pxd"))]
-    for name in cython + [n for n in PY_MODULES if n in names]:
-        text = _git("show", f"{rev}:{MATCHER}/{name}")
-        text = re.sub(r"\bcaesar\.services\.matcher\b", PKG, text)
-        (pkg / name).write_text(text)
+    for fname in cython + [n for n in PY_MODULES if n in names]:
+        text = _git("show", f"{rev}:{MATCHER}/{fname}")
+        text = re.sub(r"\bcaesar\.services\.matcher\b", name, text)
+        (pkg / fname).write_text(text)
     import numpy
     from Cython.Build import cythonize
     from setuptools import Extension
     from setuptools.dist import Distribution
 
-    exts = [Extension(f"{PKG}.{Path(n).stem}", [str(pkg / n)],
+    # paths relative to workdir (the cwd while cythonizing): Cython finds a
+    # module's own .pxd by its package path
+    exts = [Extension(f"{name}.{Path(n).stem}", [f"{name}/{n}"],
                       include_dirs=[numpy.get_include()],
                       define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
                       extra_compile_args=["-O3"])
@@ -84,11 +88,11 @@ def build_baseline(rev: str, workdir: Path) -> Any:
         cmd.run()
     finally:
         os.chdir(cwd)
-    sys.path.insert(0, str(workdir))
-    engine_mod = "engine" if "engine.pyx" in names else None
-    if engine_mod is None:
+    if str(workdir) not in sys.path:
+        sys.path.insert(0, str(workdir))
+    if "engine.pyx" not in names:
         raise SystemExit(f"{rev} has no {MATCHER}/engine.pyx")
-    return importlib.import_module(f"{PKG}.{engine_mod}")
+    return importlib.import_module(f"{name}.engine")
 
 
 def _max_ts(batch) -> int:
@@ -140,6 +144,7 @@ def workloads(scale: float) -> list[tuple[str, Any, list, dict]]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--baseline", default="main")
+    ap.add_argument("--current", default=None, help="a revision instead of this checkout")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--tag", default=None)
@@ -147,11 +152,13 @@ def main() -> None:
     from caesar.services.matcher.engine import CythonEngine as Current
 
     rev = _git("rev-parse", "--short", args.baseline).strip()
-    head = _git("rev-parse", "--short", "HEAD").strip()
-    dirty = bool(_git("status", "--porcelain", "--", "src").strip())
+    head = _git("rev-parse", "--short", args.current or "HEAD").strip()
+    dirty = args.current is None and bool(_git("status", "--porcelain", "--", "src").strip())
     with tempfile.TemporaryDirectory(prefix="caesar-baseline-") as tmp:
         t0 = time.perf_counter()
         base_mod = build_baseline(args.baseline, Path(tmp))
+        if args.current is not None:
+            Current = build_baseline(args.current, Path(tmp), PKG + "_current").CythonEngine
         print(f"baseline {args.baseline} ({rev}) built in {time.perf_counter() - t0:.0f} s; "
               f"current HEAD {head}{' + uncommitted changes' if dirty else ''}; "
               f"{sysconfig.get_platform()}, {os.cpu_count()} cores")

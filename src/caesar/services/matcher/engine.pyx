@@ -20,6 +20,15 @@ plan_runtime.pyx); expressions run on the VM of vm.pyx.
   `pending` until the window after their first event has closed.
 - stacks are pruned by the window on every event of their part and on
   `advance`; empty parts are dropped, so state is bounded by the window.
+- repetition bounds and optional components bound the DFS over a Kleene
+  stack and the runs' extend/advance choice (reluctant or greedy); an
+  optional component that bound nothing has row -1 (reads as missing).
+- a plan with AND/OR alternatives is one PlanRT per alternative (same id).
+- keyless plans (strict contiguity, after-match skip, [attr] EXCEPT NOT)
+  keep one Part per partition and check [attr] while matching; with a skip
+  strategy complete matches wait in `held` for earlier-started runs
+  (_release); runs whose window ends derive their ON TIMEOUT event
+  (_expire_runs).
 """
 
 import pickle
