@@ -14,6 +14,7 @@ from caesar.plans import expr as ir
 from caesar.plans.aggregate import WindowKind
 from caesar.plans.execution import OutputRate
 from caesar.plans.pattern import PatternComponent, Skip, Strategy
+from caesar.plans.temporal import SituationSpec, TemporalConstraint
 
 IMPLICIT_DEFAULT = "default"
 Action = Literal["INITIATE", "SWITCH", "TERMINATE"]
@@ -83,6 +84,16 @@ class AggregateBody:
 
 
 @dataclass(frozen=True)
+class TemporalBody:
+    """TPStream (temporal_checks.py): situations and the constraints between them."""
+
+    situations: tuple[SituationSpec, ...]
+    constraints: tuple[TemporalConstraint, ...]
+    within: int | None
+    emit: Literal["match", "end"] = "match"
+
+
+@dataclass(frozen=True)
 class CheckedQuery:
     qid: str
     source: ast.Query
@@ -91,7 +102,7 @@ class CheckedQuery:
     output_type: str
     output_fields: tuple[tuple[str, ir.Expr], ...]
     input_types: tuple[str, ...]
-    body: PatternBody | AggregateBody
+    body: PatternBody | AggregateBody | TemporalBody
     transition: Transition | None = None  # set for context deriving queries
     output_schema: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
     output_rate: OutputRate | None = None  # OUTPUT ... EVERY
