@@ -18,6 +18,7 @@ from caesar.errors import CaesarError
 from caesar.plans.aggregate import AggregatePlan
 from caesar.plans.execution import EventTypeDef, ExecutionPlan
 from caesar.plans.pattern import PatternPlan
+from caesar.plans.temporal import TemporalPlan
 
 if TYPE_CHECKING:
     from caesar.settings import Settings
@@ -116,7 +117,7 @@ class JobModel:
         return codec
 
 
-def _output_type(plan: PatternPlan | AggregatePlan) -> str:
+def _output_type(plan: PatternPlan | AggregatePlan | TemporalPlan) -> str:
     if isinstance(plan, AggregatePlan):
         return plan.output_type
     # A pattern without an output derives events named after the plan (as the engines do).
