@@ -135,13 +135,9 @@ def patterns(draw, strategy: str | None = None, wide: bool = False) -> PatternPl
 BOUNDS = [(1, None), (0, None), (0, 1), (2, 2), (1, 2), (2, None), (2, 3)]
 
 
-@st.composite
-def featured_patterns(draw, strategy: str | None = None) -> PatternPlan:
-    """A random pattern decorated with the issue-16 features: quantifier
-    bounds, optional components, GREEDY, AND/OR alternatives, [attr] EXCEPT
-    NOT, and for run-based strategies after-match skip and ON TIMEOUT."""
-    base = draw(patterns(strategy))
-    comps = list(base.components)
+def _quantify(draw, comps: list) -> list:
+    """Quantifier bounds and GREEDY on Kleene components; some plain inner
+    components become optional (T?)."""
     pos = [i for i, c in enumerate(comps) if not c.negated]
     for k, i in enumerate(pos):
         c = comps[i]
@@ -158,6 +154,31 @@ def featured_patterns(draw, strategy: str | None = None) -> PatternPlan:
                     nxt, types=tuple(dict.fromkeys(nxt.types + c.types)))
         elif not edge and draw(st.integers(0, 3)) == 0:  # T? (no aggregates read it)
             comps[i] = dataclasses.replace(c, kleene=True, min_count=0, max_count=1)
+    return comps
+
+
+def _run_options(draw, plan: PatternPlan) -> PatternPlan:
+    """After-match skip and ON TIMEOUT (run-based strategies)."""
+    comps = plan.components
+    pos = [i for i, c in enumerate(comps) if not c.negated]
+    skip = draw(st.sampled_from(["no_skip", "to_next", "past_last", "to_first", "to_last"]))
+    var = draw(st.sampled_from([comps[i].var for i in pos])) \
+        if skip in ("to_first", "to_last") else None
+    plan = dataclasses.replace(plan, skip=skip, skip_var=var)
+    if plan.within is not None and draw(st.booleans()):
+        fields = (OutputField("first", Attr("p0", "x")),
+                  OutputField("last", Attr(comps[pos[-1]].var, "x")))
+        plan = dataclasses.replace(plan, timeout=Output(f"{plan.plan_id}_timeout", fields))
+    return plan
+
+
+@st.composite
+def featured_patterns(draw, strategy: str | None = None) -> PatternPlan:
+    """A random pattern decorated with the issue-16 features: quantifier
+    bounds, optional components, GREEDY, AND/OR alternatives, [attr] EXCEPT
+    NOT, and for run-based strategies after-match skip and ON TIMEOUT."""
+    base = draw(patterns(strategy))
+    comps = _quantify(draw, list(base.components))
     plan = dataclasses.replace(base, components=tuple(comps))
     if draw(st.integers(0, 2)) == 0 and len(comps) > 1:
         # AND/OR: the plan itself plus a reordering or a sub-sequence of it
@@ -168,14 +189,7 @@ def featured_patterns(draw, strategy: str | None = None) -> PatternPlan:
     if plan.equivalence and draw(st.booleans()):
         plan = dataclasses.replace(plan, equivalence_negated=False)
     if plan.strategy in RUN_STRATEGIES:
-        skip = draw(st.sampled_from(["no_skip", "to_next", "past_last", "to_first", "to_last"]))
-        var = draw(st.sampled_from([comps[i].var for i in pos])) \
-            if skip in ("to_first", "to_last") else None
-        plan = dataclasses.replace(plan, skip=skip, skip_var=var)
-        if plan.within is not None and draw(st.booleans()):
-            fields = (OutputField("first", Attr("p0", "x")),
-                      OutputField("last", Attr(comps[pos[-1]].var, "x")))
-            plan = dataclasses.replace(plan, timeout=Output(f"{plan.plan_id}_timeout", fields))
+        plan = _run_options(draw, plan)
     try:
         validate_plan(plan)
     except PlanError:

@@ -227,22 +227,7 @@ class ModelChecker:
             progress = False
             for i in list(pending):
                 q, home = located[i]
-                inputs = _input_types(q, self.situations.decls)
-                for t in inputs:
-                    if t in timeouts:
-                        raise self.err(ModelStructureError, f"{t} is the ON TIMEOUT event of "
-                                       f"query q{timeouts[t] + 1}: timeout events go to their "
-                                       "own topic and feed no other query", _type_pos(q, t),
-                                       found=t, expected="a type a DERIVE or a topic provides")
-                waiting = [t for t in inputs if t not in types]
-                missing = [t for t in inputs if t not in types and t not in producers]
-                if missing:
-                    t = missing[0]
-                    if q.kind == "temporal" or q.temporal is not None:
-                        raise unknown_source(self, q, t, list(types) + list(producers))
-                    raise self.err(UnknownNameError, f"unknown event type {t}", _type_pos(q, t),
-                                   found=t, expected=expected_names(list(types) + list(producers)))
-                if waiting:
+                if not self.inputs_ready(q, types, producers, timeouts):
                     continue
                 checked = self.query(i, q, home, types, names, default, all_contexts)
                 self.register_output(checked, q, types)
@@ -261,6 +246,26 @@ class ModelChecker:
         self.check_independence(result)
         self.check_keyed(result, contexts)
         return result
+
+    def inputs_ready(self, q: ast.Query, types: dict[str, EventType],
+                     producers: dict[str, list[int]], timeouts: dict[str, int]) -> bool:
+        """Are `q`'s input types all known yet? An input no topic and no
+        query provides, or a timeout event, is an error."""
+        inputs = _input_types(q, self.situations.decls)
+        for t in inputs:
+            if t in timeouts:
+                raise self.err(ModelStructureError, f"{t} is the ON TIMEOUT event of "
+                               f"query q{timeouts[t] + 1}: timeout events go to their "
+                               "own topic and feed no other query", _type_pos(q, t),
+                               found=t, expected="a type a DERIVE or a topic provides")
+        missing = [t for t in inputs if t not in types and t not in producers]
+        if missing:
+            t = missing[0]
+            if q.kind == "temporal" or q.temporal is not None:
+                raise unknown_source(self, q, t, list(types) + list(producers))
+            raise self.err(UnknownNameError, f"unknown event type {t}", _type_pos(q, t),
+                           found=t, expected=expected_names(list(types) + list(producers)))
+        return all(t in types for t in inputs)
 
     def check_independence(self, queries: tuple[CheckedQuery, ...]) -> None:
         """Paper assumption (1), section 3.3: a query consumes only events

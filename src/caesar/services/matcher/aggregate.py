@@ -318,26 +318,32 @@ class AggregateExecutor:
         if count == 0:
             return None
         if self._int_arg[ai]:
-            total = self._big.get((ai, slot), int(self._itotal[ai, slot]))
-            if func == "sum":
-                if INT64_MIN <= total <= INT64_MAX:
-                    return total
-                self.evaluator.overflows += 1
-                return None
-            if func == "avg":
-                return float(total) / count
-            if func == "min":
-                return int(self._ilow[ai, slot])
-            if func == "max":
-                return int(self._ihigh[ai, slot])
-        elif func == "sum":
+            return self._int_value(func, ai, slot, count)
+        if func == "sum":
             return float(self._total[ai, slot])
-        elif func == "avg":
+        if func == "avg":
             return float(self._total[ai, slot]) / count
-        elif func == "min":
+        if func == "min":
             return float(self._low[ai, slot])
-        elif func == "max":
+        if func == "max":
             return float(self._high[ai, slot])
+        raise PlanError(f"aggregate function {func} not supported in windowed aggregation")
+
+    def _int_value(self, func: str, ai: int, slot: int, count: int) -> Any:
+        """An aggregate over an INT/LONG argument: exact (sum over 128 bits,
+        outside int64 it is missing and counted as an overflow)."""
+        total = self._big.get((ai, slot), int(self._itotal[ai, slot]))
+        if func == "sum":
+            if INT64_MIN <= total <= INT64_MAX:
+                return total
+            self.evaluator.overflows += 1
+            return None
+        if func == "avg":
+            return float(total) / count
+        if func == "min":
+            return int(self._ilow[ai, slot])
+        if func == "max":
+            return int(self._ihigh[ai, slot])
         raise PlanError(f"aggregate function {func} not supported in windowed aggregation")
 
     def _having(self, row: dict[str, Any]) -> bool:

@@ -73,25 +73,13 @@ class ColumnEvaluator:
         none = np.zeros(n, dtype=bool)
         match expr:
             case Const(value=value):
-                if isinstance(value, str):
-                    return np.full(n, self.strings.code(value), dtype=np.int64), none
-                if isinstance(value, bool):
-                    return np.full(n, value, dtype=bool), none
-                if isinstance(value, int):
-                    return np.full(n, value, dtype=np.int64), none
-                return np.full(n, value, dtype=np.float64), none
+                return self._const(value, n), none
             case Attr(name=name):
                 if name not in cols:
                     return np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool)
                 return cols[name], missing.get(name, none)
             case Unary(op=op, operand=operand):
-                v, m = self.eval(operand, cols, missing, n)
-                if op == "NOT":
-                    return ~(v.astype(bool)) & ~m, none
-                if _is_int(v):
-                    vi = v.astype(np.int64)
-                    return -vi, m | self._overflow((vi == INT64_MIN) & ~m)
-                return -v, m
+                return self._unary(op, *self.eval(operand, cols, missing, n), none)
             case Binary(op=op, left=left, right=right):
                 lv, lm = self.eval(left, cols, missing, n)
                 rv, rm = self.eval(right, cols, missing, n)
@@ -99,6 +87,23 @@ class ColumnEvaluator:
             case Call(func=func, args=args):
                 return self._call(func, [self.eval(a, cols, missing, n) for a in args], n)
         raise PlanError(f"expression not supported in an aggregation: {expr!r}")
+
+    def _const(self, value: Any, n: int) -> np.ndarray:
+        if isinstance(value, str):
+            return np.full(n, self.strings.code(value), dtype=np.int64)
+        if isinstance(value, bool):
+            return np.full(n, value, dtype=bool)
+        if isinstance(value, int):
+            return np.full(n, value, dtype=np.int64)
+        return np.full(n, value, dtype=np.float64)
+
+    def _unary(self, op: str, v: np.ndarray, m: np.ndarray, none: np.ndarray) -> Column:
+        if op == "NOT":
+            return ~(v.astype(bool)) & ~m, none
+        if _is_int(v):
+            vi = v.astype(np.int64)
+            return -vi, m | self._overflow((vi == INT64_MIN) & ~m)
+        return -v, m
 
     def _binary(self, op: str, lv: np.ndarray, lm: np.ndarray, rv: np.ndarray,
                 rm: np.ndarray, none: np.ndarray) -> Column:
@@ -108,31 +113,10 @@ class ColumnEvaluator:
             return (lv.astype(bool) & ~lm) | (rv.astype(bool) & ~rm), none
         both = lm | rm
         if op in ("=", "!=", "<", "<=", ">", ">="):
-            nan = np.zeros(len(lv), dtype=bool)
-            for side in (lv, rv):
-                if side.dtype.kind == "f":
-                    nan |= np.isnan(side)
-            sign = exact_sign(lv, rv)
-            res = {"=": sign == 0, "!=": sign != 0, "<": sign < 0, "<=": sign <= 0,
-                   ">": sign > 0, ">=": sign >= 0}[op]
-            return res & ~both & ~nan, none
+            return _compare(op, lv, rv) & ~both, none
         if _is_int(lv) and _is_int(rv) and op != "/":
             return self._int_arith(op, lv.astype(np.int64), rv.astype(np.int64), both)
-        lf, rf = lv.astype(np.float64), rv.astype(np.float64)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            if op == "+":
-                return lf + rf, both
-            if op == "-":
-                return lf - rf, both
-            if op == "*":
-                return lf * rf, both
-            zero = rf == 0
-            safe = np.where(zero, 1.0, rf)
-            if op == "/":
-                return np.true_divide(lf, safe), both | zero
-            if op == "%":
-                return np.mod(lf, safe), both | zero
-        raise PlanError(f"unknown operator {op}")
+        return _float_arith(op, lv, rv, both)
 
     def _int_arith(self, op: str, a: np.ndarray, b: np.ndarray, both: np.ndarray) -> Column:
         with np.errstate(over="ignore"):
@@ -235,3 +219,34 @@ def attributes(expr: Expr | None) -> set[str]:
                 out |= attributes(a)
             return out
     raise PlanError(f"expression not supported in an aggregation: {expr!r}")
+
+
+def _compare(op: str, lv: np.ndarray, rv: np.ndarray) -> np.ndarray:
+    """Exact comparison (int64 against double without rounding); NaN
+    compares false."""
+    nan = np.zeros(len(lv), dtype=bool)
+    for side in (lv, rv):
+        if side.dtype.kind == "f":
+            nan |= np.isnan(side)
+    sign = exact_sign(lv, rv)
+    res = {"=": sign == 0, "!=": sign != 0, "<": sign < 0, "<=": sign <= 0,
+           ">": sign > 0, ">=": sign >= 0}[op]
+    return res & ~nan
+
+
+def _float_arith(op: str, lv: np.ndarray, rv: np.ndarray, both: np.ndarray) -> Column:
+    lf, rf = lv.astype(np.float64), rv.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if op == "+":
+            return lf + rf, both
+        if op == "-":
+            return lf - rf, both
+        if op == "*":
+            return lf * rf, both
+        zero = rf == 0
+        safe = np.where(zero, 1.0, rf)
+        if op == "/":
+            return np.true_divide(lf, safe), both | zero
+        if op == "%":
+            return np.mod(lf, safe), both | zero
+    raise PlanError(f"unknown operator {op}")

@@ -135,11 +135,7 @@ class _Builder:
             case Const(value=value):
                 out.append((OP_CONST, self.const(value), 0, 0))
             case Attr(var=var, name=name):
-                ci = self.comp_index.get(var) if var is not None else None
-                if ci is None or name not in self.comps[ci].layout:
-                    out.append((OP_CONST, self.const(None), 0, 0))
-                else:
-                    out.append((OP_LOAD, ci, self.comps[ci].layout.index(name), 0))
+                out.append(self._load(var, name))
             case Unary(op=op, operand=operand):
                 self._emit(operand, out)
                 out.append((OP_NOT if op == "NOT" else OP_NEG, 0, 0, 0))
@@ -152,17 +148,24 @@ class _Builder:
                     self._emit(arg, out)
                 out.append((OP_CALL, CALLS[func], len(args), 0))
             case Agg(func=func, var=var, arg=arg):
-                ci = self.comp_index.get(var)
-                if ci is None and var in self.absent:  # folds over no events
-                    empty = 0 if func in ("count", "count_distinct") else None
-                    out.append((OP_CONST, self.const(empty), 0, 0))
-                    return
-                if ci is None or not self.comps[ci].kleene:
-                    raise PlanError(f"aggregate over {var}, which is not a Kleene variable")
-                sub = -1 if arg is None else self.program(arg)
-                out.append((OP_AGG, AGGS[func], ci, sub))
+                out.append(self._agg(func, var, arg))
             case _:
                 raise PlanError(f"not an expression: {expr!r}")
+
+    def _load(self, var: str | None, name: str) -> tuple[int, int, int, int]:
+        ci = self.comp_index.get(var) if var is not None else None
+        if ci is None or name not in self.comps[ci].layout:
+            return (OP_CONST, self.const(None), 0, 0)
+        return (OP_LOAD, ci, self.comps[ci].layout.index(name), 0)
+
+    def _agg(self, func: str, var: str, arg: Expr | None) -> tuple[int, int, int, int]:
+        ci = self.comp_index.get(var)
+        if ci is None and var in self.absent:  # folds over no events
+            return (OP_CONST, self.const(0 if func in ("count", "count_distinct") else None), 0, 0)
+        if ci is None or not self.comps[ci].kleene:
+            raise PlanError(f"aggregate over {var}, which is not a Kleene variable")
+        sub = -1 if arg is None else self.program(arg)
+        return (OP_AGG, AGGS[func], ci, sub)
 
 
 def _layout(plan: PatternPlan, types: tuple[str, ...]) -> tuple[str, ...]:
@@ -230,6 +233,23 @@ def compile_plan(plan: PatternPlan) -> CompiledPlan:
     return _compile(plan, plan.variables(), 0)
 
 
+def _link_components(plan: PatternPlan, comps: list[CompInfo], pos: list[int],
+                     b: _Builder) -> None:
+    """[attr] columns, a negation's neighbouring positive components, and
+    Kleene iteration filters."""
+    for ci, comp in enumerate(comps):
+        comp.equiv_cols = [comp.layout.index(a) if a in comp.layout else -1
+                           for a in plan.equivalence]
+        if comp.negated:
+            before = [k for k, p in enumerate(pos) if p < ci]
+            after = [k for k, p in enumerate(pos) if p > ci]
+            comp.prev_pos = before[-1] if before else -1
+            comp.next_pos = after[0] if after else -1
+        iteration_filter = plan.components[ci].iteration_filter
+        if comp.kleene and iteration_filter is not None:
+            comp.iter_filter = b.program(iteration_filter)
+
+
 def _compile(plan: PatternPlan, all_vars: frozenset[str], alt: int) -> CompiledPlan:
     if len(plan.components) > MAX_COMPONENTS:
         raise PlanError(f"plan {plan.plan_id}: more than {MAX_COMPONENTS} components")
@@ -244,27 +264,15 @@ def _compile(plan: PatternPlan, all_vars: frozenset[str], alt: int) -> CompiledP
     checks_at: list[list[int]] = [[] for _ in pos]
     pushed: list[list[Expr]] = [[] for _ in comps]
 
-    for ci, comp in enumerate(comps):
-        comp.equiv_cols = [comp.layout.index(a) if a in comp.layout else -1
-                           for a in plan.equivalence]
-        if comp.negated:
-            before = [k for k, p in enumerate(pos) if p < ci]
-            after = [k for k, p in enumerate(pos) if p > ci]
-            comp.prev_pos = before[-1] if before else -1
-            comp.next_pos = after[0] if after else -1
-        iteration_filter = plan.components[ci].iteration_filter
-        if comp.kleene and iteration_filter is not None:
-            comp.iter_filter = b.program(iteration_filter)
-
+    _link_components(plan, comps, pos, b)
     dead = False
     absent = all_vars - set(comp_index)
     for conj in plan.where:
         if variables(conj) <= absent:
             # reads no variable this alternative binds: a constant, decided
             # here (the reference checks it as soon as a match starts)
-            if not holds(conj, lambda var, name: MISSING,
-                         lambda node: aggregate(node.func, [])):
-                dead = True
+            dead = dead or not holds(conj, lambda var, name: MISSING,
+                                     lambda node: aggregate(node.func, []))
             continue
         _place_conjunct(conj, b, comps, comp_index, pos_rank, checks_at, pushed)
 

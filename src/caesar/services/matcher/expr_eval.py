@@ -133,15 +133,8 @@ def evaluate(expr: Expr, lookup: Lookup, agg: AggLookup | None = None) -> Any:
         case Attr(var=var, name=name):
             value = lookup(var, name)
             return MISSING if value is None else value
-        case Unary(op="NOT", operand=operand):
-            truth = _truth(evaluate(operand, lookup, agg))
-            return MISSING if truth is MISSING else not truth
-        case Unary(op="-", operand=operand):
-            value = evaluate(operand, lookup, agg)
-            if not _is_num(value):
-                return MISSING
-            n = -_num(value)
-            return _int64(n) if isinstance(n, int) else n
+        case Unary(op=op, operand=operand):
+            return _unary(op, evaluate(operand, lookup, agg))
         case Binary(op="AND" | "OR", left=left, right=right):
             return _logical(expr.op == "AND", left, right, lookup, agg)
         case Binary(op=op, left=left, right=right) if op in ("=", "!=", "<", "<=", ">", ">="):
@@ -154,6 +147,16 @@ def evaluate(expr: Expr, lookup: Lookup, agg: AggLookup | None = None) -> Any:
         case Agg():
             return MISSING if agg is None else agg(expr)
     raise TypeError(f"not an expression: {expr!r}")
+
+
+def _unary(op: str, value: Any) -> Any:
+    if op == "NOT":
+        truth = _truth(value)
+        return MISSING if truth is MISSING else not truth
+    if not _is_num(value):
+        return MISSING
+    n = -_num(value)
+    return _int64(n) if isinstance(n, int) else n
 
 
 def _logical(conjunction: bool, left: Expr, right: Expr, lookup: Lookup,
@@ -204,7 +207,10 @@ def aggregate(func: str, values: Sequence[Any]) -> Any:
         return len(present)
     if func == "count_distinct":
         return len(set(present))
-    nums = [_num(v) for v in present if _is_num(v)]
+    return _numeric_fold(func, [_num(v) for v in present if _is_num(v)])
+
+
+def _numeric_fold(func: str, nums: list[int | float]) -> Any:
     if not nums:
         return MISSING
     if func in ("sum", "avg"):

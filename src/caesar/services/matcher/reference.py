@@ -90,6 +90,29 @@ def validate_plan(plan: PatternPlan) -> None:
     for alt in plan.alternatives:
         if not alt or any(not 0 <= i < n for i in alt) or len(set(alt)) != len(alt):
             raise PlanError(f"plan {plan.plan_id}: bad alternative {alt}")
+    _validate_run_options(plan)
+    for e in plan_expressions(plan):
+        for v in _constants(e):
+            if isinstance(v, int) and not isinstance(v, bool) \
+                    and not INT64_MIN <= v <= INT64_MAX:
+                raise PlanError(f"plan {plan.plan_id}: integer constant {v} does not fit "
+                                "in 64 bits")
+    for sub in plan.expanded():
+        _validate_sequence(sub)
+
+
+def plan_expressions(plan: PatternPlan) -> list[Expr]:
+    """Every expression of a plan: WHERE conjuncts, iteration filters, outputs."""
+    exprs = list(plan.where) + [c.iteration_filter for c in plan.components
+                                if c.iteration_filter is not None]
+    for out in (plan.output, plan.timeout):
+        if out is not None:
+            exprs += [f.expr for f in out.fields]
+    return exprs
+
+
+def _validate_run_options(plan: PatternPlan) -> None:
+    """After-match skip and timeouts: run-based strategies, no alternatives."""
     if plan.skip != "no_skip":
         if plan.strategy not in RUN_STRATEGIES:
             raise PlanError(f"plan {plan.plan_id}: an after-match skip strategy needs "
@@ -104,19 +127,6 @@ def validate_plan(plan: PatternPlan) -> None:
     if plan.timeout is not None and (plan.strategy not in RUN_STRATEGIES or plan.within is None):
         raise PlanError(f"plan {plan.plan_id}: timed-out partial matches need WITHIN and "
                         "skip_till_next_match or strict_contiguity")
-    exprs = list(plan.where) + [c.iteration_filter for c in plan.components
-                                if c.iteration_filter is not None]
-    for out in (plan.output, plan.timeout):
-        if out is not None:
-            exprs += [f.expr for f in out.fields]
-    for e in exprs:
-        for v in _constants(e):
-            if isinstance(v, int) and not isinstance(v, bool) \
-                    and not INT64_MIN <= v <= INT64_MAX:
-                raise PlanError(f"plan {plan.plan_id}: integer constant {v} does not fit "
-                                "in 64 bits")
-    for sub in plan.expanded():
-        _validate_sequence(sub)
 
 
 def _validate_sequence(plan: PatternPlan) -> None:
@@ -124,17 +134,7 @@ def _validate_sequence(plan: PatternPlan) -> None:
         raise PlanError(f"plan {plan.plan_id}: a pattern needs a positive component")
     comps = plan.components
     for i, comp in enumerate(comps):
-        if comp.negated and comp.kleene:
-            raise PlanError(f"plan {plan.plan_id}: negated Kleene component {comp.var}")
-        if comp.kleene and (comp.min_count < 0 or (comp.max_count is not None and
-                                                    comp.max_count < max(1, comp.min_count))):
-            raise PlanError(f"plan {plan.plan_id}: bad repetition bounds of {comp.var}")
-        if comp.negated and plan.within is None:
-            at_start = not any(not c.negated for c in comps[:i])
-            at_end = not any(not c.negated for c in comps[i + 1:])
-            if at_start or at_end:
-                raise PlanError(f"plan {plan.plan_id}: negation of {comp.var} at the "
-                                "start or end of a pattern needs WITHIN")
+        _validate_component(plan, i, comp)
     pos = plan.positive
     for c in (pos[0], pos[-1]):
         if c.optional:
@@ -149,6 +149,21 @@ def _validate_sequence(plan: PatternPlan) -> None:
             raise PlanError(f"plan {plan.plan_id}: a conjunct reads two negated variables")
     if plan.within is not None and plan.within <= 0:
         raise PlanError(f"plan {plan.plan_id}: WITHIN must be positive")
+
+
+def _validate_component(plan: PatternPlan, i: int, comp: PatternComponent) -> None:
+    comps = plan.components
+    if comp.negated and comp.kleene:
+        raise PlanError(f"plan {plan.plan_id}: negated Kleene component {comp.var}")
+    if comp.kleene and (comp.min_count < 0 or (comp.max_count is not None and
+                                                comp.max_count < max(1, comp.min_count))):
+        raise PlanError(f"plan {plan.plan_id}: bad repetition bounds of {comp.var}")
+    if comp.negated and plan.within is None:
+        at_start = not any(not c.negated for c in comps[:i])
+        at_end = not any(not c.negated for c in comps[i + 1:])
+        if at_start or at_end:
+            raise PlanError(f"plan {plan.plan_id}: negation of {comp.var} at the "
+                            "start or end of a pattern needs WITHIN")
 
 
 def _has_end_negation(plan: PatternPlan) -> bool:
@@ -613,25 +628,10 @@ class ReferenceEngine:
     def _step_runs(self, p: _Plan, key: RunKey, partition: int, ev: Ev,
                    hist: list[Ev]) -> list[DerivedEvent]:
         out: list[DerivedEvent] = []
-        within = p.plan.within
-        strict = p.plan.strategy == "strict_contiguity"
-        n = len(p.pos)
-        runs = self._runs.setdefault(key, [])
         kept: list[Bindings] = []
         completed: list[Bindings] = []
-        for run in runs:
-            if within is not None and ev.ts - run[0][0].ts >= within:
-                out.extend(self._timed_out(p, partition, run))
-                continue  # nothing can join it any more
-            new = self._try(p, run, ev)
-            if new is None:
-                if not strict:
-                    kept.append(run)
-                continue
-            if len(new) == n and self._complete(p, new):
-                completed.append(new)
-            if self._extendable(p, new):
-                kept.append(new)
+        for run in self._runs.setdefault(key, []):
+            out.extend(self._advance_run(p, partition, run, ev, kept, completed))
         if ev.type in p.pos[0].types:
             kept += self._start_run(p, ev, completed)
         self._runs[key] = kept
@@ -646,6 +646,25 @@ class ReferenceEngine:
                 held.append(_Skipping((seqs[0], seqs), self._derive(p, partition, b),
                                   self._prune_seq(p, b)))
         return out + self._release(p, key)
+
+    def _advance_run(self, p: _Plan, partition: int, run: Bindings, ev: Ev,
+                     kept: list[Bindings], completed: list[Bindings]) -> list[DerivedEvent]:
+        """Offer `ev` to one run: the run (extended or not) goes to `kept`
+        if it can still grow, to `completed` if it matched; a run whose
+        window has passed times out."""
+        within = p.plan.within
+        if within is not None and ev.ts - run[0][0].ts >= within:
+            return self._timed_out(p, partition, run)  # nothing can join it any more
+        new = self._try(p, run, ev)
+        if new is None:
+            if p.plan.strategy != "strict_contiguity":
+                kept.append(run)
+            return []
+        if len(new) == len(p.pos) and self._complete(p, new):
+            completed.append(new)
+        if self._extendable(p, new):
+            kept.append(new)
+        return []
 
     def _start_run(self, p: _Plan, ev: Ev, completed: list[Bindings]) -> list[Bindings]:
         """A run that begins with `ev` (a one-component pattern may match at
