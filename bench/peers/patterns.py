@@ -198,7 +198,7 @@ class _EplPattern:
         # interval is open). Under skip_till_next_match it can only bind c,
         # so N's filter excludes it; under skip_till_any_match it also
         # forbids later c's, which no filter states (docs/language.md,
-        # "Compared with Esper").
+        # "Esper side by side").
         own = self._conds(c, prev)
         return " and ".join(
             "not " + self._filter(n, prev, extra=(

@@ -80,7 +80,7 @@ def _components(rng: np.random.Generator, npos: int, kleene_at: int) -> list[Com
 
 
 def _bridge_any_match(comps: list[Comp]) -> None:
-    """The one difference left (docs/language.md, "Compared with Esper"): a
+    """The one difference left (docs/language.md, "Esper side by side"): a
     middle negation of the type of the positive after it; change its type."""
     for i in range(1, len(comps) - 1):
         c, nxt = comps[i], comps[i + 1]

@@ -6,7 +6,7 @@ EPL by bench/peers/patterns.py. Same query, same events, same match sets
 Esper runs in one JVM for the session (bench/peers/jvm.py fetches its jars
 from Maven Central once and compiles the harness). The remaining semantic
 differences, and the EPL forms that bridge the others, are in
-docs/language.md, "Compared with Esper".
+docs/language.md, "Esper side by side".
 """
 
 from __future__ import annotations
