@@ -117,7 +117,8 @@ def _rising(recs: list[tuple[int, int, int]]) -> tuple[list[int], list[int]]:
 
 def breakdown(bus: Any, codec: Any, topics: Any, input_topic: str,
               parquet: Path | None = None) -> HopTable:
-    from caesar.services.common.wire import PROGRESS, ROUTED, TXN
+    from caesar.services.common.columnar import transactions_in
+    from caesar.services.common.wire import PROGRESS, ROUTED_BATCH, TXN_BATCH
 
     # Input: per Kafka partition, (time, Kafka ts) in offset order -> for each
     # time t, when the first report with a later time arrived.
@@ -135,8 +136,9 @@ def breakdown(bus: Any, codec: Any, topics: Any, input_topic: str,
     sched_progress: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for r in read_topic(bus, topics.transactions):
         schema, value = codec.decode(r.value)
-        if schema == TXN:
-            txn_at.setdefault((value["partition_key"], value["ts"]), (r.partition, r.timestamp_ms))
+        if schema == TXN_BATCH:
+            for key, ts in transactions_in(value):
+                txn_at.setdefault((key, ts), (r.partition, r.timestamp_ms))
         elif schema == PROGRESS:
             sched_progress[r.partition].append((value["ts"] + 1, r.timestamp_ms))
     deriver_progress: dict[int, tuple[list[int], list[int]]] = {}
@@ -150,9 +152,9 @@ def breakdown(bus: Any, codec: Any, topics: Any, input_topic: str,
     routed_at: dict[tuple[str, int], int] = {}
     for r in read_topic(bus, topics.transactions + ".routed"):
         schema, value = codec.decode(r.value)
-        if schema == ROUTED and value["active"]:
-            routed_at.setdefault((value["txn"]["partition_key"], value["txn"]["ts"]),
-                                 r.timestamp_ms)
+        if schema == ROUTED_BATCH:
+            for key, ts in transactions_in(value):
+                routed_at.setdefault((key, ts), r.timestamp_ms)
 
     written = _parquet_times(parquet) if parquet is not None else {}
     rows: dict[str, list[float]] = {h: [] for h in HOPS}

@@ -4,8 +4,11 @@ returns alerts; it does no I/O."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from caesar.plans.execution import ExecutionPlan
 from caesar.services.common.config import EngineFactory
@@ -13,8 +16,9 @@ from caesar.services.common.messages import (
     Alert,
     Discard,
     Progress,
+    RoutedBatch,
     RoutedTransaction,
-    Transaction,
+    TxnBatch,
 )
 from caesar.services.matcher.stage_graph import (
     StageGraph,
@@ -35,8 +39,9 @@ class MatcherProcessor:
     def __init__(self, plan: ExecutionPlan, engine_factory: EngineFactory = default_engine_factory
                  ) -> None:
         self.plan = plan
-        schemas = {t.name: dict(t.fields) for t in plan.event_types}
-        self.graph = StageGraph(plan.matcher_stages, schemas, engine_factory)
+        self.schemas = {t.name: dict(t.fields) for t in plan.event_types}
+        emit = [s.plan.plan_id for s in plan.matcher_stages if s.output_topic is not None]
+        self.graph = StageGraph(plan.matcher_stages, self.schemas, engine_factory, emit=emit)
         self.watermark = -(2**62)
         self.alerts_emitted = 0
         self.ingest: dict[int, int] = {}  # partition -> Kafka ms of its latest input
@@ -44,45 +49,80 @@ class MatcherProcessor:
         # dropped (their context does not hold as of its latest transaction).
         self.muted: dict[int, frozenset[str]] = {}
 
-    def process(self, items: Sequence[RoutedTransaction | Discard | Progress]) -> MatcherOutput:
+    def process(self, items: Sequence[RoutedBatch | RoutedTransaction | Discard | Progress]
+                ) -> MatcherOutput:
         out = MatcherOutput()
-        step: list[tuple[Transaction, frozenset[str]]] = []
-        step_ts: int | None = None
-
-        def run_step() -> None:
-            nonlocal step, step_ts
-            if step_ts is not None:
-                for txn, _ in step:  # alerts of this step were triggered by it
-                    self.ingest[txn.partition] = max(
-                        (e.get("_ingest_ms", 0) for e in txn.events), default=0)
-                out.alerts.extend(self._alerts(self.graph.step(step_ts, step)))
-            step, step_ts = [], None
-
-        for item in items:
-            if isinstance(item, RoutedTransaction):
-                if step_ts is not None and item.txn.ts != step_ts:
-                    run_step()
-                if item.discard:
-                    # The window ended before this transaction: drop first.
-                    run_step()
-                    self.graph.discard(item.discard, item.txn.partition)
-                step_ts = item.txn.ts
-                step.append((item.txn, frozenset(item.active)))
-                if item.muted or item.txn.partition in self.muted:
-                    self.muted[item.txn.partition] = frozenset(item.muted)
-            elif isinstance(item, Discard):
-                run_step()
-                self.graph.discard(item.plan_ids, item.partition)
+        for item in self._batches(items):
+            if isinstance(item, RoutedBatch):
+                self._run_batch(item, out)
             elif isinstance(item, Progress):
-                run_step()
                 if item.watermark > self.watermark:
                     self.watermark = item.watermark
                     out.alerts.extend(self._alerts(self.graph.advance(item.watermark)))
                     out.progress = Progress(self.watermark, "matcher")
             else:
                 raise TypeError(f"matcher cannot process {type(item).__name__}")
-        run_step()
         self.alerts_emitted += len(out.alerts)
+        return out
+
+    def _run_batch(self, batch: RoutedBatch, out: MatcherOutput) -> None:
+        by_ts = dict(batch.txns.by_ts())
+        discards: dict[int, list[Discard]] = defaultdict(list)
+        for d in batch.discards:
+            discards[d.ts].append(d)
+        txn_at: dict[int, list[int]] = defaultdict(list)
+        for i, ts in enumerate(batch.txn_ts.tolist()):
+            txn_at[ts].append(i)
+        parts = batch.txn_partition.tolist()
+        active_sets = [frozenset(a) for a in batch.active_sets]
+        muted_sets = [frozenset(m) for m in batch.muted_sets]
+        for ts in sorted(set(txn_at) | set(discards)):
+            for d in discards.get(ts, ()):  # a window ended before ts: drop first
+                self.graph.discard(d.plan_ids, d.partition)
+            rows = txn_at.get(ts)
+            if not rows:
+                continue
+            active = {}
+            for i in rows:
+                p = parts[i]
+                active[p] = active_sets[int(batch.txn_active[i])]
+                muted = muted_sets[int(batch.txn_muted[i])]
+                if muted or p in self.muted:
+                    self.muted[p] = muted
+            txns = by_ts.get(ts, TxnBatch.empty())
+            self._note_ingest(txns)
+            out.alerts.extend(self._alerts(self.graph.step(ts, txns, active)))
+
+    def _note_ingest(self, txns: TxnBatch) -> None:
+        """Alerts of this step were triggered by it: remember each partition's
+        latest input time (Kafka ms) for their latency."""
+        for cols in txns.events.by_type.values():
+            if cols.ingest is None or not len(cols):
+                continue
+            order = np.argsort(cols.partition, kind="stable")
+            parts = cols.partition[order]
+            starts = np.flatnonzero(np.r_[True, parts[1:] != parts[:-1]])
+            latest = np.maximum.reduceat(cols.ingest[order], starts)
+            self.ingest.update(zip(parts[starts].tolist(), latest.tolist(), strict=True))
+
+    def _batches(self, items: Sequence) -> list:
+        """Runs of routed transactions and discard orders given one at a time
+        become one RoutedBatch (tests, tools)."""
+        out: list = []
+        run: list[RoutedTransaction | Discard] = []
+
+        def close() -> None:
+            if run:
+                out.append(RoutedBatch.of(run, self.schemas, self.graph.strings))
+                run.clear()
+
+        for item in items:
+            if isinstance(item, (RoutedTransaction, Discard)):
+                run.append(item)
+            else:
+                close()
+                out.append(item)
+        close()
         return out
 
     def snapshot(self) -> dict:
@@ -108,3 +148,4 @@ class MatcherProcessor:
                                 topic=o.stage.output_topic,
                                 ingest_ms=self.ingest.get(o.record["_p"], 0)))
         return alerts
+

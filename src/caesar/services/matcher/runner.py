@@ -9,27 +9,21 @@ from collections.abc import Sequence
 from typing import Any
 
 from caesar.bus.records import OutRecord, Record, TopicPartition
+from caesar.services.common.columnar import routed_from
 from caesar.services.common.config import ServiceConfig
-from caesar.services.common.messages import (
-    Alert,
-    DeadLetter,
-    Discard,
-    Progress,
-    RoutedTransaction,
-)
-from caesar.services.common.replay import SeqFilter, owned
+from caesar.services.common.messages import Alert, DeadLetter, Progress, RoutedBatch
+from caesar.services.common.replay import SeqFilter
 from caesar.services.common.wire import (
     DEAD,
     DERIVED,
     PROGRESS,
-    ROUTED,
+    ROUTED_BATCH,
     alert_record,
     dead_record,
     output_record,
     progress_from,
     progress_record,
     register_model_schemas,
-    routed_from,
 )
 from caesar.services.matcher.processor import MatcherProcessor
 from caesar.services.matcher.stage_graph import default_engine_factory
@@ -77,9 +71,8 @@ class MatcherHandler:
         self.codec = cfg.codec
         factory = cfg.engine_factory or default_engine_factory
         self.procs = {j: MatcherProcessor(cfg.plan, factory) for j in cfg.partitions}
-        self.seen = SeqFilter()
+        self.seen = SeqFilter()  # per Kafka partition: routed batches
         self.outputs = OutputEncoder(cfg)
-        self.owner: dict[int, int] = {}  # stream partition -> Kafka partition
 
     def inputs(self) -> list[TopicPartition]:
         return [tp for j in self.cfg.partitions for tp in self.partition_inputs(j)]
@@ -88,15 +81,13 @@ class MatcherHandler:
         return [TopicPartition(self.cfg.routed_topic, j)]
 
     def handle(self, records: Sequence[Record]) -> list[OutRecord]:
-        by_partition: dict[int, list[RoutedTransaction | Discard | Progress]] = defaultdict(list)
+        by_partition: dict[int, list[RoutedBatch | Progress]] = defaultdict(list)
         for r in records:
             schema, value = self.codec.decode(r.value)
-            if schema == ROUTED:
-                item, seq = routed_from(value)
-                part = item.txn.partition if isinstance(item, RoutedTransaction) else item.partition
-                self.owner[part] = r.partition
-                if self.seen.fresh(part, seq):
-                    by_partition[r.partition].append(item)
+            if schema == ROUTED_BATCH:
+                if self.seen.fresh(r.partition, value["batch"]["seq"]):
+                    batch, _ = routed_from(value, self.procs[r.partition].graph.strings)
+                    by_partition[r.partition].append(batch)
             elif schema == PROGRESS:
                 by_partition[r.partition].append(progress_from(value))
         out: list[OutRecord] = []
@@ -113,12 +104,12 @@ class MatcherHandler:
         return []
 
     def snapshot_partition(self, j: int) -> Any:
-        return {"proc": self.procs[j].snapshot(), "seen": owned(self.seen.last, self.owner, j)}
+        return {"proc": self.procs[j].snapshot(), "seen": self.seen.last.get(j, -1)}
 
     def restore_partition(self, j: int, state: Any) -> None:
         self.procs[j].restore(state["proc"])
-        self.seen.last.update(state["seen"])
-        self.owner.update(dict.fromkeys(state["seen"], j))
+        if isinstance(state["seen"], int):
+            self.seen.last[j] = state["seen"]
 
     def event_time(self) -> int:
         return max((p.watermark for p in self.procs.values()), default=0)

@@ -6,7 +6,9 @@ stage feed the later stages that consume its type in the same step
 (topological order, as the compiler emits them). Events of one step are
 grouped by the set of stages allowed to see them (their partition's contexts)
 so that one engine call covers many partitions: Ray and engine calls carry
-batches, never single events.
+batches, never single events. Events stay numpy columns from the input to the
+engine and between stages; only the results a caller asks for (`emit`)
+become records.
 """
 
 from __future__ import annotations
@@ -14,23 +16,20 @@ from __future__ import annotations
 import pickle
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from caesar.errors import PlanError
-from caesar.events.batch import EventBatch, StringPool
+from caesar.events.batch import EventBatch, StringPool, TypeColumns
 from caesar.plans.aggregate import AggregatePlan
 from caesar.plans.engine import DerivedEvent, PatternEngine
 from caesar.plans.execution import Stage
 from caesar.plans.pattern import PatternPlan
 from caesar.services.common.config import EngineFactory
-from caesar.services.common.messages import (
-    END_OF_TIME,
-    Transaction,
-)
+from caesar.services.common.messages import END_OF_TIME, Transaction, TxnBatch
 from caesar.services.matcher.aggregate import AggregateExecutor
 
 STATE_VERSION = 2
@@ -62,10 +61,6 @@ def output_type(stage: Stage) -> str | None:
     return plan.output.event_type if plan.output is not None else None
 
 
-def event_records(txn: Transaction) -> list[Record]:
-    return [{**e, "_ts": txn.ts, "_p": txn.partition, "_key": txn.key} for e in txn.events]
-
-
 @dataclass
 class StageOutput:
     stage: Stage
@@ -74,19 +69,28 @@ class StageOutput:
     end_ts: int
 
 
+Active = Mapping[int, frozenset[str]]  # partition id -> plan ids that may see its events
+
+
 @dataclass
 class StageGraph:
+    """`emit`: the plan ids whose results the caller wants back as
+    `StageOutput` records (outputs leaving the service, context transitions);
+    None = every stage. Results of other stages only feed later stages, as
+    columns."""
+
     stages: Sequence[Stage]
     schemas: Mapping[str, Mapping[str, str]]
     engine_factory: EngineFactory = default_engine_factory
     strings: StringPool = field(default_factory=StringPool)
+    emit: Collection[str] | None = None
 
     def __post_init__(self) -> None:
         ids = [plan_id(s) for s in self.stages]
         if len(set(ids)) != len(ids):
             raise PlanError(f"duplicate plan ids among stages: {ids}")
         self._patterns = [s for s in self.stages if isinstance(s.plan, PatternPlan)]
-        self._schemas = dict(self.schemas)
+        self._schemas = {t: dict(cols) for t, cols in self.schemas.items()}
         for s in self._patterns:
             for t, cols in s.plan.schemas.items():
                 self._schemas.setdefault(t, dict(cols))
@@ -98,6 +102,9 @@ class StageGraph:
         self._by_id = {plan_id(s): s for s in self.stages}
         self._consumes = {plan_id(s): consumed_types(s) for s in self.stages}
         self._produces = {plan_id(s): output_type(s) for s in self.stages}
+        self._consumed = frozenset(t for ts in self._consumes.values() for t in ts)
+        self._emit = None if self.emit is None else frozenset(self.emit)
+        self._type_rank = {t: i for i, t in enumerate(sorted(self._schemas))}
         self._last_active: dict[int, frozenset[str]] = {}
         # partition -> [(ts, active stages from ts on)]: a result released
         # late (a closed aggregation window) runs with the contexts of its own
@@ -108,33 +115,48 @@ class StageGraph:
         self._time = -(2**62)
 
     # ------------------------------------------------------------ driving
-    def step(self, ts: int, items: Sequence[tuple[Transaction, frozenset[str]]]
-             ) -> list[StageOutput]:
-        """Process every transaction at `ts` (each with the stages it may reach).
+    def step(self, ts: int, batch: TxnBatch | EventBatch, active: Active) -> list[StageOutput]:
+        """Process every transaction at `ts`: the rows of `batch` (all at ts),
+        each partition's events reaching the stages `active[partition]`.
         First releases what became final before `ts` (closed aggregation
         windows, end-negation results), then runs the stages."""
-        for txn, active in items:
-            self._last_active[txn.partition] = active
-            self._keys[txn.partition] = txn.key
-            hist = self._history.setdefault(txn.partition, [])
-            if not hist or hist[-1][1] != active:
-                hist.append((ts, active))
-        released = self._release(ts)
-        outputs = released + self._run_released(released)
-        self._forget_history(ts)
-        per_partition: dict[int, list[Record]] = defaultdict(list)
-        for txn, _ in items:
-            per_partition[txn.partition].extend(event_records(txn))
-        outputs += self._run(per_partition, {t.partition: a for t, a in items})
+        if isinstance(batch, TxnBatch):
+            self._keys.update(batch.keys)
+            events = batch.events
+        else:
+            events = batch
+        for part, act in active.items():
+            self._last_active[part] = act
+            hist = self._history.get(part)
+            if hist is None:
+                self._history[part] = [(ts, act)]
+            elif hist[-1][1] != act:
+                hist.append((ts, act))
+        outputs = self._release_and_run(ts)
+        if len(events):
+            outputs += self._run(events.in_pool(self.strings), active)
         self._time = ts
         return outputs
 
+    def step_transactions(self, ts: int, items: Sequence[tuple[Transaction, frozenset[str]]]
+                          ) -> list[StageOutput]:
+        """`step` for transactions given one by one (tests)."""
+        batch = TxnBatch.of([t for t, _ in items], self._schemas, self.strings)
+        return self.step(ts, batch, {t.partition: a for t, a in items})
+
     def advance(self, watermark: int) -> list[StageOutput]:
         """No event with ts < watermark follows: release and run what that finalises."""
+        return self._release_and_run(watermark)
+
+    def _release_and_run(self, watermark: int) -> list[StageOutput]:
         released = self._release(watermark)
-        outputs = released + self._run_released(released)
+        outputs = [o for o, _ in released if self._emits(o.stage)]
+        outputs += self._run_released(released)
         self._forget_history(watermark)
         return outputs
+
+    def _emits(self, stage: Stage) -> bool:
+        return self._emit is None or plan_id(stage) in self._emit
 
     def _active_at(self, partition: int, ts: int) -> frozenset[str]:
         hist = self._history.get(partition)
@@ -143,24 +165,28 @@ class StageGraph:
         i = bisect_right(hist, ts, key=lambda h: h[0]) - 1
         return hist[max(i, 0)][1]
 
-    def _run_released(self, released: list[StageOutput]) -> list[StageOutput]:
+    def _run_released(self, released: list[tuple[StageOutput, bool]]) -> list[StageOutput]:
         """Run released results in timestamp order, each with the stages
         active for its partition at its timestamp."""
-        by_ts: dict[int, dict[int, list[Record]]] = defaultdict(lambda: defaultdict(list))
-        for out in released:
-            by_ts[out.record["_ts"]][out.record["_p"]].append(out.record)
+        by_ts: dict[int, list[StageOutput]] = defaultdict(list)
+        for out, feeds in released:
+            if feeds:
+                by_ts[out.record["_ts"]].append(out)
         outputs: list[StageOutput] = []
         for ts in sorted(by_ts):
-            parts = by_ts[ts]
-            outputs += self._run(parts, {p: self._active_at(p, ts) for p in parts})
+            rows = by_ts[ts]
+            parts = {o.record["_p"] for o in rows}
+            batch = self._columns_of([(o.record["type"], o.record, ts, o.record["_p"])
+                                      for o in rows])
+            outputs += self._run(batch, {p: self._active_at(p, ts) for p in parts})
         return outputs
 
     def _forget_history(self, watermark: int) -> None:
         # Results not yet released are stamped >= watermark (their windows
         # end after it): keep the entry in force at watermark and later ones.
         for hist in self._history.values():
-            i = bisect_right(hist, watermark, key=lambda h: h[0]) - 1
-            if i > 0:
+            if len(hist) > 1 and hist[1][0] <= watermark:
+                i = bisect_right(hist, watermark, key=lambda h: h[0]) - 1
                 del hist[:i]
 
     def discard(self, plan_ids: Iterable[str], partition: int) -> None:
@@ -170,20 +196,20 @@ class StageGraph:
             self.engine.discard(ids, partition)
 
     # ------------------------------------------------------------ internals
-    def _release(self, watermark: int) -> list[StageOutput]:
-        out: list[StageOutput] = []
+    def _release(self, watermark: int) -> list[tuple[StageOutput, bool]]:
+        """Results final at `watermark`, each with whether a stage consumes it."""
+        out: list[tuple[StageOutput, bool]] = []
         for pid, agg in self.aggregates.items():
+            stage = self._by_id[pid]
             for row in agg.advance(watermark):
                 rec = {k: v for k, v in row.items() if not k.startswith("_")}
                 rec.update(_ts=row["ts"], _p=row["_partition"], _key=row["_key"])
-                out.append(StageOutput(self._by_id[pid], rec, row["_window_start"], row["ts"]))
-        if self.engine is not None and watermark < END_OF_TIME:
-            floor = max(self._time, -(2**62))
-            for ev in self.engine.advance(watermark):
-                out.append(self._derived(ev, clamp=floor))
-        elif self.engine is not None:
-            for ev in self.engine.advance(END_OF_TIME):
-                out.append(self._derived(ev, clamp=self._time))
+                out.append((StageOutput(stage, rec, row["_window_start"], row["ts"]),
+                            rec["type"] in self._consumed))
+        if self.engine is not None:
+            floor = self._time if watermark >= END_OF_TIME else max(self._time, -(2**62))
+            for ev in self.engine.advance(min(watermark, END_OF_TIME)):
+                out.append((self._derived(ev, clamp=floor), ev.event_type in self._consumed))
         return out
 
     def _derived(self, ev: DerivedEvent, clamp: int | None = None) -> StageOutput:
@@ -193,21 +219,48 @@ class StageGraph:
         rec.update(_ts=ts, _p=ev.partition, _key=self._keys.get(ev.partition, ""))
         return StageOutput(stage, rec, ev.start_ts, ev.end_ts)
 
-    def _run(self, per_partition: Mapping[int, list[Record]],
-             active_now: Mapping[int, frozenset[str]]) -> list[StageOutput]:
-        groups: dict[frozenset[str], list[Record]] = defaultdict(list)
-        for part, records in per_partition.items():
-            active = active_now.get(part, self._last_active.get(part, frozenset()))
-            groups[active].extend(records)
+    def _columns_of(self, rows: Sequence[tuple[str, Mapping[str, Any], int, int]]
+                    ) -> EventBatch:
+        """Columns of derived events (type, fields, ts, partition) of the types
+        a stage consumes; seq follows the order of `rows`."""
+        by_type: dict[str, list[int]] = defaultdict(list)
+        for i, (t, *_) in enumerate(rows):
+            if t in self._consumed:
+                by_type[t].append(i)
+        out = {}
+        for t, idx in by_type.items():
+            out[t] = TypeColumns.from_values(
+                [rows[i][1] for i in idx], self._schemas.get(t, {}), self.strings,
+                ts=np.fromiter((rows[i][2] for i in idx), np.int64, len(idx)),
+                seq=np.asarray(idx, dtype=np.int64),
+                partition=np.fromiter((rows[i][3] for i in idx), np.int64, len(idx)))
+        return EventBatch(out, self.strings)
+
+    def _run(self, events: EventBatch, active_now: Active) -> list[StageOutput]:
+        """Run the stages on `events`, each partition's rows reaching only the
+        stages active for it (rows of partitions with the same active set go
+        through the stages together)."""
+        parts = np.unique(np.concatenate([c.partition for c in events.by_type.values()]))
+        sets: dict[frozenset[str], int] = {}
+        group_of = np.empty(len(parts), dtype=np.int64)
+        for i, p in enumerate(parts.tolist()):
+            act = active_now.get(p)
+            if act is None:
+                act = self._last_active.get(p, frozenset())
+            group_of[i] = sets.setdefault(act, len(sets))
+        if len(sets) == 1:
+            return self._run_group(next(iter(sets)), events)
+        rows_group = {t: group_of[np.searchsorted(parts, c.partition)]
+                      for t, c in events.by_type.items()}
         outputs: list[StageOutput] = []
-        for active, records in groups.items():
-            outputs += self._run_group(active, records)
+        for act, g in sets.items():
+            outputs += self._run_group(act, events.take(
+                {t: rg == g for t, rg in rows_group.items()}))
         return outputs
 
-    def _run_group(self, active: frozenset[str], records: list[Record]) -> list[StageOutput]:
-        available: dict[str, list[Record]] = defaultdict(list)
-        for r in records:
-            available[r["type"]].append(r)
+    def _run_group(self, active: frozenset[str], events: EventBatch) -> list[StageOutput]:
+        available: dict[str, list[TypeColumns]] = {t: [c] for t, c in events.by_type.items()
+                                                   if len(c)}
         outputs: list[StageOutput] = []
         pending: list[str] = []  # pattern stages waiting for one engine call
         pending_types: set[str] = set()
@@ -215,10 +268,7 @@ class StageGraph:
         def flush() -> None:
             if not pending:
                 return
-            new = self._call_engine(pending, available)
-            for o in new:
-                available[o.record["type"]].append(o.record)
-            outputs.extend(new)
+            outputs.extend(self._call_engine(pending, available))
             pending.clear()
             pending_types.clear()
 
@@ -229,14 +279,12 @@ class StageGraph:
             needs = self._consumes[pid]
             if needs & pending_types:
                 flush()
-            if not any(available.get(t) for t in needs):
+            if not any(t in available for t in needs):
                 continue
             if isinstance(stage.plan, AggregatePlan):
-                src = available[stage.plan.source_type]
-                self.aggregates[pid].add(
-                    src, np.fromiter((r["_ts"] for r in src), np.int64, len(src)),
-                    np.fromiter((r["_p"] for r in src), np.int64, len(src)),
-                    {r["_p"]: r["_key"] for r in src})
+                src = available.get(stage.plan.source_type)
+                if src:
+                    self.aggregates[pid].add_columns(TypeColumns.concat(src), self._keys)
             else:
                 pending.append(pid)
                 produced = self._produces[pid]
@@ -245,22 +293,55 @@ class StageGraph:
         flush()
         return outputs
 
-    def _call_engine(self, plan_ids: list[str], available: Mapping[str, list[Record]]
+    def _call_engine(self, plan_ids: list[str], available: dict[str, list[TypeColumns]]
                      ) -> list[StageOutput]:
+        """One engine call for `plan_ids` on the rows of the types they read;
+        what they derive is added to `available` for later stages."""
         assert self.engine is not None
-        types: set[str] = set()
-        for pid in plan_ids:
-            types |= self._consumes[pid]
-        records = [r for t in types for r in available.get(t, ())]
-        if not records:
+        types = sorted({t for pid in plan_ids for t in self._consumes[pid] if t in available},
+                       key=self._type_rank.get)
+        if not types:
             return []
-        records.sort(key=lambda r: r["_ts"])
-        schemas = {t: self._schemas.get(t, {}) for t in types}
-        batch = EventBatch.from_records(records, schemas, self.strings, type_field="type",
-                                        ts_field="_ts", partition_of=_partition_of,
-                                        first_seq=self._seq)
-        self._seq += len(records)
-        return [self._derived(ev) for ev in self.engine.process(batch, plan_ids)]
+        cols = {t: TypeColumns.concat(available[t]) for t in types}
+        # Arrival order for the engine: by ts, then type, then the rows' order.
+        if len(types) == 1:
+            (t,) = types
+            c = cols[t]
+            order = np.argsort(c.ts, kind="stable")
+            if not np.array_equal(order, np.arange(len(c))):
+                c = c.take(order)
+            c.seq = np.arange(self._seq, self._seq + len(c), dtype=np.int64)
+            cols[t] = c
+        else:
+            ts = np.concatenate([cols[t].ts for t in types])
+            rank = np.concatenate([np.full(len(cols[t]), i) for i, t in enumerate(types)])
+            pos = np.concatenate([np.arange(len(cols[t])) for t in types])
+            order = np.lexsort((pos, rank, ts))
+            seq = np.empty(len(order), dtype=np.int64)
+            seq[order] = np.arange(self._seq, self._seq + len(order), dtype=np.int64)
+            off = 0
+            for t in types:
+                n = len(cols[t])
+                c = cols[t]
+                cols[t] = TypeColumns(c.ts, seq[off:off + n], c.partition, c.columns, c.nulls,
+                                      c.ingest)
+                off += n
+        n_rows = sum(len(c) for c in cols.values())
+        self._seq += n_rows
+        derived = self.engine.process(EventBatch(cols, self.strings), plan_ids)
+        if not derived:
+            return []
+        outputs = []
+        feed: list[tuple[str, Mapping[str, Any], int, int]] = []
+        for ev in derived:
+            if ev.event_type in self._consumed:
+                feed.append((ev.event_type, ev.fields, ev.end_ts, ev.partition))
+            if self._emit is None or ev.plan_id in self._emit:
+                outputs.append(self._derived(ev))
+        if feed:
+            for t, c in self._columns_of(feed).by_type.items():
+                available.setdefault(t, []).append(c)
+        return outputs
 
     # ------------------------------------------------------------ state
     def snapshot(self, partitions: Iterable[int]) -> bytes:
@@ -294,10 +375,6 @@ class StageGraph:
         self._last_active.update(last_active)
         self._keys.update(keys)
         self._history.update(history)
-
-
-def _partition_of(record: Mapping[str, Any]) -> int:
-    return record["_p"]
 
 
 def _decode(fields: Mapping[str, Any], strings: StringPool) -> dict[str, Any]:

@@ -9,6 +9,12 @@ events of one ts and one stream partition), in ts order, followed by a
 progress marker W. An event with ts < W arrives too late to be ordered: it
 goes to the dead letters with reason "late", as do undecodable records and
 records that break their event type's schema. Nothing is dropped silently.
+
+The work is columnar: a batch of records becomes numpy columns per event
+type (types checked per column, per record only when a column holds a bad
+value), partition keys are computed once per distinct key, and a release is
+one `TxnBatch` (the transactions of every ts below W) rather than one object
+per transaction.
 """
 
 from __future__ import annotations
@@ -19,35 +25,45 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from caesar.events.batch import EventBatch, StringPool, TypeColumns
 from caesar.plans.execution import EventTypeDef, ExecutionPlan
 from caesar.services.common.messages import (
     END_OF_TIME,
+    INGEST,
     DeadLetter,
     InputRecord,
     Progress,
-    Transaction,
+    TxnBatch,
     partition_id,
-    partition_key,
 )
 
 NEVER = -(2**62)
 _PY_TYPES: dict[str, tuple[type, ...]] = {
     "int": (int,), "float": (float, int), "string": (str,), "bool": (bool,)}
+# Python types a column of this kind may hold without a closer look (bool is
+# an int subclass, so `type(v) is int` rather than isinstance).
+_CLEAN: dict[str, frozenset[type]] = {
+    "int": frozenset({int}), "float": frozenset({float, int}), "string": frozenset({str}),
+    "bool": frozenset({bool})}
 
 
 @dataclass
 class SchedulerOutput:
-    transactions: list[Transaction | Progress] = field(default_factory=list)
+    transactions: list[TxnBatch | Progress] = field(default_factory=list)
     dead_letters: list[DeadLetter] = field(default_factory=list)
 
 
 class SchedulerProcessor:
-    def __init__(self, plan: ExecutionPlan, allowance: int = 0, type_field: str = "type") -> None:
+    def __init__(self, plan: ExecutionPlan, allowance: int = 0, type_field: str = "type",
+                 strings: StringPool | None = None) -> None:
         if allowance < 0:
             raise ValueError("the out-of-orderness allowance cannot be negative")
         self.plan = plan
         self.allowance = allowance
         self.type_field = type_field
+        self.strings = strings or StringPool.shared()
         self.types = {t.name: t for t in plan.event_types}
         by_topic: dict[str, list[EventTypeDef]] = defaultdict(list)
         for t in plan.event_types:
@@ -56,16 +72,41 @@ class SchedulerProcessor:
         self.by_topic = dict(by_topic)
         self.max_ts: dict[tuple[str, int], int] = {}
         self.watermark = NEVER
-        # ts -> partition id -> (key, events)
-        self.buffer: dict[int, dict[int, tuple[str, list[dict[str, Any]]]]] = {}
+        self.pending: list[TxnBatch] = []  # accepted, not released yet
+        self.next_seq = 0  # arrival order of accepted events
         self.released = 0
         self.dead = 0
+        self._keys: dict[tuple, tuple[int, str]] = {}  # partition values -> (id, key)
+
+    @property
+    def buffered(self) -> int:
+        """Events accepted and not released yet."""
+        return sum(len(b) for b in self.pending)
 
     # ------------------------------------------------------------ input
     def process(self, records: Sequence[InputRecord]) -> SchedulerOutput:
         out = SchedulerOutput()
-        for rec in records:
-            self._accept(rec, out)
+        dead: list[tuple[int, DeadLetter]] = []
+        by_type: dict[str, list[int]] = defaultdict(list)
+        for i, rec in enumerate(records):
+            if rec.error is not None or rec.value is None:
+                dead.append((i, self._letter(rec, "undecodable", rec.error or "no value")))
+                continue
+            etype, problem = self._event_type(rec.topic, rec.value)
+            if etype is None:
+                dead.append((i, self._letter(rec, "schema", problem)))
+                continue
+            by_type[etype.name].append(i)
+        chunks: dict[str, TypeColumns] = {}
+        for name, rows in by_type.items():
+            cols = self._columns(self.types[name], records, rows, dead)
+            if cols is not None:
+                chunks[name] = cols
+        if chunks:
+            self.pending.append(TxnBatch(EventBatch(chunks, self.strings), self._batch_keys(chunks)))
+        dead.sort(key=lambda d: d[0])
+        out.dead_letters = [d for _, d in dead]
+        self.dead += len(dead)
         self._release(self._current_watermark(), out)
         return out
 
@@ -79,59 +120,111 @@ class SchedulerProcessor:
         """The inputs went quiet: release everything seen so far (what arrives
         later with a ts at or below it will be late)."""
         out = SchedulerOutput()
-        if self.buffer:
-            self._release(max(self.buffer) + 1, out)
+        if self.pending:
+            top = max(int(c.ts.max()) for b in self.pending for c in b.events.by_type.values()
+                      if len(c))
+            self._release(top + 1, out)
         return out
 
     def register_source(self, topic: str, partition: int) -> None:
         """Hold the watermark back until this source partition has spoken."""
         self.max_ts.setdefault((topic, partition), NEVER)
 
-    def _accept(self, rec: InputRecord, out: SchedulerOutput) -> None:
-        if rec.error is not None or rec.value is None:
-            self._dead(out, rec, "undecodable", rec.error or "no value")
-            return
-        etype, problem = self._check(rec.topic, rec.value)
-        if etype is None:
-            self._dead(out, rec, "schema", problem)
-            return
-        ts = rec.value[etype.ts_field]
-        source = (rec.topic, rec.partition)
-        if ts < self.watermark:
-            self._dead(out, rec, "late",
-                       f"ts {ts} is below the watermark {self.watermark} "
-                       f"(allowed out-of-orderness {self.allowance})")
-            return
-        self.max_ts[source] = max(self.max_ts.get(source, NEVER), ts)
-        event = dict(rec.value)
-        event[self.type_field] = etype.name
-        key = partition_key(event, self.plan.partition_by)
-        slot = self.buffer.setdefault(ts, {})
-        pid = partition_id(key)
-        if pid not in slot:
-            slot[pid] = (key, [])
-        slot[pid][1].append(event)
-
-    def _check(self, topic: str, value: Mapping[str, Any]) -> tuple[EventTypeDef | None, str]:
-        """Find the event type and validate the record against it."""
+    def _event_type(self, topic: str, value: Mapping[str, Any]) -> tuple[EventTypeDef | None, str]:
         name = value.get(self.type_field)
         if isinstance(name, str) and name in self.types:
-            etype = self.types[name]
-        else:
-            candidates = self.by_topic.get(topic, [])
-            if len(candidates) != 1:
-                return None, (f"cannot tell the event type: field {self.type_field!r} is "
-                              f"{name!r} and topic {topic!r} carries "
-                              f"{[c.name for c in candidates] or 'no declared type'}")
-            etype = candidates[0]
+            return self.types[name], ""
+        candidates = self.by_topic.get(topic, [])
+        if len(candidates) != 1:
+            return None, (f"cannot tell the event type: field {self.type_field!r} is "
+                          f"{name!r} and topic {topic!r} carries "
+                          f"{[c.name for c in candidates] or 'no declared type'}")
+        return candidates[0], ""
+
+    def _columns(self, etype: EventTypeDef, records: Sequence[InputRecord], rows: list[int],
+                 dead: list[tuple[int, DeadLetter]]) -> TypeColumns | None:
+        """The accepted records `rows` of one type as columns; bad and late
+        ones go to `dead`. Types are checked a column at a time; a column
+        holding something unexpected is checked record by record."""
+        values = [records[i].value for i in rows]
+        bad = self._bad_rows(etype, values)
+        if bad:
+            for j in sorted(bad):
+                dead.append((rows[j], self._letter(records[rows[j]], "schema", bad[j])))
+            keep = [j for j in range(len(rows)) if j not in bad]
+            rows = [rows[j] for j in keep]
+            values = [values[j] for j in keep]
+        if not rows:
+            return None
+        ts = np.array([v[etype.ts_field] for v in values], dtype=np.int64)
+        late = ts < self.watermark
+        if late.any():
+            for j in np.nonzero(late)[0].tolist():
+                dead.append((rows[j], self._letter(
+                    records[rows[j]], "late",
+                    f"ts {int(ts[j])} is below the watermark {self.watermark} "
+                    f"(allowed out-of-orderness {self.allowance})")))
+            keep_idx = np.nonzero(~late)[0].tolist()
+            rows = [rows[j] for j in keep_idx]
+            values = [values[j] for j in keep_idx]
+            ts = ts[~late]
+            if not rows:
+                return None
+        # event-time progress per source partition
+        sources: dict[tuple[str, int], list[int]] = defaultdict(list)
+        for j, i in enumerate(rows):
+            sources[(records[i].topic, records[i].partition)].append(j)
+        for source, idx in sources.items():
+            top = int(ts[idx].max()) if len(idx) < len(rows) else int(ts.max())
+            self.max_ts[source] = max(self.max_ts.get(source, NEVER), top)
+        n = len(rows)
+        seq = np.arange(self.next_seq, self.next_seq + n, dtype=np.int64)
+        self.next_seq += n
+        schema = dict(etype.fields)
+        cols = TypeColumns.from_values(values, schema, self.strings, ts=ts, seq=seq,
+                                       partition=np.zeros(n, dtype=np.int64))
+        cols.partition = self._partitions(values, cols)
+        cols.ingest = np.array([v.get(INGEST, 0) for v in values], dtype=np.int64)
+        return cols
+
+    def _bad_rows(self, etype: EventTypeDef, values: list[Mapping[str, Any]]) -> dict[int, str]:
+        """Row -> problem, for rows that break the type's schema."""
+        suspect = False
+        ts_types = set(map(type, (v.get(etype.ts_field) for v in values)))
+        if ts_types != {int}:
+            suspect = True
+        for attr, kind in etype.fields.items():
+            if suspect:
+                break
+            found = set(map(type, (v.get(attr) for v in values)))
+            allowed = _CLEAN.get(kind, frozenset())
+            if attr not in self.plan.partition_by:
+                allowed = allowed | {type(None)}
+            if not found <= allowed:
+                suspect = True
+            elif kind == "float" and float in found and not all(
+                    math.isfinite(x) for x in (v.get(attr) for v in values)
+                    if isinstance(x, float)):
+                suspect = True
+        if not suspect:
+            return {}
+        bad = {}
+        for j, v in enumerate(values):
+            problem = self._check(etype, v)
+            if problem:
+                bad[j] = problem
+        return bad
+
+    def _check(self, etype: EventTypeDef, value: Mapping[str, Any]) -> str:
+        """What is wrong with one record of `etype` ("" = nothing)."""
         ts = value.get(etype.ts_field)
         if not isinstance(ts, int) or isinstance(ts, bool):
-            return None, f"{etype.name}: timestamp field {etype.ts_field!r} must be an int, got {ts!r}"
+            return f"{etype.name}: timestamp field {etype.ts_field!r} must be an int, got {ts!r}"
         for attr, kind in etype.fields.items():
             v = value.get(attr)
             if v is None:
                 if attr in self.plan.partition_by:
-                    return None, f"{etype.name}: partition attribute {attr!r} is missing"
+                    return f"{etype.name}: partition attribute {attr!r} is missing"
                 continue
             ok = isinstance(v, _PY_TYPES.get(kind, (object,)))
             if kind in ("int", "float") and isinstance(v, bool):
@@ -139,13 +232,52 @@ class SchedulerProcessor:
             if kind == "float" and isinstance(v, float) and not math.isfinite(v):
                 ok = False
             if not ok:
-                return None, f"{etype.name}.{attr}: expected {kind}, got {type(v).__name__} {v!r}"
-        return etype, ""
+                return f"{etype.name}.{attr}: expected {kind}, got {type(v).__name__} {v!r}"
+        return ""
 
-    def _dead(self, out: SchedulerOutput, rec: InputRecord, reason: str, detail: str) -> None:
-        self.dead += 1
-        out.dead_letters.append(DeadLetter(reason, detail, rec.topic, rec.partition, rec.offset,
-                                           rec.raw, rec.value))
+    def _partitions(self, values: list[Mapping[str, Any]], cols: TypeColumns) -> np.ndarray:
+        """Stream partition id of every row, computed once per distinct key."""
+        attrs = self.plan.partition_by
+        n = len(values)
+        if not attrs:
+            pid, _ = self._key(())
+            return np.full(n, pid, dtype=np.int64)
+        parts = []
+        for a in attrs:
+            col = cols.columns.get(a)
+            if col is None:  # not an attribute of this type: "" in the key
+                parts.append(np.zeros(n, dtype=np.int64))
+            elif col.dtype == np.float64:
+                parts.append(col.view(np.int64))
+            else:
+                parts.append(col.astype(np.int64))
+        stacked = np.stack(parts, axis=1)
+        uniq, first, inverse = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
+        ids = np.empty(len(uniq), dtype=np.int64)
+        for u, row in enumerate(first.tolist()):
+            raw = tuple(uniq[u].tolist())
+            found = self._keys.get(raw)
+            if found is None:
+                found = self._key(tuple(values[row].get(a) for a in attrs))
+                self._keys[raw] = found
+            ids[u] = found[0]
+        return ids[inverse.reshape(-1)]
+
+    def _key(self, parts: tuple) -> tuple[int, str]:
+        key = "|".join("" if v is None else str(v) for v in parts)
+        return partition_id(key), key
+
+    def _batch_keys(self, chunks: Mapping[str, TypeColumns]) -> dict[int, str]:
+        ids = set()
+        for c in chunks.values():
+            ids.update(np.unique(c.partition).tolist())
+        names = {pid: key for pid, key in self._keys.values()}
+        if not self.plan.partition_by:
+            names.update([self._key(())])
+        return {pid: names[pid] for pid in ids}
+
+    def _letter(self, rec: InputRecord, reason: str, detail: str) -> DeadLetter:
+        return DeadLetter(reason, detail, rec.topic, rec.partition, rec.offset, rec.raw, rec.value)
 
     # ------------------------------------------------------------ output
     def _current_watermark(self) -> int:
@@ -159,23 +291,45 @@ class SchedulerProcessor:
     def _release(self, watermark: int, out: SchedulerOutput) -> None:
         if watermark <= self.watermark:
             return
-        ready = sorted(ts for ts in self.buffer if ts < watermark)
-        for ts in ready:
-            slot = self.buffer.pop(ts)
-            for pid in sorted(slot, key=lambda p: slot[p][0]):
-                key, events = slot[pid]
-                out.transactions.append(Transaction(pid, key, ts, tuple(events)))
-                self.released += len(events)
+        if self.pending:
+            batch = TxnBatch.concat(self.pending)
+            ready, rest = batch.split(watermark)
+            self.pending = [rest] if len(rest) else []
+            if len(ready):
+                out.transactions.append(_in_time_order(ready))
+                self.released += len(ready)
         self.watermark = watermark
         out.transactions.append(Progress(watermark, "scheduler"))
 
     # state for the store
     def snapshot(self) -> dict:
+        pending = TxnBatch.concat(self.pending) if self.pending else None
         return {"max_ts": dict(self.max_ts), "watermark": self.watermark,
-                "buffer": {ts: {p: (k, list(e)) for p, (k, e) in s.items()}
-                           for ts, s in self.buffer.items()}}
+                "next_seq": self.next_seq,
+                "pending": None if pending is None else
+                [(t.ts, t.partition, t.events) for t in pending.transactions()]}
 
     def restore(self, state: dict) -> None:
+        from caesar.services.common.messages import Transaction
+
         self.max_ts = dict(state["max_ts"])
         self.watermark = state["watermark"]
-        self.buffer = state["buffer"]
+        self.next_seq = state.get("next_seq", 0)
+        self.pending = []
+        if state.get("pending"):
+            schemas = {t.name: dict(t.fields) for t in self.plan.event_types}
+            names = {pid: key for pid, key in self._keys.values()}
+            txns = [Transaction(p, names.get(p, ""), ts, tuple(events))
+                    for ts, p, events in state["pending"]]
+            batch = TxnBatch.of(txns, schemas, self.strings, first_seq=self.next_seq)
+            self.next_seq += len(batch)
+            self.pending = [batch]
+
+
+def _in_time_order(batch: TxnBatch) -> TxnBatch:
+    """Each type's rows sorted by (ts, partition, arrival): transactions are contiguous."""
+    by_type = {}
+    for t, cols in batch.events.by_type.items():
+        order = np.lexsort((cols.seq, cols.partition, cols.ts))
+        by_type[t] = cols.take(order)
+    return TxnBatch(EventBatch(by_type, batch.events.strings), batch.keys)

@@ -12,19 +12,17 @@ from typing import Any
 
 from caesar.bus.records import OutRecord, Record, TopicPartition
 from caesar.codecs import CodecError
+from caesar.services.common.columnar import batch_record, chunks
 from caesar.services.common.config import ServiceConfig
-from caesar.services.common.messages import InputRecord, Progress, Transaction
-from caesar.services.common.replay import owned
+from caesar.services.common.messages import INGEST, InputRecord, Progress, TxnBatch
 from caesar.services.common.wire import (
     DEAD,
-    INGEST,
     PROGRESS,
-    TXN,
+    TXN_BATCH,
     dead_record,
     progress_record,
     register_input_schemas,
     register_model_schemas,
-    txn_record,
 )
 from caesar.services.scheduler.processor import SchedulerOutput, SchedulerProcessor
 
@@ -42,8 +40,7 @@ class SchedulerHandler:
         for j, proc in self.procs.items():
             for topic in cfg.input_topics():
                 proc.register_source(topic, j)
-        self.seq: dict[int, int] = defaultdict(int)
-        self.owner: dict[int, int] = {}  # stream partition -> Kafka partition
+        self.seq: dict[int, int] = defaultdict(int)  # Kafka partition -> batches sent
         self.max_ts = -(2**62)
 
     def inputs(self) -> list[TopicPartition]:
@@ -83,7 +80,7 @@ class SchedulerHandler:
             return []
         out: list[OutRecord] = []
         for j, proc in self.procs.items():
-            if proc.buffer:
+            if proc.buffered:
                 out += self._encode(j, proc.advance_idle())
         return out
 
@@ -98,13 +95,12 @@ class SchedulerHandler:
         topic = self.cfg.topics.transactions
         out: list[OutRecord] = []
         for item in result.transactions:
-            if isinstance(item, Transaction):
-                self.seq[item.partition] += 1
-                self.owner[item.partition] = j
-                self.max_ts = max(self.max_ts, item.ts)
-                out.append(OutRecord(topic, self.codec.encode(
-                    TXN, txn_record(item, self.seq[item.partition])), item.key.encode(),
-                    partition=j))
+            if isinstance(item, TxnBatch):
+                self.max_ts = max(self.max_ts, int(item.timestamps()[-1]))
+                for piece in chunks(item):
+                    self.seq[j] += 1
+                    out.append(OutRecord(topic, self.codec.encode(
+                        TXN_BATCH, batch_record(piece, self.seq[j])), None, partition=j))
             elif isinstance(item, Progress):
                 out.append(OutRecord(topic, self.codec.encode(
                     PROGRESS, progress_record(item, self.cfg.actor_id, j)), b"__progress__",
@@ -115,13 +111,11 @@ class SchedulerHandler:
         return out
 
     def snapshot_partition(self, j: int) -> Any:
-        return {"proc": self.procs[j].snapshot(), "seq": owned(self.seq, self.owner, j),
-                "max_ts": self.max_ts}
+        return {"proc": self.procs[j].snapshot(), "seq": self.seq[j], "max_ts": self.max_ts}
 
     def restore_partition(self, j: int, state: Any) -> None:
         self.procs[j].restore(state["proc"])
-        self.seq.update(state["seq"])
-        self.owner.update(dict.fromkeys(state["seq"], j))
+        self.seq[j] = state["seq"] if isinstance(state["seq"], int) else 0
         self.max_ts = max(self.max_ts, state["max_ts"])
 
     def event_time(self) -> int:
