@@ -129,18 +129,25 @@ class TypeColumns:
                     strings: StringPool, ts: np.ndarray, seq: np.ndarray,
                     partition: np.ndarray) -> TypeColumns:
         """Columns of dict records of one type (absent attributes -> nulls)."""
+        lists = {attr: [r.get(attr) for r in values] for attr in schema}
+        return TypeColumns.from_lists(lists, schema, strings, ts, seq, partition)
+
+    @staticmethod
+    def from_lists(lists: Mapping[str, list[Any]], schema: Mapping[str, str],
+                   strings: StringPool, ts: np.ndarray, seq: np.ndarray,
+                   partition: np.ndarray) -> TypeColumns:
+        """Columns from one Python list of values per attribute (None -> null)."""
         cols: dict[str, np.ndarray] = {}
         nulls: dict[str, np.ndarray] = {}
-        n = len(values)
+        n = len(ts)
         for attr, kind in schema.items():
-            column = [r.get(attr) for r in values]
+            column = lists[attr]
+            mask = None
             if None in column:
                 mask = np.fromiter((v is None for v in column), dtype=bool, count=n)
                 nulls[attr] = mask
                 fill: Any = "" if kind == "string" else 0
                 column = [fill if v is None else v for v in column]
-            else:
-                mask = None
             if kind == "string":
                 arr = strings.codes(column)
                 if mask is not None:
@@ -303,3 +310,24 @@ class EventBatch:
                 nulls=nulls,
             )
         return EventBatch(by_type=by_type, strings=strings)
+
+
+def group_rows(keys: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Rows with equal values in every column of `keys` (int64 arrays of one
+    length) form a group: (first row of each group, group of each row),
+    groups numbered in lexicographic order of their key. Faster than
+    np.unique(axis=0): each column is made dense first and the codes are
+    combined into one integer while that fits in 63 bits."""
+    n = len(keys[0])
+    combined = np.zeros(n, dtype=np.int64)
+    radix = 1
+    for col in keys:
+        uniq, codes = np.unique(col, return_inverse=True)
+        size = max(len(uniq), 1)
+        if radix * size >= 1 << 62:  # no room left: renumber what we have so far
+            _, combined = np.unique(combined, return_inverse=True)
+            radix = int(combined.max()) + 1 if n else 1
+        combined = combined * size + codes.reshape(-1)
+        radix *= size
+    _, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)

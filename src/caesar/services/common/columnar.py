@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from caesar.errors import CaesarError
-from caesar.events.batch import NUMPY_DTYPES, EventBatch, StringPool, TypeColumns
+from caesar.events.batch import NUMPY_DTYPES, EventBatch, StringPool, TypeColumns, group_rows
 from caesar.services.common.messages import Discard, RoutedBatch, TxnBatch
 
 BATCH_VERSION = 2
@@ -194,8 +194,7 @@ def chunks(batch: TxnBatch, max_rows: int = MAX_ROWS) -> Iterator[TxnBatch]:
     cols = [batch.events.by_type[t] for t in types]
     ts = np.concatenate([c.ts for c in cols])
     part = np.concatenate([c.partition for c in cols])
-    pairs, txn_of = np.unique(np.stack([ts, part], axis=1), axis=0, return_inverse=True)
-    txn_of = txn_of.reshape(-1)
+    pairs, txn_of = group_rows([ts, part])
     sizes = np.bincount(txn_of, minlength=len(pairs))
     ends = np.cumsum(sizes)
     start_txn = 0

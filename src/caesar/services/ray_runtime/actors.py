@@ -31,6 +31,9 @@ class ServiceActor:
         from caesar.codecs import make_codec
         from caesar.settings import Settings
 
+        from caesar.services.common.collector import tune_collector
+
+        tune_collector()
         settings = Settings.model_validate_json(settings_json)
         self.service = service
         self.started = time.time()

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from caesar.events.batch import EventBatch, StringPool, TypeColumns
+from caesar.events.batch import EventBatch, StringPool, TypeColumns, group_rows
 from caesar.plans.execution import EventTypeDef, ExecutionPlan
 from caesar.services.common.messages import (
     END_OF_TIME,
@@ -147,16 +147,22 @@ class SchedulerProcessor:
         ones go to `dead`. Types are checked a column at a time; a column
         holding something unexpected is checked record by record."""
         values = [records[i].value for i in rows]
-        bad = self._bad_rows(etype, values)
+        schema = dict(etype.fields)
+        lists = {attr: [v.get(attr) for v in values] for attr in schema}
+        ts_list = lists[etype.ts_field] if etype.ts_field in lists else \
+            [v.get(etype.ts_field) for v in values]
+        bad = self._bad_rows(etype, values, lists, ts_list)
         if bad:
             for j in sorted(bad):
                 dead.append((rows[j], self._letter(records[rows[j]], "schema", bad[j])))
             keep = [j for j in range(len(rows)) if j not in bad]
             rows = [rows[j] for j in keep]
             values = [values[j] for j in keep]
+            lists = {a: [col[j] for j in keep] for a, col in lists.items()}
+            ts_list = [ts_list[j] for j in keep]
         if not rows:
             return None
-        ts = np.array([v[etype.ts_field] for v in values], dtype=np.int64)
+        ts = np.array(ts_list, dtype=np.int64)
         late = ts < self.watermark
         if late.any():
             for j in np.nonzero(late)[0].tolist():
@@ -164,47 +170,49 @@ class SchedulerProcessor:
                     records[rows[j]], "late",
                     f"ts {int(ts[j])} is below the watermark {self.watermark} "
                     f"(allowed out-of-orderness {self.allowance})")))
-            keep_idx = np.nonzero(~late)[0].tolist()
-            rows = [rows[j] for j in keep_idx]
-            values = [values[j] for j in keep_idx]
+            keep = np.nonzero(~late)[0].tolist()
+            rows = [rows[j] for j in keep]
+            values = [values[j] for j in keep]
+            lists = {a: [col[j] for j in keep] for a, col in lists.items()}
             ts = ts[~late]
             if not rows:
                 return None
         # event-time progress per source partition
-        sources: dict[tuple[str, int], list[int]] = defaultdict(list)
-        for j, i in enumerate(rows):
-            sources[(records[i].topic, records[i].partition)].append(j)
-        for source, idx in sources.items():
-            top = int(ts[idx].max()) if len(idx) < len(rows) else int(ts.max())
-            self.max_ts[source] = max(self.max_ts.get(source, NEVER), top)
+        first = records[rows[0]]
+        source = (first.topic, first.partition)
+        if all(records[i].partition == first.partition and records[i].topic == first.topic
+               for i in rows):
+            self.max_ts[source] = max(self.max_ts.get(source, NEVER), int(ts.max()))
+        else:
+            sources: dict[tuple[str, int], list[int]] = defaultdict(list)
+            for j, i in enumerate(rows):
+                sources[(records[i].topic, records[i].partition)].append(j)
+            for src, idx in sources.items():
+                self.max_ts[src] = max(self.max_ts.get(src, NEVER), int(ts[idx].max()))
         n = len(rows)
         seq = np.arange(self.next_seq, self.next_seq + n, dtype=np.int64)
         self.next_seq += n
-        schema = dict(etype.fields)
-        cols = TypeColumns.from_values(values, schema, self.strings, ts=ts, seq=seq,
-                                       partition=np.zeros(n, dtype=np.int64))
+        cols = TypeColumns.from_lists(lists, schema, self.strings, ts=ts, seq=seq,
+                                      partition=np.zeros(n, dtype=np.int64))
         cols.partition = self._partitions(values, cols)
         cols.ingest = np.array([v.get(INGEST, 0) for v in values], dtype=np.int64)
         return cols
 
-    def _bad_rows(self, etype: EventTypeDef, values: list[Mapping[str, Any]]) -> dict[int, str]:
+    def _bad_rows(self, etype: EventTypeDef, values: list[Mapping[str, Any]],
+                  lists: Mapping[str, list[Any]], ts_list: list[Any]) -> dict[int, str]:
         """Row -> problem, for rows that break the type's schema."""
-        suspect = False
-        ts_types = set(map(type, (v.get(etype.ts_field) for v in values)))
-        if ts_types != {int}:
-            suspect = True
+        suspect = set(map(type, ts_list)) != {int}
         for attr, kind in etype.fields.items():
             if suspect:
                 break
-            found = set(map(type, (v.get(attr) for v in values)))
+            found = set(map(type, lists[attr]))
             allowed = _CLEAN.get(kind, frozenset())
             if attr not in self.plan.partition_by:
                 allowed = allowed | {type(None)}
             if not found <= allowed:
                 suspect = True
             elif kind == "float" and float in found and not all(
-                    math.isfinite(x) for x in (v.get(attr) for v in values)
-                    if isinstance(x, float)):
+                    math.isfinite(x) for x in lists[attr] if isinstance(x, float)):
                 suspect = True
         if not suspect:
             return {}
@@ -251,17 +259,16 @@ class SchedulerProcessor:
                 parts.append(col.view(np.int64))
             else:
                 parts.append(col.astype(np.int64))
-        stacked = np.stack(parts, axis=1)
-        uniq, first, inverse = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
-        ids = np.empty(len(uniq), dtype=np.int64)
+        first, inverse = group_rows(parts)
+        ids = np.empty(len(first), dtype=np.int64)
         for u, row in enumerate(first.tolist()):
-            raw = tuple(uniq[u].tolist())
+            raw = tuple(int(p[row]) for p in parts)
             found = self._keys.get(raw)
             if found is None:
                 found = self._key(tuple(values[row].get(a) for a in attrs))
                 self._keys[raw] = found
             ids[u] = found[0]
-        return ids[inverse.reshape(-1)]
+        return ids[inverse]
 
     def _key(self, parts: tuple) -> tuple[int, str]:
         key = "|".join("" if v is None else str(v) for v in parts)
