@@ -29,9 +29,8 @@ class ServiceActor:
                  actor_id: str, options: dict[str, Any]) -> None:
         from caesar.bus.kafka import KafkaBus
         from caesar.codecs import make_codec
-        from caesar.settings import Settings
-
         from caesar.services.common.collector import tune_collector
+        from caesar.settings import Settings
 
         tune_collector()
         settings = Settings.model_validate_json(settings_json)
