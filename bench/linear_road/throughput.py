@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import subprocess
 import time
 from collections import Counter
@@ -114,7 +115,7 @@ def run(reports: Reports, start: int, history: int, log: Any = print) -> dict[st
         def tune_collector() -> None:
             return None
 
-    plan = compile_model(model_path("linear_road"))
+    plan = compile_model(os.environ.get("CAESAR_LR_MODEL") or model_path("linear_road"))
     fanout = model_fans_out(plan)
     seconds = []
     offset = 0

@@ -200,3 +200,6 @@ class Model:
     pos: SourcePosition = _pos()
     strategy_pos: SourcePosition = _pos()
     partition_pos: SourcePosition = _pos()
+    # CONTEXTS PER: contexts hold per value of these attributes in a partition.
+    context_key: tuple[str, ...] = ()
+    context_key_pos: SourcePosition = _pos()

@@ -170,11 +170,17 @@ class _ToAst(Transformer):
     def start(self, meta, items):
         name = time_unit = strategy = None
         partition: tuple[str, ...] = ()
+        context_key: tuple[str, ...] = ()
         events, contexts, queries = [], [], []
-        strategy_pos = partition_pos = ast.NOWHERE
+        strategy_pos = partition_pos = context_key_pos = ast.NOWHERE
         for item in items:
             if isinstance(item, _Tagged):
-                if item.tag in ("model", "time_unit", "strategy", "partition"):
+                if item.tag == "context_key":
+                    if context_key:
+                        raise ModelSyntaxError("CONTEXTS PER is declared twice", item.pos,
+                                               self.text)
+                    context_key, context_key_pos = item.value, item.pos
+                elif item.tag in ("model", "time_unit", "strategy", "partition"):
                     if item.tag == "model":
                         if name is not None:
                             raise ModelSyntaxError("MODEL is declared twice", item.pos, self.text)
@@ -200,7 +206,8 @@ class _ToAst(Transformer):
         return ast.Model(name=name, time_unit=time_unit, partition_by=partition, strategy=strategy,
                          events=tuple(events), contexts=tuple(contexts), queries=tuple(queries),
                          file=self.file, source=self.text, pos=self._pos(meta),
-                         strategy_pos=strategy_pos, partition_pos=partition_pos)
+                         strategy_pos=strategy_pos, partition_pos=partition_pos,
+                         context_key=context_key, context_key_pos=context_key_pos)
 
     def model_decl(self, meta, children):
         return _Tagged("model", str(children[0]), self._pos(meta))
@@ -210,6 +217,9 @@ class _ToAst(Transformer):
 
     def partition_decl(self, meta, children):
         return _Tagged("partition", children[0], self._pos(meta))
+
+    def context_key_decl(self, meta, children):
+        return _Tagged("context_key", children[0], self._pos(meta))
 
     def strategy_decl(self, meta, children):
         return _Tagged("strategy", str(children[0]), self._tpos(children[0]))

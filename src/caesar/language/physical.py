@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from caesar.language.algebra import AGG, CW, CX, FI, PR, AlgebraPlan, Op, P, Stream
 from caesar.language.checked import CheckedModel, marker_type
+from caesar.language.errors import LanguageError, ModelStructureError
 from caesar.plans import expr as ir
 from caesar.plans.aggregate import AggregatePlan, AggregateSpec
 from caesar.plans.execution import (
@@ -56,6 +57,11 @@ class _Extractor:
         self.model = model
         self.queries: dict[str, _Query] = {}
         self.all_contexts = set(model.context_names())
+
+    def key_error(self, qid: str, message: str, **kw) -> LanguageError:
+        q = next((q for q in self.model.queries if q.qid == qid), None)
+        pos = q.source.pos if q is not None else self.model.source.context_key_pos
+        return ModelStructureError(message, pos, self.model.source.source, **kw)
 
     def schemas(self, types) -> dict[str, dict[str, str]]:
         return {t: dict(self.model.event_types[t].fields) for t in types
@@ -116,9 +122,24 @@ class _Extractor:
                                         kleene=comp.kleene, iteration_filter=it))
             where.extend(above)
             if cx is not None:
-
-                output = Output(marker_type(cx.action, cx.context),
-                                tuple(OutputField(n, e) for n, e in cx.key))
+                fields = [OutputField(n, e) for n, e in cx.key]
+                # CONTEXTS PER: the transition applies to its last event's key.
+                last = next(c for c in reversed(node.components) if not c.negated)
+                keyed_by = {n for n, _ in cx.key}
+                for a in self.model.context_key:
+                    missing = [t for t in last.types
+                               if a not in self.model.event_types[t].fields]
+                    if missing:
+                        raise self.key_error(
+                            node.qid, f"context deriving query {node.qid} ends with "
+                            f"{'/'.join(missing)} {last.var}, which has no attribute {a}: "
+                            f"with CONTEXTS PER {', '.join(self.model.context_key)} a "
+                            "transition applies to the key of its last event",
+                            found=f"{'/'.join(missing)} without {a}",
+                            expected=f"a last event type with attribute {a}")
+                    if a not in keyed_by:
+                        fields.append(OutputField(a, ir.Attr(last.var, a)))
+                output = Output(marker_type(cx.action, cx.context), tuple(fields))
             else:
                 assert pr is not None
                 output = Output(pr.event_type, tuple(OutputField(n, e) for n, e in pr.fields))
@@ -217,11 +238,39 @@ def physical_plan(plan: AlgebraPlan) -> ExecutionPlan:
     bits = sorted(order)  # the paper keeps the bit vector sorted by context name
     contexts = tuple(ContextDef(c.name, bits.index(c.name), c.default, c.keyed)
                      for c in model.contexts)
-    return ExecutionPlan(
+    result = ExecutionPlan(
         model=model.name, partition_by=model.partition_by, event_types=event_types,
         contexts=contexts,
         deriver_stages=tuple(stage(q, deriver_members, "deriver") for q in deriver_ids),
         transitions=tuple(transitions),
         matcher_stages=tuple(stage(q, matcher_ids, "matcher") for q in matcher_ids),
         context_groups=context_groups, groups=groups,
-        shared=dict(plan.shared))
+        shared=dict(plan.shared), context_key=model.context_key)
+    if model.context_key:
+        _check_context_key(ex, model, result)
+    return result
+
+
+def _check_context_key(ex: _Extractor, model: CheckedModel, plan: ExecutionPlan) -> None:
+    """CONTEXTS PER: a stage that does not run in every context sees only the
+    events of its key, so every type it reads must have the key attributes."""
+    every = set(model.context_names())
+    stages = list(plan.deriver_stages) + [t.stage for t in plan.transitions] + \
+        list(plan.matcher_stages)
+    for stage in stages:
+        if set(stage.contexts) >= every:
+            continue
+        p = stage.plan
+        reads = [p.source_type] if isinstance(p, AggregatePlan) else \
+            [t for c in p.components for t in c.types]
+        for t in dict.fromkeys(reads):
+            fields = model.event_types[t].fields if t in model.event_types else {}
+            missing = [a for a in model.context_key if a not in fields]
+            if missing:
+                raise ex.key_error(
+                    p.plan_id, f"query {p.plan_id} runs in {', '.join(stage.contexts)} only and "
+                    f"reads {t}, which has no attribute {', '.join(missing)}: with CONTEXTS PER "
+                    f"{', '.join(model.context_key)} it sees the events of one key only",
+                    found=f"{t} without {', '.join(missing)}",
+                    expected=f"event types with {', '.join(model.context_key)}, or the query "
+                             "in every context")

@@ -92,3 +92,14 @@ class ExecutionPlan:
     # matcher plan id -> the contexts its outputs are filtered to. Empty in a
     # context-aware plan.
     context_filters: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # CONTEXTS PER: contexts hold per (stream partition, these attributes).
+    # Transactions and context vectors are kept per such "context partition"
+    # (partition_by + context_key); the stages that run in every context see
+    # the whole stream partition (partition_by), the others only their key's
+    # events. A transition's output carries the key of its last event.
+    context_key: tuple[str, ...] = ()
+
+    @property
+    def transaction_key(self) -> tuple[str, ...]:
+        """The attributes a stream transaction (and a context vector) is kept per."""
+        return self.partition_by + self.context_key

@@ -48,9 +48,12 @@ class DeriverProcessor:
         schemas = {t.name: dict(t.fields) for t in plan.event_types}
         emit = [t.stage.plan.plan_id for t in plan.transitions]
         emit += [s.plan.plan_id for s in plan.deriver_stages if s.output_topic is not None]
-        self.graph = StageGraph(stages, schemas, engine_factory, emit=emit)
-        self.schemas = schemas
         self.activation = StageActivation(self.resolver, stages)
+        self.graph = StageGraph(
+            stages, schemas, engine_factory, emit=emit, context_key=plan.context_key,
+            stream_attrs=len(plan.partition_by), everywhere=self.activation.everywhere(),
+            active_of=lambda p: self.activation.active(self.vector(p)))
+        self.schemas = schemas
         self.transitions = {t.stage.plan.plan_id: t for t in plan.transitions}
         for t in plan.transitions:
             if t.context not in self.resolver.bits:

@@ -25,6 +25,7 @@ from caesar.services.matcher.stage_graph import (
     StageOutput,
     default_engine_factory,
 )
+from caesar.services.router.contexts import ContextResolver, StageActivation
 
 
 @dataclass
@@ -41,7 +42,14 @@ class MatcherProcessor:
         self.plan = plan
         self.schemas = {t.name: dict(t.fields) for t in plan.event_types}
         emit = [s.plan.plan_id for s in plan.matcher_stages if s.output_topic is not None]
-        self.graph = StageGraph(plan.matcher_stages, self.schemas, engine_factory, emit=emit)
+        activation = StageActivation(ContextResolver(plan), plan.matcher_stages)
+        # what a partition's events reach before its first routed transaction
+        default = activation.active(activation.resolver.effective(0))
+        self.graph = StageGraph(
+            plan.matcher_stages, self.schemas, engine_factory, emit=emit,
+            context_key=plan.context_key, stream_attrs=len(plan.partition_by),
+            everywhere=activation.everywhere() - set(plan.context_filters),
+            active_of=lambda p: self.graph._last_active.get(p, default))
         self.watermark = -(2**62)
         self.alerts_emitted = 0
         self.ingest: dict[int, int] = {}  # partition -> Kafka ms of its latest input

@@ -16,7 +16,7 @@ from __future__ import annotations
 import pickle
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,9 +31,11 @@ from caesar.plans.pattern import PatternPlan
 from caesar.services.common.config import EngineFactory
 from caesar.services.common.messages import END_OF_TIME, Transaction, TxnBatch
 from caesar.services.matcher.aggregate import AggregateExecutor
+from caesar.services.matcher.partitions import ContextPartitions
 
-STATE_VERSION = 2
+STATE_VERSION = 3  # 3: context partitions (CONTEXTS PER)
 Record = dict[str, Any]  # event attributes + "type", "_ts", "_p" (partition id), "_key"
+_ABSENT = object()
 
 
 def default_engine_factory(plans: Sequence[PatternPlan]) -> PatternEngine:
@@ -84,6 +86,17 @@ class StageGraph:
     engine_factory: EngineFactory = default_engine_factory
     strings: StringPool = field(default_factory=StringPool)
     emit: Collection[str] | None = None
+    # CONTEXTS PER (caesar.services.matcher.partitions): the key attributes,
+    # how many leading attributes of a partition key name the stream
+    # partition, and the stages that run in every context (they see whole
+    # stream partitions).
+    context_key: tuple[str, ...] = ()
+    stream_attrs: int = 0
+    everywhere: Collection[str] = ()
+    # The stages a partition's events may reach when the step did not say
+    # (a result landing in another context partition); default: the set of
+    # the partition's latest transaction.
+    active_of: Callable[[int], frozenset[str]] | None = None
 
     def __post_init__(self) -> None:
         ids = [plan_id(s) for s in self.stages]
@@ -113,6 +126,11 @@ class StageGraph:
         self._keys: dict[int, str] = {}
         self._seq = 0
         self._time = -(2**62)
+        self.partitions = ContextPartitions(self.stream_attrs, self.context_key) \
+            if self.context_key else None
+        # Stages active whatever contexts hold: one engine call for all rows
+        # (with CONTEXTS PER: rows of whole stream partitions).
+        self._everywhere = frozenset(self.everywhere)
 
     # ------------------------------------------------------------ driving
     def step(self, ts: int, batch: TxnBatch | EventBatch, active: Active) -> list[StageOutput]:
@@ -122,6 +140,8 @@ class StageGraph:
         windows, end-negation results), then runs the stages."""
         if isinstance(batch, TxnBatch):
             self._keys.update(batch.keys)
+            if self.partitions is not None:
+                self.partitions.learn(batch.keys)
             events = batch.events
         else:
             events = batch
@@ -161,9 +181,41 @@ class StageGraph:
     def _active_at(self, partition: int, ts: int) -> frozenset[str]:
         hist = self._history.get(partition)
         if not hist:
-            return self._last_active.get(partition, frozenset())
+            return self._active_for(partition)
         i = bisect_right(hist, ts, key=lambda h: h[0]) - 1
         return hist[max(i, 0)][1]
+
+    def _active_for(self, partition: int, given: Active | None = None) -> frozenset[str]:
+        """The stages a partition's events reach: what the step says, else
+        (a stream partition) the stream-wide stages, else `active_of`, else
+        the partition's latest set."""
+        if given is not None:
+            found = given.get(partition)
+            if found is not None:
+                return found
+        if self.partitions is not None and self.partitions.is_stream(partition):
+            return self._everywhere
+        if self.active_of is not None:
+            return self.active_of(partition)
+        return self._last_active.get(partition, frozenset())
+
+    def _home(self, partition: int, fields: Mapping[str, Any]) -> int:
+        """The context partition a result belongs to: the one its key
+        attributes name (CONTEXTS PER); a result without them stays where it
+        was derived."""
+        parts = self.partitions
+        if parts is None:
+            return partition
+        values = tuple(fields.get(a, _ABSENT) for a in self.context_key)
+        if _ABSENT in values:
+            return partition
+        return parts.context_of(parts.stream_id(partition), values)
+
+    def _key_of(self, partition: int) -> str:
+        found = self._keys.get(partition)
+        if found is None and self.partitions is not None:
+            found = self.partitions.text.get(partition)
+        return found or ""
 
     def _run_released(self, released: list[tuple[StageOutput, bool]]) -> list[StageOutput]:
         """Run released results in timestamp order, each with the stages
@@ -203,7 +255,8 @@ class StageGraph:
             stage = self._by_id[pid]
             for row in agg.advance(watermark):
                 rec = {k: v for k, v in row.items() if not k.startswith("_")}
-                rec.update(_ts=row["ts"], _p=row["_partition"], _key=row["_key"])
+                home = self._home(row["_partition"], rec)
+                rec.update(_ts=row["ts"], _p=home, _key=self._key_of(home))
                 out.append((StageOutput(stage, rec, row["_window_start"], row["ts"]),
                             rec["type"] in self._consumed))
         if self.engine is not None:
@@ -216,7 +269,8 @@ class StageGraph:
         stage = self._by_id[ev.plan_id]
         ts = ev.end_ts if clamp is None else max(ev.end_ts, clamp)
         rec: Record = {"type": ev.event_type, **_decode(ev.fields, self.strings)}
-        rec.update(_ts=ts, _p=ev.partition, _key=self._keys.get(ev.partition, ""))
+        home = self._home(ev.partition, rec)
+        rec.update(_ts=ts, _p=home, _key=self._key_of(home))
         return StageOutput(stage, rec, ev.start_ts, ev.end_ts)
 
     def _columns_of(self, rows: Sequence[tuple[str, Mapping[str, Any], int, int]]
@@ -237,30 +291,22 @@ class StageGraph:
         return EventBatch(out, self.strings)
 
     def _run(self, events: EventBatch, active_now: Active) -> list[StageOutput]:
-        """Run the stages on `events`, each partition's rows reaching only the
-        stages active for it (rows of partitions with the same active set go
-        through the stages together)."""
-        parts = np.unique(np.concatenate([c.partition for c in events.by_type.values()]))
-        sets: dict[frozenset[str], int] = {}
-        group_of = np.empty(len(parts), dtype=np.int64)
-        for i, p in enumerate(parts.tolist()):
-            act = active_now.get(p)
-            if act is None:
-                act = self._last_active.get(p, frozenset())
-            group_of[i] = sets.setdefault(act, len(sets))
-        if len(sets) == 1:
-            return self._run_group(next(iter(sets)), events)
-        rows_group = {t: group_of[np.searchsorted(parts, c.partition)]
-                      for t, c in events.by_type.items()}
-        outputs: list[StageOutput] = []
-        for act, g in sets.items():
-            outputs += self._run_group(act, events.take(
-                {t: rg == g for t, rg in rows_group.items()}))
-        return outputs
-
-    def _run_group(self, active: frozenset[str], events: EventBatch) -> list[StageOutput]:
+        """Run the stages in order on `events` and what they derive, each row
+        reaching only the stages active for its partition. A stage that runs
+        in every context gets all rows of its types in one engine call; the
+        others get, per distinct active set, the rows of the partitions in
+        it (a result lands in the partition its own key names, so it is
+        placed when a stage reads it, not when it is derived)."""
         available: dict[str, list[TypeColumns]] = {t: [c] for t, c in events.by_type.items()
                                                    if len(c)}
+        sets: dict[int, frozenset[str]] = {}  # partition -> active set, for this run
+
+        def active(p: int) -> frozenset[str]:
+            found = sets.get(p)
+            if found is None:
+                found = sets[p] = self._active_for(p, active_now)
+            return found
+
         outputs: list[StageOutput] = []
         pending: list[str] = []  # pattern stages waiting for one engine call
         pending_types: set[str] = set()
@@ -268,14 +314,20 @@ class StageGraph:
         def flush() -> None:
             if not pending:
                 return
-            outputs.extend(self._call_engine(pending, available))
+            wide = [p for p in pending if p in self._everywhere]
+            if wide:
+                outputs.extend(self._call_engine(wide, available, None,
+                                                 stream=self.partitions is not None))
+            narrow = [p for p in pending if p not in self._everywhere]
+            if narrow:
+                for act, rows in self._by_active_set(narrow, available, active):
+                    outputs.extend(self._call_engine([p for p in narrow if p in act],
+                                                     available, rows))
             pending.clear()
             pending_types.clear()
 
         for stage in self.stages:
             pid = plan_id(stage)
-            if pid not in active:
-                continue
             needs = self._consumes[pid]
             if needs & pending_types:
                 flush()
@@ -284,7 +336,7 @@ class StageGraph:
             if isinstance(stage.plan, AggregatePlan):
                 src = available.get(stage.plan.source_type)
                 if src:
-                    self.aggregates[pid].add_columns(TypeColumns.concat(src), self._keys)
+                    self._aggregate(pid, TypeColumns.concat(src), active)
             else:
                 pending.append(pid)
                 produced = self._produces[pid]
@@ -293,16 +345,54 @@ class StageGraph:
         flush()
         return outputs
 
-    def _call_engine(self, plan_ids: list[str], available: dict[str, list[TypeColumns]]
+    def _by_active_set(self, plan_ids: list[str], available: dict[str, list[TypeColumns]],
+                       active: Callable[[int], frozenset[str]]
+                       ) -> list[tuple[frozenset[str], dict[str, np.ndarray]]]:
+        """The rows of the types `plan_ids` read, per distinct active set
+        that holds one of them: (set, type -> row mask)."""
+        types = {t for pid in plan_ids for t in self._consumes[pid] if t in available}
+        groups: dict[frozenset[str], dict[str, np.ndarray]] = {}
+        for t in types:
+            parts = np.concatenate([c.partition for c in available[t]])
+            uniq, inverse = np.unique(parts, return_inverse=True)
+            inverse = inverse.reshape(-1)
+            for act, members in _groups(uniq.tolist(), active).items():
+                if not any(p in act for p in plan_ids):
+                    continue
+                mask = np.isin(inverse, members)
+                if mask.any():
+                    groups.setdefault(act, {})[t] = mask
+        return list(groups.items())
+
+    def _aggregate(self, pid: str, rows: TypeColumns,
+                   active: Callable[[int], frozenset[str]]) -> None:
+        if pid not in self._everywhere:
+            uniq, inverse = np.unique(rows.partition, return_inverse=True)
+            keep = np.array([pid in active(p) for p in uniq.tolist()], dtype=bool)
+            if not keep.any():
+                return
+            if not keep.all():
+                rows = rows.take(keep[inverse.reshape(-1)])
+        elif self.partitions is not None:
+            rows = TypeColumns(rows.ts, rows.seq, self.partitions.stream_of(rows.partition),
+                               rows.columns, rows.nulls, rows.ingest)
+        self.aggregates[pid].add_columns(rows, self._keys)
+
+    def _call_engine(self, plan_ids: list[str], available: dict[str, list[TypeColumns]],
+                     rows: Mapping[str, np.ndarray] | None, stream: bool = False
                      ) -> list[StageOutput]:
-        """One engine call for `plan_ids` on the rows of the types they read;
-        what they derive is added to `available` for later stages."""
+        """One engine call for `plan_ids` on the rows of the types they read
+        (`rows`: type -> mask of the rows to take, None = all; `stream`: as
+        rows of their stream partitions); what they derive is added to
+        `available` for later stages."""
         assert self.engine is not None
-        types = sorted({t for pid in plan_ids for t in self._consumes[pid] if t in available},
-                       key=self._type_rank.get)
+        types = sorted({t for pid in plan_ids for t in self._consumes[pid] if t in available
+                        and (rows is None or t in rows)}, key=self._type_rank.get)
         if not types:
             return []
         cols = {t: TypeColumns.concat(available[t]) for t in types}
+        if rows is not None:
+            cols = {t: c.take(rows[t]) for t, c in cols.items()}
         # Arrival order for the engine: by ts, then type, then the rows' order.
         if len(types) == 1:
             (t,) = types
@@ -328,6 +418,10 @@ class StageGraph:
                 off += n
         n_rows = sum(len(c) for c in cols.values())
         self._seq += n_rows
+        if stream:
+            assert self.partitions is not None
+            cols = {t: TypeColumns(c.ts, c.seq, self.partitions.stream_of(c.partition), c.columns,
+                                   c.nulls, c.ingest) for t, c in cols.items()}
         derived = self.engine.process(EventBatch(cols, self.strings), plan_ids)
         if not derived:
             return []
@@ -335,7 +429,8 @@ class StageGraph:
         feed: list[tuple[str, Mapping[str, Any], int, int]] = []
         for ev in derived:
             if ev.event_type in self._consumed:
-                feed.append((ev.event_type, ev.fields, ev.end_ts, ev.partition))
+                feed.append((ev.event_type, ev.fields, ev.end_ts,
+                             self._home(ev.partition, ev.fields)))
             if self._emit is None or ev.plan_id in self._emit:
                 outputs.append(self._derived(ev))
         if feed:
@@ -348,6 +443,12 @@ class StageGraph:
         """Everything needed to resume these partitions (engine run state per
         partition, aggregation tables, string pool, seq counter)."""
         partitions = set(partitions)
+        ctx = self.partitions
+        if ctx is not None:  # their stream partitions and the context partitions of those
+            streams = {ctx.stream_of(np.array([p], dtype=np.int64))[0].item() for p in partitions}
+            partitions |= streams
+            partitions |= {p for p in ctx.text
+                           if ctx.stream_of(np.array([p], dtype=np.int64))[0].item() in streams}
         engine_state = {}
         if self.engine is not None:
             engine_state = {p: self.engine.snapshot(p) for p in partitions}
@@ -355,13 +456,16 @@ class StageGraph:
         strings = [self.strings.string(i) for i in range(len(self.strings))]
         history = {p: list(h) for p, h in self._history.items() if p in partitions}
         return pickle.dumps((STATE_VERSION, engine_state, aggs, strings, self._seq, self._time,
-                             self._last_active, self._keys, history))
+                             self._last_active, self._keys, history,
+                             ctx.state() if ctx is not None else {}))
 
     def restore(self, state: bytes) -> None:
-        version, engine_state, aggs, strings, seq, time, last_active, keys, history = \
-            pickle.loads(state)
+        version, *rest = pickle.loads(state)
         if version != STATE_VERSION:
             raise PlanError(f"stage state version {version} is not {STATE_VERSION}")
+        engine_state, aggs, strings, seq, time, last_active, keys, history, ctx = rest
+        if self.partitions is not None:
+            self.partitions.restore(ctx)
         for s in strings:
             self.strings.code(s)
         for pid, blob in aggs.items():
@@ -379,3 +483,12 @@ class StageGraph:
 
 def _decode(fields: Mapping[str, Any], strings: StringPool) -> dict[str, Any]:
     return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in fields.items()}
+
+
+def _groups(partitions: list[int], active: Callable[[int], frozenset[str]]
+            ) -> dict[frozenset[str], list[int]]:
+    """Indexes of `partitions` by their active set."""
+    out: dict[frozenset[str], list[int]] = {}
+    for i, p in enumerate(partitions):
+        out.setdefault(active(p), []).append(i)
+    return out

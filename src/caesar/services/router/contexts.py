@@ -99,3 +99,16 @@ class StageActivation:
 
     def plan_ids(self) -> Iterable[str]:
         return (pid for pid, _, _ in self._stages)
+
+    def everywhere(self) -> frozenset[str]:
+        """Plan ids active whatever contexts hold (every combination of the
+        non-default contexts, and the default alone)."""
+        bits = sorted(self.resolver.bits.values())
+        other = [b for b in bits if not (1 << b) & self.resolver.default_mask]
+        found = set(self.plan_ids())
+        for combo in range(1 << len(other)):
+            raw = sum(1 << b for i, b in enumerate(other) if combo >> i & 1)
+            found &= self.active(self.resolver.effective(raw))
+            if not found:
+                break
+        return frozenset(found)

@@ -207,7 +207,7 @@ class SchedulerProcessor:
                 break
             found = set(map(type, lists[attr]))
             allowed = _CLEAN.get(kind, frozenset())
-            if attr not in self.plan.partition_by:
+            if attr not in self.plan.transaction_key:
                 allowed = allowed | {type(None)}
             if not found <= allowed:
                 suspect = True
@@ -231,7 +231,7 @@ class SchedulerProcessor:
         for attr, kind in etype.fields.items():
             v = value.get(attr)
             if v is None:
-                if attr in self.plan.partition_by:
+                if attr in self.plan.transaction_key:
                     return f"{etype.name}: partition attribute {attr!r} is missing"
                 continue
             ok = isinstance(v, _PY_TYPES.get(kind, (object,)))
@@ -245,7 +245,7 @@ class SchedulerProcessor:
 
     def _partitions(self, values: list[Mapping[str, Any]], cols: TypeColumns) -> np.ndarray:
         """Stream partition id of every row, computed once per distinct key."""
-        attrs = self.plan.partition_by
+        attrs = self.plan.transaction_key
         n = len(values)
         if not attrs:
             pid, _ = self._key(())
@@ -279,7 +279,7 @@ class SchedulerProcessor:
         for c in chunks.values():
             ids.update(np.unique(c.partition).tolist())
         names = {pid: key for pid, key in self._keys.values()}
-        if not self.plan.partition_by:
+        if not self.plan.transaction_key:
             names.update([self._key(())])
         return {pid: names[pid] for pid in ids}
 
