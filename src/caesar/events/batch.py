@@ -244,8 +244,7 @@ class EventBatch:
             for name, arr in cols.columns.items():
                 if arr.dtype == np.int32 and len(arr):
                     uniq, inverse = np.unique(arr, return_inverse=True)
-                    mapped = np.array([-1 if c < 0 else strings.code(self.strings.string(c))
-                                       for c in uniq.tolist()], dtype=np.int32)
+                    mapped = strings.codes(self.strings.decode(uniq))
                     recoded[name] = mapped[inverse.reshape(-1)]
             if recoded:
                 cols = TypeColumns(cols.ts, cols.seq, cols.partition,

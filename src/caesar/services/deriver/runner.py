@@ -49,6 +49,8 @@ class DeriverHandler:
     def handle(self, records: Sequence[Record]) -> list[OutRecord]:
         by_partition: dict[int, list[TxnBatch | Progress]] = defaultdict(list)
         for r in records:
+            if r.value is None:  # a tombstone: the services never write one here
+                continue
             schema, value = self.codec.decode(r.value)
             if schema == TXN_BATCH:
                 if self.seen.fresh(r.partition, value["seq"]):
@@ -60,10 +62,10 @@ class DeriverHandler:
         topic = self.cfg.topics.context_changes
         for j, items in by_partition.items():
             proc = self.procs[j]
-            before = {}
+            before: dict[int, int] = {}
             result = proc.process(items)
             for c in result.changes:
-                previous = before.get(c.partition, None)
+                previous = before.get(c.partition)
                 self.change_seq[c.partition] += 1
                 rec = change_record(c, self.change_seq[c.partition],
                                     previous if previous is not None else -1)

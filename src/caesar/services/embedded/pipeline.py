@@ -20,7 +20,7 @@ from caesar.services.common.messages import (
     DeadLetter,
     InputRecord,
     Progress,
-    Transaction,
+    TxnBatch,
 )
 from caesar.services.deriver.processor import DeriverProcessor
 from caesar.services.matcher.processor import MatcherProcessor
@@ -60,9 +60,18 @@ class EmbeddedPipeline:
         """End of input: flush the scheduler (watermark = end of time)."""
         return self._downstream(self.scheduler.flush())
 
+    def advance(self, watermark: int) -> list[Alert]:
+        """No input below `watermark` follows: process everything before it."""
+        return self._downstream(self.scheduler.advance(watermark))
+
+    def contexts(self, partition: int) -> tuple[str, ...]:
+        """The contexts holding for a stream partition (its id) after the
+        transactions processed so far."""
+        return self.deriver.resolver.names(self.deriver.vector(partition))
+
     def _downstream(self, sched: SchedulerOutput) -> list[Alert]:
         self.result.dead_letters += sched.dead_letters
-        items: list[Transaction | Progress] = sched.transactions
+        items: list[TxnBatch | Progress] = sched.transactions
         derived = self.deriver.process(items)
         self.result.context_changes += derived.changes
         router_in: list[Any] = list(items) + list(derived.changes)

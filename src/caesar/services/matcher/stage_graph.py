@@ -102,13 +102,12 @@ class StageGraph:
         ids = [plan_id(s) for s in self.stages]
         if len(set(ids)) != len(ids):
             raise PlanError(f"duplicate plan ids among stages: {ids}")
-        self._patterns = [s for s in self.stages if isinstance(s.plan, PatternPlan)]
+        patterns = [s.plan for s in self.stages if isinstance(s.plan, PatternPlan)]
         self._schemas = {t: dict(cols) for t, cols in self.schemas.items()}
-        for s in self._patterns:
-            for t, cols in s.plan.schemas.items():
+        for p in patterns:
+            for t, cols in p.schemas.items():
                 self._schemas.setdefault(t, dict(cols))
-        self.engine: PatternEngine | None = (
-            self.engine_factory([s.plan for s in self._patterns]) if self._patterns else None)
+        self.engine: PatternEngine | None = self.engine_factory(patterns) if patterns else None
         self.aggregates: dict[str, AggregateExecutor] = {
             plan_id(s): AggregateExecutor(s.plan, self.strings)
             for s in self.stages if isinstance(s.plan, AggregatePlan)}
@@ -261,8 +260,8 @@ class StageGraph:
                             rec["type"] in self._consumed))
         if self.engine is not None:
             floor = self._time if watermark >= END_OF_TIME else max(self._time, -(2**62))
-            for ev in self.engine.advance(min(watermark, END_OF_TIME)):
-                out.append((self._derived(ev, clamp=floor), ev.event_type in self._consumed))
+            out.extend((self._derived(ev, clamp=floor), ev.event_type in self._consumed)
+                       for ev in self.engine.advance(min(watermark, END_OF_TIME)))
         return out
 
     def _derived(self, ev: DerivedEvent, clamp: int | None = None) -> StageOutput:
@@ -387,7 +386,7 @@ class StageGraph:
         `available` for later stages."""
         assert self.engine is not None
         types = sorted({t for pid in plan_ids for t in self._consumes[pid] if t in available
-                        and (rows is None or t in rows)}, key=self._type_rank.get)
+                        and (rows is None or t in rows)}, key=lambda t: self._type_rank[t])
         if not types:
             return []
         cols = {t: TypeColumns.concat(available[t]) for t in types}

@@ -1,6 +1,6 @@
-"""Binds RouterProcessor to the bus: transactions partition j and
-context-changes partition j in, routed transactions (+ router progress) on
-partition j of the routed topic out."""
+"""Binds RouterProcessor to the bus: transaction batches and context changes
+of partition j in, routed batches (+ router progress) on partition j of the
+routed topic out."""
 
 from __future__ import annotations
 
@@ -45,8 +45,18 @@ class RouterHandler:
         return [TopicPartition(t.transactions, j), TopicPartition(t.context_changes, j)]
 
     def handle(self, records: Sequence[Record]) -> list[OutRecord]:
+        out: list[OutRecord] = []
+        for j, items in self._decode(records).items():
+            out += self._encode(j, self.procs[j].process(items).routed)
+        return out
+
+    def _decode(self, records: Sequence[Record]
+                ) -> dict[int, list[TxnBatch | ContextChange | Progress]]:
+        """The fresh inputs per Kafka partition (replayed ones dropped)."""
         by_partition: dict[int, list[TxnBatch | ContextChange | Progress]] = defaultdict(list)
         for r in records:
+            if r.value is None:  # a tombstone: the services never write one here
+                continue
             schema, value = self.codec.decode(r.value)
             if schema == TXN_BATCH:
                 if self.seen_txn.fresh(r.partition, value["seq"]):
@@ -58,20 +68,21 @@ class RouterHandler:
                     by_partition[r.partition].append(change)
             elif schema == PROGRESS:
                 by_partition[r.partition].append(progress_from(value))
-        out: list[OutRecord] = []
+        return by_partition
+
+    def _encode(self, j: int, routed: Sequence[RoutedBatch | Progress]) -> list[OutRecord]:
         topic = self.cfg.routed_topic
-        for j, items in by_partition.items():
-            for item in self.procs[j].process(items).routed:
-                if isinstance(item, Progress):
-                    out.append(OutRecord(topic, self.codec.encode(
-                        PROGRESS, progress_record(item, self.cfg.actor_id, j)), b"__progress__",
-                        partition=j))
-                    continue
-                assert isinstance(item, RoutedBatch)
-                for piece in routed_chunks(item):
-                    self.seq[j] += 1
-                    out.append(OutRecord(topic, self.codec.encode(
-                        ROUTED_BATCH, routed_record(piece, self.seq[j])), None, partition=j))
+        out: list[OutRecord] = []
+        for item in routed:
+            if isinstance(item, Progress):
+                out.append(OutRecord(topic, self.codec.encode(
+                    PROGRESS, progress_record(item, self.cfg.actor_id, j)), b"__progress__",
+                    partition=j))
+                continue
+            for piece in routed_chunks(item):
+                self.seq[j] += 1
+                out.append(OutRecord(topic, self.codec.encode(
+                    ROUTED_BATCH, routed_record(piece, self.seq[j])), None, partition=j))
         return out
 
     def idle(self, idle_s: float) -> list[OutRecord]:

@@ -20,7 +20,7 @@ per transaction.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +47,31 @@ _PY_TYPES: dict[str, tuple[type, ...]] = {
 _CLEAN: dict[str, frozenset[type]] = {
     "int": frozenset({int}), "float": frozenset({float, int}), "string": frozenset({str}),
     "bool": frozenset({bool})}
+
+
+def event_problem(etype: EventTypeDef, value: Mapping[str, Any],
+                  partition_by: Sequence[str]) -> str:
+    """Why `value` is not a valid `etype` event ("" when it is): the timestamp must
+    be an int, the partition attributes present, every field of its declared type.
+    The Spark jobs check their rows with it too, so what they accept the
+    scheduler accepts."""
+    ts = value.get(etype.ts_field)
+    if not isinstance(ts, int) or isinstance(ts, bool):
+        return f"{etype.name}: timestamp field {etype.ts_field!r} must be an int, got {ts!r}"
+    for attr, kind in etype.fields.items():
+        v = value.get(attr)
+        if v is None:
+            if attr in partition_by:
+                return f"{etype.name}: partition attribute {attr!r} is missing"
+            continue
+        ok = isinstance(v, _PY_TYPES.get(kind, (object,)))
+        if kind in ("int", "float") and isinstance(v, bool):
+            ok = False
+        if kind == "float" and isinstance(v, float) and not math.isfinite(v):
+            ok = False
+        if not ok:
+            return f"{etype.name}.{attr}: expected {kind}, got {type(v).__name__} {v!r}"
+    return ""
 
 
 @dataclass
@@ -76,6 +101,7 @@ class SchedulerProcessor:
         self.next_seq = 0  # arrival order of accepted events
         self.released = 0
         self.dead = 0
+        self.dead_by_reason: Counter[str] = Counter()
         self._keys: dict[tuple, tuple[int, str]] = {}  # partition values -> (id, key)
 
     @property
@@ -107,6 +133,7 @@ class SchedulerProcessor:
         dead.sort(key=lambda d: d[0])
         out.dead_letters = [d for _, d in dead]
         self.dead += len(dead)
+        self.dead_by_reason.update(d.reason for d in out.dead_letters)
         self._release(self._current_watermark(), out)
         return out
 
@@ -114,6 +141,13 @@ class SchedulerProcessor:
         """End of a bounded input: release everything."""
         out = SchedulerOutput()
         self._release(END_OF_TIME, out)
+        return out
+
+    def advance(self, watermark: int) -> SchedulerOutput:
+        """The caller promises no event below `watermark` follows: release every
+        timestamp before it (an event that still comes below it is late)."""
+        out = SchedulerOutput()
+        self._release(watermark, out)
         return out
 
     def advance_idle(self) -> SchedulerOutput:
@@ -146,15 +180,15 @@ class SchedulerProcessor:
         """The accepted records `rows` of one type as columns; bad and late
         ones go to `dead`. Types are checked a column at a time; a column
         holding something unexpected is checked record by record."""
-        values = [records[i].value for i in rows]
+        values = [v for i in rows if (v := records[i].value) is not None]  # all of them
         schema = dict(etype.fields)
         lists = {attr: [v.get(attr) for v in values] for attr in schema}
         ts_list = lists[etype.ts_field] if etype.ts_field in lists else \
             [v.get(etype.ts_field) for v in values]
         bad = self._bad_rows(etype, values, lists, ts_list)
         if bad:
-            for j in sorted(bad):
-                dead.append((rows[j], self._letter(records[rows[j]], "schema", bad[j])))
+            dead.extend((rows[j], self._letter(records[rows[j]], "schema", bad[j]))
+                        for j in sorted(bad))
             keep = [j for j in range(len(rows)) if j not in bad]
             rows = [rows[j] for j in keep]
             values = [values[j] for j in keep]
@@ -165,11 +199,10 @@ class SchedulerProcessor:
         ts = np.array(ts_list, dtype=np.int64)
         late = ts < self.watermark
         if late.any():
-            for j in np.nonzero(late)[0].tolist():
-                dead.append((rows[j], self._letter(
-                    records[rows[j]], "late",
-                    f"ts {int(ts[j])} is below the watermark {self.watermark} "
-                    f"(allowed out-of-orderness {self.allowance})")))
+            dead.extend((rows[j], self._letter(
+                records[rows[j]], "late", f"ts {int(ts[j])} is below the watermark "
+                f"{self.watermark} (allowed out-of-orderness {self.allowance})"))
+                for j in np.nonzero(late)[0].tolist())
             keep = np.nonzero(~late)[0].tolist()
             rows = [rows[j] for j in keep]
             values = [values[j] for j in keep]
@@ -209,9 +242,7 @@ class SchedulerProcessor:
             allowed = _CLEAN.get(kind, frozenset())
             if attr not in self.plan.transaction_key:
                 allowed = allowed | {type(None)}
-            if not found <= allowed:
-                suspect = True
-            elif kind == "float" and float in found and not all(
+            if not found <= allowed or kind == "float" and float in found and not all(
                     math.isfinite(x) for x in lists[attr] if isinstance(x, float)):
                 suspect = True
         if not suspect:
@@ -225,23 +256,7 @@ class SchedulerProcessor:
 
     def _check(self, etype: EventTypeDef, value: Mapping[str, Any]) -> str:
         """What is wrong with one record of `etype` ("" = nothing)."""
-        ts = value.get(etype.ts_field)
-        if not isinstance(ts, int) or isinstance(ts, bool):
-            return f"{etype.name}: timestamp field {etype.ts_field!r} must be an int, got {ts!r}"
-        for attr, kind in etype.fields.items():
-            v = value.get(attr)
-            if v is None:
-                if attr in self.plan.transaction_key:
-                    return f"{etype.name}: partition attribute {attr!r} is missing"
-                continue
-            ok = isinstance(v, _PY_TYPES.get(kind, (object,)))
-            if kind in ("int", "float") and isinstance(v, bool):
-                ok = False
-            if kind == "float" and isinstance(v, float) and not math.isfinite(v):
-                ok = False
-            if not ok:
-                return f"{etype.name}.{attr}: expected {kind}, got {type(v).__name__} {v!r}"
-        return ""
+        return event_problem(etype, value, self.plan.transaction_key)
 
     def _partitions(self, values: list[Mapping[str, Any]], cols: TypeColumns) -> np.ndarray:
         """Stream partition id of every row, computed once per distinct key."""

@@ -1,6 +1,6 @@
 """Events/s through the full Kafka + Ray pipeline for a model and an input.
 
-    python -m caesar.services.ray_runtime.throughput MODEL EVENTS.jsonl --bootstrap HOST:PORT \
+    python -m bench.services.throughput MODEL EVENTS.jsonl --bootstrap HOST:PORT \
         --partitions 1 --partitions 4
 
 For each partition count: fresh topics, the services deployed as Ray actors
