@@ -51,6 +51,24 @@ class InputRecord:
     error: str | None = None
 
 
+@dataclass
+class InputColumns:
+    """Records of one input topic holding one event type, decoded in bulk
+    (caesar.codecs.flat): one int64 column per Avro field, and per record its
+    Kafka partition, offset, timestamp (ms) and raw value (for dead letters)."""
+
+    topic: str
+    event_type: str
+    partitions: np.ndarray
+    offsets: np.ndarray
+    ingest_ms: np.ndarray
+    columns: dict[str, np.ndarray]
+    raw: Sequence[bytes]
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+
 @dataclass(frozen=True)
 class Transaction:
     """All events of one timestamp and one stream partition (paper 6.2)."""

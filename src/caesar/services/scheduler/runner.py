@@ -10,11 +10,14 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from caesar.bus.records import OutRecord, Record, TopicPartition
-from caesar.codecs import CodecError
+from caesar.codecs import CodecError, SingleObjectCodec
+from caesar.codecs.flat import FlatCodec, flat_fields
 from caesar.services.common.columnar import batch_record, chunks
 from caesar.services.common.config import ServiceConfig
-from caesar.services.common.messages import INGEST, InputRecord, Progress, TxnBatch
+from caesar.services.common.messages import INGEST, InputColumns, InputRecord, Progress, TxnBatch
 from caesar.services.common.wire import (
     DEAD,
     PROGRESS,
@@ -36,6 +39,7 @@ class SchedulerHandler:
         for name, schema in register_model_schemas(self.codec.repository, cfg.plan).items():
             self.type_by_schema.setdefault(schema, name)
         self.short_names = {t.name for t in cfg.plan.event_types}
+        self.bulk = self._bulk_decoders(cfg)
         self.procs = {j: SchedulerProcessor(cfg.plan, cfg.allowance) for j in cfg.partitions}
         for j, proc in self.procs.items():
             for topic in cfg.input_topics():
@@ -67,13 +71,48 @@ class SchedulerHandler:
         return InputRecord(rec.topic, rec.partition, rec.offset, value, raw)
 
     def handle(self, records: Sequence[Record]) -> list[OutRecord]:
-        by_partition: dict[int, list[InputRecord]] = defaultdict(list)
+        by_source: dict[tuple[int, str], list[Record]] = defaultdict(list)
         for r in records:
-            by_partition[r.partition].append(self.decode(r))
+            by_source[(r.partition, r.topic)].append(r)
         out: list[OutRecord] = []
-        for j, recs in by_partition.items():
-            out += self._encode(j, self.procs[j].process(recs))
+        for (j, topic), recs in by_source.items():
+            columns = self._decode_bulk(topic, recs)
+            if columns is not None:
+                out += self._encode(j, self.procs[j].process_columns(columns))
+            else:
+                out += self._encode(j, self.procs[j].process([self.decode(r) for r in recs]))
         return out
+
+    @staticmethod
+    def _bulk_decoders(cfg: ServiceConfig) -> dict[str, tuple[str, FlatCodec]]:
+        """Input topic -> (event type, bulk decoder) for topics carrying one
+        type whose model schema is a flat integer record."""
+        out = {}
+        for t in cfg.plan.event_types:
+            topic = t.topic
+            if topic is None or not t.schema_json or \
+                    sum(1 for u in cfg.plan.event_types if u.topic == topic) != 1:
+                continue
+            entry = cfg.codec.repository.add(t.schema_json)
+            fields = flat_fields(entry)
+            if fields is not None and set(t.fields) <= {n for n, _ in fields} and \
+                    isinstance(cfg.codec, SingleObjectCodec):
+                out[topic] = (t.name, FlatCodec(entry))
+        return out
+
+    def _decode_bulk(self, topic: str, recs: list[Record]) -> InputColumns | None:
+        """The records as columns, when the whole batch decodes in bulk."""
+        found = self.bulk.get(topic)
+        if found is None or any(r.value is None for r in recs):
+            return None
+        name, flat = found
+        columns = flat.decode([r.value for r in recs if r.value is not None])
+        if columns is None:
+            return None
+        return InputColumns(topic, name, np.fromiter((r.partition for r in recs), np.int64),
+                            np.fromiter((r.offset for r in recs), np.int64),
+                            np.fromiter((r.timestamp_ms for r in recs), np.int64), columns,
+                            [r.value or b"" for r in recs])
 
     def idle(self, idle_s: float) -> list[OutRecord]:
         if self.cfg.idle_flush_s is None or idle_s < self.cfg.idle_flush_s:
