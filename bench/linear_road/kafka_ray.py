@@ -318,7 +318,10 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
             ray.shutdown()
         bus.close()
         runtime.down(progress=lambda *_: None)
-        shutil.rmtree(runtime.dir, ignore_errors=True)
+        if not os.environ.get("CAESAR_BENCH_KEEP"):
+            shutil.rmtree(runtime.dir, ignore_errors=True)
+        else:
+            log(f"  runtime kept: {runtime.dir}")
 
 
 def _pace(producer: Producer, seconds: list[tuple[int, dict[int, list[bytes]]]], pace: float,

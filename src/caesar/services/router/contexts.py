@@ -101,14 +101,11 @@ class StageActivation:
         return (pid for pid, _, _ in self._stages)
 
     def everywhere(self) -> frozenset[str]:
-        """Plan ids active whatever contexts hold (every combination of the
-        non-default contexts, and the default alone)."""
-        bits = sorted(self.resolver.bits.values())
-        other = [b for b in bits if not (1 << b) & self.resolver.default_mask]
-        found = set(self.plan_ids())
-        for combo in range(1 << len(other)):
-            raw = sum(1 << b for i, b in enumerate(other) if combo >> i & 1)
-            found &= self.active(self.resolver.effective(raw))
-            if not found:
-                break
+        """Plan ids active whatever contexts hold. A stage's masks are sets of
+        bits that must all be set, so a stage active with each context alone
+        (and with the default alone) is active with any combination of them."""
+        found = set(self.active(self.resolver.default_mask))
+        for bit in self.resolver.bits.values():
+            if (1 << bit) != self.resolver.default_mask:
+                found &= self.active(self.resolver.effective(1 << bit))
         return frozenset(found)
