@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from caesar.language.algebra import AGG, CW, CX, FI, PR, AlgebraPlan, Op, P, Stream
+from caesar.language.algebra import AGG, CW, CX, FI, PR, SIT, TP, AlgebraPlan, Op, P, Stream
 from caesar.language.checked import Action, CheckedModel, marker_type
 from caesar.language.errors import LanguageError, ModelStructureError
 from caesar.plans import expr as ir
@@ -31,12 +31,13 @@ from caesar.plans.execution import (
     TransitionStage,
 )
 from caesar.plans.pattern import Output, OutputField, PatternPlan
+from caesar.plans.temporal import SituationSpec, TemporalPlan
 
 
 @dataclass
 class _Query:
     qid: str
-    plan: PatternPlan | AggregatePlan
+    plan: PatternPlan | AggregatePlan | TemporalPlan
     contexts: set[str]
     output_type: str
     deps: list[str] = field(default_factory=list)
@@ -67,8 +68,13 @@ class _Extractor:
         """Extract the query rooted at op; return its qid."""
         above, leaf = _above(op)
         inputs = _Inputs()
-        plan = self._pattern_plan(leaf, above, inputs) if isinstance(leaf, P) else \
-            self._aggregate_plan(leaf, above, inputs)
+        plan: PatternPlan | AggregatePlan | TemporalPlan
+        if isinstance(leaf, P):
+            plan = self._pattern_plan(leaf, above, inputs)
+        elif isinstance(leaf, TP):
+            plan = self._temporal_plan(leaf, above, inputs)
+        else:
+            plan = self._aggregate_plan(leaf, above, inputs)
         if above.contexts is not None:
             contexts = above.contexts
         elif inputs.saw_cw:
@@ -78,7 +84,8 @@ class _Extractor:
         self._record(leaf.qid, plan, contexts, inputs.deps, above.cx)
         return leaf.qid
 
-    def _record(self, qid: str, plan: PatternPlan | AggregatePlan, contexts: set[str],
+    def _record(self, qid: str, plan: PatternPlan | AggregatePlan | TemporalPlan,
+                contexts: set[str],
                 deps: list[str], cx: CX | None) -> None:
         """Keep the query; one reached again (shared) runs in both places."""
         existing = self.queries.get(qid)
@@ -86,7 +93,8 @@ class _Extractor:
             existing.contexts |= contexts
             existing.deps = list(dict.fromkeys(existing.deps + deps))
             return
-        out_type = plan.output.event_type if isinstance(plan, PatternPlan) and plan.output \
+        out_type = plan.output.event_type \
+            if isinstance(plan, PatternPlan | TemporalPlan) and plan.output \
             else getattr(plan, "output_type", "")
         self.queries[qid] = _Query(qid, plan, contexts, out_type, deps,
                                    (cx.action, cx.context) if cx is not None else None,
@@ -163,6 +171,26 @@ class _Extractor:
         return ModelStructureError(message, pos, self.model.source.source, found=found,
                                    expected=expected)
 
+    def _temporal_plan(self, node: TP, above: _Above, inputs: _Inputs) -> TemporalPlan:
+        specs = []
+        for sit in node.inputs:
+            assert isinstance(sit, SIT)
+            _, _, stream = self._chain(sit.child, inputs)
+            specs.append(SituationSpec(sit.name, stream.types[0], sit.condition,
+                                       sit.min_duration, sit.max_duration))
+        if above.cx is not None:
+            cx = above.cx
+            output = Output(marker_type(cx.action, cx.context),
+                            tuple(OutputField(n, e) for n, e in cx.key))
+        else:
+            assert above.pr is not None
+            output = Output(above.pr.event_type,
+                            tuple(OutputField(n, e) for n, e in above.pr.fields))
+        return TemporalPlan(
+            plan_id=node.qid, situations=tuple(specs), constraints=node.constraints,
+            within=node.within, emit="end" if node.emit == "end" else "match", output=output,
+            schemas=self.schemas(dict.fromkeys(s.source_type for s in specs)))
+
     def _aggregate_plan(self, node: AGG, above: _Above, inputs: _Inputs) -> AggregatePlan:
         conj, _, stream = self._chain(node.child, inputs)
         assert above.pr is not None
@@ -195,10 +223,10 @@ class _Inputs:
     deps: list[str] = field(default_factory=list)
 
 
-def _above(op: Op) -> tuple[_Above, P | AGG]:
+def _above(op: Op) -> tuple[_Above, P | AGG | TP]:
     above = _Above()
     node = op
-    while not isinstance(node, P | AGG):
+    while not isinstance(node, P | AGG | TP):
         if isinstance(node, CX):
             above.cx = node
         elif isinstance(node, CW):
@@ -283,14 +311,24 @@ def physical_plan(plan: AlgebraPlan) -> ExecutionPlan:
         matcher_stages=tuple(stage(q, matcher_ids, "matcher") for q in matcher_ids),
         context_groups=context_groups, groups=groups,
         shared=dict(plan.shared), context_key=model.context_key)
-    if model.context_key:
-        _check_context_key(ex, model, result)
+    _check_context_key(ex, model, result)
     return result
+
+
+def _reads(p: PatternPlan | TemporalPlan | AggregatePlan) -> list[str]:
+    """The event types a stage's plan reads."""
+    if isinstance(p, AggregatePlan):
+        return [p.source_type]
+    if isinstance(p, TemporalPlan):
+        return [s.source_type for s in p.situations]
+    return [t for c in p.components for t in c.types]
 
 
 def _check_context_key(ex: _Extractor, model: CheckedModel, plan: ExecutionPlan) -> None:
     """CONTEXTS PER: a stage that does not run in every context sees only the
     events of its key, so every type it reads must have the key attributes."""
+    if not model.context_key:
+        return
     every = set(model.context_names())
     stages = list(plan.deriver_stages) + [t.stage for t in plan.transitions] + \
         list(plan.matcher_stages)
@@ -298,9 +336,7 @@ def _check_context_key(ex: _Extractor, model: CheckedModel, plan: ExecutionPlan)
         if set(stage.contexts) >= every:
             continue
         p = stage.plan
-        reads = [p.source_type] if isinstance(p, AggregatePlan) else \
-            [t for c in p.components for t in c.types]
-        for t in dict.fromkeys(reads):
+        for t in dict.fromkeys(_reads(p)):
             fields = model.event_types[t].fields if t in model.event_types else {}
             missing = [a for a in model.context_key if a not in fields]
             if missing:

@@ -28,9 +28,11 @@ from caesar.plans.aggregate import AggregatePlan
 from caesar.plans.engine import DerivedEvent, PatternEngine
 from caesar.plans.execution import Stage
 from caesar.plans.pattern import PatternPlan
+from caesar.plans.temporal import TemporalPlan
 from caesar.services.common.config import EngineFactory
 from caesar.services.common.messages import END_OF_TIME, Transaction, TxnBatch
 from caesar.services.matcher.aggregate import AggregateExecutor
+from caesar.services.matcher.engines import build_engine
 from caesar.services.matcher.partitions import ContextPartitions
 
 STATE_VERSION = 3  # 3: context partitions (CONTEXTS PER)
@@ -53,6 +55,8 @@ def consumed_types(stage: Stage) -> frozenset[str]:
     plan = stage.plan
     if isinstance(plan, AggregatePlan):
         return frozenset({plan.source_type})
+    if isinstance(plan, TemporalPlan):
+        return frozenset(plan.source_types)
     return frozenset(t for c in plan.components for t in c.types)
 
 
@@ -102,12 +106,14 @@ class StageGraph:
         ids = [plan_id(s) for s in self.stages]
         if len(set(ids)) != len(ids):
             raise PlanError(f"duplicate plan ids among stages: {ids}")
-        patterns = [s.plan for s in self.stages if isinstance(s.plan, PatternPlan)]
+        patterns = [s.plan for s in self.stages if isinstance(s.plan, PatternPlan | TemporalPlan)]
         self._schemas = {t: dict(cols) for t, cols in self.schemas.items()}
         for p in patterns:
             for t, cols in p.schemas.items():
                 self._schemas.setdefault(t, dict(cols))
-        self.engine: PatternEngine | None = self.engine_factory(patterns) if patterns else None
+        # SEQ plans on the factory's engine, TPStream plans on the temporal engine
+        self.engine: PatternEngine | None = \
+            build_engine(self.engine_factory, patterns) if patterns else None
         self.aggregates: dict[str, AggregateExecutor] = {
             plan_id(s): AggregateExecutor(s.plan, self.strings)
             for s in self.stages if isinstance(s.plan, AggregatePlan)}
@@ -242,7 +248,7 @@ class StageGraph:
 
     def discard(self, plan_ids: Iterable[str], partition: int) -> None:
         ids = [p for p in plan_ids if p in self._by_id and
-               isinstance(self._by_id[p].plan, PatternPlan)]
+               isinstance(self._by_id[p].plan, PatternPlan | TemporalPlan)]
         if ids and self.engine is not None:
             self.engine.discard(ids, partition)
 
@@ -311,17 +317,7 @@ class StageGraph:
         pending_types: set[str] = set()
 
         def flush() -> None:
-            if not pending:
-                return
-            wide = [p for p in pending if p in self._everywhere]
-            if wide:
-                outputs.extend(self._call_engine(wide, available, None,
-                                                 stream=self.partitions is not None))
-            narrow = [p for p in pending if p not in self._everywhere]
-            if narrow:
-                for act, rows in self._by_active_set(narrow, available, active):
-                    outputs.extend(self._call_engine([p for p in narrow if p in act],
-                                                     available, rows))
+            outputs.extend(self._flush(pending, available, active))
             pending.clear()
             pending_types.clear()
 
@@ -342,6 +338,21 @@ class StageGraph:
                 if produced is not None:
                     pending_types.add(produced)
         flush()
+        return outputs
+
+    def _flush(self, pending: list[str], available: dict[str, list[TypeColumns]],
+               active: Callable[[int], frozenset[str]]) -> list[StageOutput]:
+        """Run the waiting pattern stages: the ones of every context in one
+        engine call, the others once per distinct active set."""
+        outputs: list[StageOutput] = []
+        wide = [p for p in pending if p in self._everywhere]
+        if wide:
+            outputs += self._call_engine(wide, available, None,
+                                         stream=self.partitions is not None)
+        narrow = [p for p in pending if p not in self._everywhere]
+        if narrow:
+            for act, rows in self._by_active_set(narrow, available, active):
+                outputs += self._call_engine([p for p in narrow if p in act], available, rows)
         return outputs
 
     def _by_active_set(self, plan_ids: list[str], available: dict[str, list[TypeColumns]],
@@ -377,22 +388,10 @@ class StageGraph:
                                rows.columns, rows.nulls, rows.ingest)
         self.aggregates[pid].add_columns(rows, self._keys)
 
-    def _call_engine(self, plan_ids: list[str], available: dict[str, list[TypeColumns]],
-                     rows: Mapping[str, np.ndarray] | None, stream: bool = False
-                     ) -> list[StageOutput]:
-        """One engine call for `plan_ids` on the rows of the types they read
-        (`rows`: type -> mask of the rows to take, None = all; `stream`: as
-        rows of their stream partitions); what they derive is added to
-        `available` for later stages."""
-        assert self.engine is not None
-        types = sorted({t for pid in plan_ids for t in self._consumes[pid] if t in available
-                        and (rows is None or t in rows)}, key=lambda t: self._type_rank[t])
-        if not types:
-            return []
-        cols = {t: TypeColumns.concat(available[t]) for t in types}
-        if rows is not None:
-            cols = {t: c.take(rows[t]) for t, c in cols.items()}
-        # Arrival order for the engine: by ts, then type, then the rows' order.
+    def _in_arrival_order(self, types: list[str], cols: dict[str, TypeColumns]
+                          ) -> dict[str, TypeColumns]:
+        """Seq numbers (from self._seq) giving the engine's arrival order: by
+        ts, then type, then the rows' order."""
         if len(types) == 1:
             (t,) = types
             c = cols[t]
@@ -415,6 +414,24 @@ class StageGraph:
                 cols[t] = TypeColumns(c.ts, seq[off:off + n], c.partition, c.columns, c.nulls,
                                       c.ingest)
                 off += n
+        return cols
+
+    def _call_engine(self, plan_ids: list[str], available: dict[str, list[TypeColumns]],
+                     rows: Mapping[str, np.ndarray] | None, stream: bool = False
+                     ) -> list[StageOutput]:
+        """One engine call for `plan_ids` on the rows of the types they read
+        (`rows`: type -> mask of the rows to take, None = all; `stream`: as
+        rows of their stream partitions); what they derive is added to
+        `available` for later stages."""
+        assert self.engine is not None
+        types = sorted({t for pid in plan_ids for t in self._consumes[pid] if t in available
+                        and (rows is None or t in rows)}, key=lambda t: self._type_rank[t])
+        if not types:
+            return []
+        cols = {t: TypeColumns.concat(available[t]) for t in types}
+        if rows is not None:
+            cols = {t: c.take(rows[t]) for t, c in cols.items()}
+        cols = self._in_arrival_order(types, cols)
         n_rows = sum(len(c) for c in cols.values())
         self._seq += n_rows
         if stream:
