@@ -19,7 +19,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
-from caesar.language.checked import Action, AggregateBody, CheckedQuery, TemporalBody
+from caesar.language.checked import (
+    Action,
+    AggregateBody,
+    CheckedQuery,
+    PatternBody,
+    TemporalBody,
+)
 from caesar.language.phase1 import QuerySet
 from caesar.plans import expr as ir
 from caesar.plans.pattern import PatternComponent, Strategy
@@ -176,31 +182,57 @@ def walk(op: Op) -> Iterator[Op]:
 
 def individual_plan(q: CheckedQuery, producers: dict[str, tuple[Op, ...]]) -> Op:
     """Table 1: one query's operators, context window on top."""
-    def leaf(types: tuple[str, ...]) -> Op:
-        return Stream(types, tuple(p for t in types for p in producers.get(t, ())))
-
     body = q.body
     if isinstance(body, TemporalBody):
-        sits = tuple(SIT(s.name, s.condition, s.min_duration, s.max_duration,
-                         leaf((s.source_type,))) for s in body.situations)
-        tp = TP(body.constraints, sits, body.within, body.emit, qid=q.qid)
-        if q.transition is not None:
-            return CX(q.transition.action, q.transition.target, q.contexts,
-                      CW(q.contexts, tp), qid=q.qid, key=q.output_fields)
-        return CW(q.contexts, PR(q.output_type, q.output_fields, tp, qid=q.qid))
+        return _on_top(q, _temporal_operators(q, body, producers))
     if isinstance(body, AggregateBody):
-        node: Op = leaf(q.input_types)
-        if body.conjuncts:
-            node = FI(tuple(c.expr for c in body.conjuncts), node)
-        node = AGG(body.size, body.slide, body.group_by, body.aggregates, node, qid=q.qid)
-        if body.having:
-            node = FI(body.having, node)
-        node = PR(q.output_type, q.output_fields, node, qid=q.qid)
-        return CW(q.contexts, node)
+        return CW(q.contexts, PR(q.output_type, q.output_fields,
+                                 _aggregate_operators(q, body, producers), qid=q.qid))
+    return _on_top(q, _pattern_operators(q, body, producers))
+
+
+def _leaf(types: tuple[str, ...], producers: dict[str, tuple[Op, ...]]) -> Stream:
+    """The input stream of some event types, with the plans deriving them."""
+    return Stream(types, tuple(p for t in types for p in producers.get(t, ())))
+
+
+def _on_top(q: CheckedQuery, node: Op) -> Op:
+    """A deriving query's context transition, else its projection, under the
+    context window."""
+    if q.transition is not None:
+        return CX(q.transition.action, q.transition.target, q.contexts,
+                  CW(q.contexts, node), qid=q.qid, key=q.output_fields)
+    return CW(q.contexts, PR(q.output_type, q.output_fields, node, qid=q.qid))
+
+
+def _temporal_operators(q: CheckedQuery, body: TemporalBody,
+                        producers: dict[str, tuple[Op, ...]]) -> Op:
+    """TP over one SIT per situation definition."""
+    sits = tuple(SIT(s.name, s.condition, s.min_duration, s.max_duration,
+                     _leaf((s.source_type,), producers)) for s in body.situations)
+    return TP(body.constraints, sits, body.within, body.emit, qid=q.qid)
+
+
+def _aggregate_operators(q: CheckedQuery, body: AggregateBody,
+                         producers: dict[str, tuple[Op, ...]]) -> Op:
+    """FI (WHERE), AGG, FI (HAVING)."""
+    node: Op = _leaf(q.input_types, producers)
+    if body.conjuncts:
+        node = FI(tuple(c.expr for c in body.conjuncts), node)
+    node = AGG(body.size, body.slide, body.group_by, body.aggregates, node, qid=q.qid)
+    if body.having:
+        node = FI(body.having, node)
+    return node
+
+
+def _pattern_operators(q: CheckedQuery, body: PatternBody,
+                       producers: dict[str, tuple[Op, ...]]) -> Op:
+    """P over each component's filtered stream, then FI of the conjuncts
+    that span components."""
     inputs = []
     comps = []
     for comp in body.components:
-        node = leaf(comp.types)
+        node: Op = _leaf(comp.types, producers)
         own = tuple(c.expr for c in body.conjuncts if c.component == comp.var)
         if own:
             node = FI(own, node, var=comp.var)
@@ -213,11 +245,7 @@ def individual_plan(q: CheckedQuery, producers: dict[str, tuple[Op, ...]]) -> Op
     where = tuple(c.expr for c in body.conjuncts if c.component is None)
     if where:
         node = FI(where, node)
-    if q.transition is not None:
-        return CX(q.transition.action, q.transition.target, q.contexts,
-                  CW(q.contexts, node), qid=q.qid, key=q.output_fields)
-    node = PR(q.output_type, q.output_fields, node, qid=q.qid)
-    return CW(q.contexts, node)
+    return node
 
 
 def phase2(qs: QuerySet) -> AlgebraPlan:
@@ -274,22 +302,32 @@ def label(op: Op) -> str:
             return f"AGG {qid}[{items}{by} {win}]"
         case PR(event_type=t, fields=fs, qid=qid):
             return f"PR {qid}[{t}({', '.join(n + '=' + ir.render(e) for n, e in fs)})]"
-        case SIT(name=name, condition=cond, min_duration=lo, max_duration=hi):
-            bounds = "" if lo is None and hi is None else \
-                f" BETWEEN {lo} AND {hi}" if lo is not None and hi is not None else \
-                f" AT LEAST {lo}" if lo is not None else f" AT MOST {hi}"
-            return f"SIT {name}[{ir.render(cond)}{bounds}]"
-        case TP(constraints=cs, inputs=ins, within=w, emit=emit, qid=qid):
-            if not cs:
-                name = ins[0].name if isinstance(ins[0], SIT) else "?"
-                text = f"{'END' if emit == 'end' else 'START'} OF {name}"
-            else:
-                text = " AND ".join(
-                    f"{c.left} {'|'.join(r.upper() for r in c.relations)} {c.right}" for c in cs)
-            return f"TP {qid}[{text}" + (f" WITHIN {w}" if w is not None else "") + "]"
+        case SIT():
+            return _situation_label(op)
+        case TP():
+            return _temporal_label(op)
         case CX():
             return _context_label(op)
     raise TypeError(op)
+
+
+def _situation_label(op: SIT) -> str:
+    lo, hi = op.min_duration, op.max_duration
+    bounds = "" if lo is None and hi is None else \
+        f" BETWEEN {lo} AND {hi}" if lo is not None and hi is not None else \
+        f" AT LEAST {lo}" if lo is not None else f" AT MOST {hi}"
+    return f"SIT {op.name}[{ir.render(op.condition)}{bounds}]"
+
+
+def _temporal_label(op: TP) -> str:
+    if not op.constraints:
+        first = op.inputs[0]
+        name = first.name if isinstance(first, SIT) else "?"
+        text = f"{'END' if op.emit == 'end' else 'START'} OF {name}"
+    else:
+        text = " AND ".join(f"{c.left} {'|'.join(r.upper() for r in c.relations)} {c.right}"
+                            for c in op.constraints)
+    return f"TP {op.qid}[{text}" + (f" WITHIN {op.within}" if op.within is not None else "") + "]"
 
 
 def _pattern_label(op: P) -> str:

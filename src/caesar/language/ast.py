@@ -69,7 +69,26 @@ class Equivalence:
     pos: SourcePosition = _pos()
 
 
-ExprNode = Literal | Ref | UnaryExpr | BinaryExpr | CallExpr | Equivalence
+@dataclass(frozen=True)
+class TableRead:
+    """ACEP: a read of a shared table inside an expression.
+
+    - `(SELECT col FROM t [alias] WHERE ...)`: the column of the row the WHERE
+      names by its whole primary key (lookup by key), or an aggregate
+      `(SELECT count(*) | sum(c) | min(c) | max(c) | avg(c) FROM t WHERE ...)`
+      over the rows matching the condition;
+    - `EXISTS (SELECT * FROM t WHERE ...)` (`exists`)."""
+
+    item: ExprNode | None  # None: `*` (EXISTS)
+    table: str
+    alias: str | None
+    where: ExprNode | None
+    exists: bool = False
+    pos: SourcePosition = _pos()
+    table_pos: SourcePosition = _pos()
+
+
+ExprNode = Literal | Ref | UnaryExpr | BinaryExpr | CallExpr | Equivalence | TableRead
 
 
 # ---- patterns --------------------------------------------------------------
@@ -210,6 +229,8 @@ class Model:
     context_key: tuple[str, ...] = ()
     context_key_pos: SourcePosition = _pos()
     situations: tuple[SituationDef, ...] = ()  # model-level SITUATION declarations
+    tables: tuple[TableDecl, ...] = ()  # ACEP shared tables
+    rules: tuple[RuleDecl, ...] = ()  # ACEP active rules
 
 
 # ---- TPStream: situations and temporal patterns ----------------------------
@@ -275,3 +296,71 @@ class SituationEdge:
     edge: str  # "START" | "END"
     situation: str
     pos: SourcePosition = _pos()
+
+
+# ---- ACEP: shared tables and active rules ----------------------------------
+
+
+@dataclass(frozen=True)
+class ColumnDecl:
+    name: str
+    type: str  # normalised like FieldDecl.type
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class TableDecl:
+    """`TABLE t(col type, ..., PRIMARY KEY (cols)) [FROM FILE "rows.csv"]`."""
+
+    name: str
+    columns: tuple[ColumnDecl, ...]
+    key: tuple[str, ...]
+    file: str | None = None  # initial rows (CSV with a header line)
+    pos: SourcePosition = _pos()
+    key_pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """`col = expr` of an UPDATE ... SET."""
+
+    column: str
+    expr: ExprNode
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class TableAction:
+    """One action of a rule:
+
+    - INSERT / UPSERT INTO t [(cols)] VALUES (exprs)  (`columns`, `values`)
+    - UPDATE t SET c = e, ... [WHERE cond]            (`assignments`, `where`)
+    - DELETE FROM t [WHERE cond]                      (`where`)
+    - DERIVE T(items)                                 (`derive_type`, `items`)
+    """
+
+    kind: str  # "INSERT" | "UPSERT" | "UPDATE" | "DELETE" | "DERIVE"
+    table: str | None = None
+    columns: tuple[str, ...] = ()
+    values: tuple[ExprNode, ...] = ()
+    assignments: tuple[Assignment, ...] = ()
+    where: ExprNode | None = None
+    derive_type: str | None = None
+    items: tuple[DeriveItem, ...] = ()
+    pos: SourcePosition = _pos()
+    table_pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class RuleDecl:
+    """`RULE r ON pattern [WHERE c] [WITHIN d] [CONTEXT ...] DO action` or
+    `DO BEGIN action; ...; END` (ACEP's ECA rule; the paper's section 3.1)."""
+
+    name: str
+    pattern: Pattern
+    actions: tuple[TableAction, ...]
+    where: ExprNode | None = None
+    within: Duration | None = None
+    contexts: tuple[str, ...] = ()
+    pos: SourcePosition = _pos()
+    contexts_pos: SourcePosition = _pos()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Generic, NoReturn, TypedDict, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar
 
 from lark import Lark, Token, v_args
 from lark.exceptions import (
@@ -19,7 +19,8 @@ from lark.tree import Meta
 
 from caesar.errors import SourcePosition
 from caesar.language import ast
-from caesar.language.errors import LanguageError, ModelSyntaxError, ReservedFeatureError
+from caesar.language.errors import LanguageError, ModelSyntaxError
+from caesar.language.tables_parse import TableTransforms
 from caesar.language.temporal_parse import TemporalTransforms
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")
@@ -38,27 +39,15 @@ TERMINAL_NAMES = {
     "ADD_OP": "'+' or '-'", "MUL_OP": "'*', '/' or '%'", "MINUS": "'-'", "PLUS": "'+'",
     "STAR": "'*'", "KLEENE": "'+'", "UNIT": "a time unit (SECONDS, MINUTES, ...)",
     "TYPE_NAME": "a type (INT, FLOAT, STRING, BOOL)", "ACTION": "INITIATE, SWITCH or TERMINATE",
-    "DEFAULT": "DEFAULT", "RESERVED": "a reserved keyword", "$END": "end of model",
+    "DEFAULT": "DEFAULT", "$END": "end of model",
     "ALT": "';' and another relation", "EDGE": "START or END",
 }
-
-
-class _ReservedSeen(Exception):
-    def __init__(self, token: Token) -> None:
-        super().__init__(str(token))
-        self.token = token
-
-
-def _on_reserved(token: Token) -> Token:
-    # The lexer only yields RESERVED where an item may start: stop right there
-    # with a message about the planned feature instead of a confusing syntax error.
-    raise _ReservedSeen(token)
 
 
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
     return Lark(GRAMMAR.read_text(encoding="utf-8"), parser="lalr", propagate_positions=True,
-                maybe_placeholders=False, lexer_callbacks={"RESERVED": _on_reserved})
+                maybe_placeholders=False)
 
 
 def _describe_terminal(name: str) -> str:
@@ -91,8 +80,6 @@ def parse(text: str, file: str = "<model>") -> ast.Model:
         tree = _lark().parse(text)
     except UnexpectedInput as exc:
         raise _syntax_error(exc, text, file) from None
-    except _ReservedSeen as seen:
-        raise _reserved(seen.token, file, text) from None
     except RecursionError:
         raise _too_deep(file) from None
     except LarkError as exc:  # defensive: any other lark failure is still a model error
@@ -141,13 +128,6 @@ def _too_deep(file: str) -> LanguageError:
                             SourcePosition(file, 1, 1), expected="less nesting")
 
 
-def _reserved(token: Token, file: str, text: str) -> LanguageError:
-    return ReservedFeatureError(
-        f"{str(token).upper()} is reserved for a planned feature "
-        "(ACEP rules and shared tables; see docs/language.md)",
-        SourcePosition(file, token.line or 1, token.column or 1), text, found=repr(str(token)))
-
-
 T = TypeVar("T")
 
 # What lark hands a rule: the already transformed children, tokens and AST
@@ -181,7 +161,7 @@ HEADER_DECLARATIONS = {"model": "MODEL", "time_unit": "TIME UNIT", "strategy": "
 
 
 @v_args(meta=True)
-class _ToAst(TemporalTransforms):
+class _ToAst(TemporalTransforms, TableTransforms):
     _tagged = _Tagged
 
     def __init__(self, file: str, text: str) -> None:
@@ -212,6 +192,8 @@ class _ToAst(TemporalTransforms):
             contexts=tuple(i for i in items if isinstance(i, ast.ContextBlock)),
             queries=tuple(i for i in items if isinstance(i, ast.Query)),
             situations=tuple(i for i in items if isinstance(i, ast.SituationDef)),
+            tables=tuple(i for i in items if isinstance(i, ast.TableDecl)),
+            rules=tuple(i for i in items if isinstance(i, ast.RuleDecl)),
             file=self.file, source=self.text, pos=self._pos(meta),
             strategy_pos=strategy.pos if strategy else ast.NOWHERE,
             partition_pos=partition.pos if partition else ast.NOWHERE,
@@ -247,9 +229,6 @@ class _ToAst(TemporalTransforms):
 
     def name_list(self, meta: Meta, children: Children) -> tuple[str, ...]:
         return tuple(str(c) for c in children)
-
-    def reserved_decl(self, meta: Meta, children: Children) -> NoReturn:
-        raise _reserved(children[0], self.file, self.text)
 
     def event_decl(self, meta: Meta, children: Children) -> ast.EventDecl:
         name = str(children[0])

@@ -12,6 +12,7 @@ from typing import Literal
 
 from caesar.plans.aggregate import AggregatePlan
 from caesar.plans.pattern import PatternPlan
+from caesar.plans.tables import AcepPlan
 from caesar.plans.temporal import TemporalPlan
 
 Action = Literal["INITIATE", "SWITCH", "TERMINATE"]
@@ -93,6 +94,9 @@ class ExecutionPlan:
     # matcher plan id -> the contexts its outputs are filtered to. Empty in a
     # context-aware plan.
     context_filters: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # ACEP: shared tables and the rules / table-reading queries run by the
+    # stream-transaction scheduler on the matcher's `_acep_*` outputs.
+    acep: AcepPlan | None = None
     # CONTEXTS PER: contexts hold per (stream partition, these attributes).
     # Transactions and context vectors are kept per such "context partition"
     # (partition_by + context_key); the stages that run in every context see
