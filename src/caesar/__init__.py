@@ -15,6 +15,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from caesar.api import Model, Output, Session, compile, deploy
 from caesar.errors import CaesarError, ModelError, SourcePosition
+from caesar.plans.functions import function
 from caesar.services.common.messages import Alert, ContextChange, DeadLetter
 
 try:
@@ -23,4 +24,4 @@ except PackageNotFoundError:  # running from a checkout without an install
     __version__ = "0+unknown"
 
 __all__ = ["Alert", "CaesarError", "ContextChange", "DeadLetter", "Model", "ModelError",
-           "Output", "Session", "SourcePosition", "__version__", "compile", "deploy"]
+           "Output", "Session", "SourcePosition", "__version__", "compile", "deploy", "function"]

@@ -104,10 +104,19 @@ class Model:
         return deploy(self, settings, **options)
 
 
-def compile(source: str | Path, *, context_aware: bool = True) -> Model:  # noqa: A001
+def compile(source: str | Path, *, context_aware: bool = True,  # noqa: A001
+            functions: Mapping[str, Callable[..., Any] | str] | None = None) -> Model:
     """Compile a model from its text or a `.caesar` file. A bad model raises
-    `caesar.ModelError` carrying `position` (file, line, column)."""
-    return Model(compile_phases(source), context_aware=context_aware)
+    `caesar.ModelError` carrying `position` (file, line, column).
+
+    `functions`: user-defined scalar functions the model may call by name,
+    each a callable (its signature from annotations) or an import path
+    `"package.module:function"`; with those registered by `@caesar.function`.
+    """
+    from caesar.plans.functions import resolve
+
+    return Model(compile_phases(source, functions=resolve(functions)),
+                 context_aware=context_aware)
 
 
 class Session:

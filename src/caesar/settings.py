@@ -201,6 +201,9 @@ class Settings(BaseSettings):
     topics: TopicSettings = Field(default_factory=TopicSettings)
     ray: RaySettings = Field(default_factory=RaySettings)
     runtime: LocalRuntimeSettings = Field(default_factory=LocalRuntimeSettings)
+    # User-defined functions a model calls: name -> "package.module:function"
+    # (imported by the CLI and by every Ray actor; never code in the settings).
+    functions: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("kafka")
     @classmethod

@@ -50,12 +50,28 @@ out = Console()
 err = Console(stderr=True)
 
 
-def load_plan(model: Path) -> ExecutionPlan:
+def load_plan(model: Path, functions: Sequence[str] = (),
+              settings_file: Path | None = None) -> ExecutionPlan:
+    """Compile MODEL with the user-defined functions of the settings
+    (`functions:`) and of `--function NAME=package.module:function`."""
     from caesar.language import compile_model
+    from caesar.plans.functions import resolve
+    from caesar.settings import load_settings
 
     if not model.exists():
         raise CaesarError(f"model file {model} does not exist")
-    return compile_model(model)
+    paths = dict(load_settings(settings_file).functions)
+    for item in functions:
+        name, sep, target = item.partition("=")
+        if not sep or not name.strip() or not target.strip():
+            raise CaesarError(f"--function {item!r}: expected NAME=package.module:function")
+        paths[name.strip()] = target.strip()
+    return compile_model(model, functions=resolve(paths))
+
+
+FunctionOption = Annotated[list[str] | None, typer.Option(
+    "--function", help="a user-defined function the model calls: "
+    "NAME=package.module:function (repeatable; also settings `functions`)")]
 
 
 def register(app: typer.Typer) -> None:
@@ -70,6 +86,7 @@ def register(app: typer.Typer) -> None:
         engine: Annotated[EngineChoice, typer.Option(
             help="the Cython engine, or the pure-Python reference (its test oracle)")]
         = EngineChoice.cython,
+        function: FunctionOption = None,
         batch_size: Annotated[int, typer.Option(help="input records per batch")] = 5000,
         bus: Annotated[BusChoice, typer.Option(
             help="direct: processors handed batches directly | memory: the service "
@@ -85,7 +102,7 @@ def register(app: typer.Typer) -> None:
         from caesar.services.embedded.inputs import read_events
         from caesar.services.embedded.pipeline import EmbeddedPipeline
 
-        plan = load_plan(model)
+        plan = load_plan(model, function or ())
         if bus == "memory" and plan.acep is not None:
             raise CaesarError("shared tables and rules run in the direct embedded pipeline "
                               "(--bus direct), not yet on the service runners")
@@ -139,11 +156,12 @@ def register(app: typer.Typer) -> None:
                  "context view (/); 0 = none")] = 9464,
         observe_host: Annotated[str, typer.Option(
             help="address to serve them on (0.0.0.0 inside a pod)")] = "127.0.0.1",
+        function: FunctionOption = None,
     ) -> None:
         """Start the CAESAR services for MODEL as Ray actors reading and writing Kafka."""
         from caesar.services.ray_runtime.deployment import deploy_model
 
-        plan = load_plan(model)
+        plan = load_plan(model, function or (), settings_file)
         deploy_model(plan, model_text=model.read_text(), settings_file=settings_file,
                      ray_address=ray_address, run_for=run_for, console=err,
                      options={"allowance": allowance, "idle_flush_s": idle_flush},

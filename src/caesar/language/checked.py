@@ -132,6 +132,7 @@ class CheckedModel:
     contexts: tuple[ContextInfo, ...]
     queries: tuple[CheckedQuery, ...]
     source: ast.Model = field(hash=False, compare=False, repr=False)
+    functions_used: frozenset[str] = frozenset()  # user-defined functions called
 
     @property
     def default_context(self) -> str:

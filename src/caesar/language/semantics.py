@@ -11,7 +11,7 @@ Errors are LanguageError subclasses with position, found and expected.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from caesar.errors import SourcePosition
@@ -46,6 +46,7 @@ from caesar.language.temporal_checks import (
     situation_edges,
     unknown_source,
 )
+from caesar.plans.functions import Function
 from caesar.plans.pattern import Strategy
 
 UNIT_MS = {"MILLISECONDS": 1, "SECONDS": 1000, "MINUTES": 60_000, "HOURS": 3_600_000,
@@ -53,8 +54,11 @@ UNIT_MS = {"MILLISECONDS": 1, "SECONDS": 1000, "MINUTES": 60_000, "HOURS": 3_600
 
 
 class ModelChecker:
-    def __init__(self, model: ast.Model) -> None:
+    def __init__(self, model: ast.Model, functions: Mapping[str, Function] | None = None
+                 ) -> None:
         self.model = model
+        self.functions: Mapping[str, Function] = functions or {}
+        self.functions_used: set[str] = set()  # names of the functions the model calls
         self.text = model.source
         self.file = model.file
         self.time_unit = model.time_unit or "SECONDS"
@@ -85,7 +89,8 @@ class ModelChecker:
         self.partition(types)
         return CheckedModel(name=m.name or Path(self.file).stem or "model",
                             time_unit=self.time_unit, partition_by=m.partition_by,
-                            event_types=types, contexts=contexts, queries=checked, source=m)
+                            event_types=types, contexts=contexts, queries=checked, source=m,
+                            functions_used=frozenset(self.functions_used))
 
     def event_types(self) -> dict[str, EventType]:
         types: dict[str, EventType] = {}
@@ -414,5 +419,5 @@ def _fmt_fields(fields: dict[str, str]) -> str:
     return "(" + ", ".join(f"{k} {v}" for k, v in fields.items()) + ")"
 
 
-def check(model: ast.Model) -> CheckedModel:
-    return ModelChecker(model).run()
+def check(model: ast.Model, functions: Mapping[str, Function] | None = None) -> CheckedModel:
+    return ModelChecker(model, functions).run()

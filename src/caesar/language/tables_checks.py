@@ -20,7 +20,7 @@ Compiling them is two steps around the ordinary semantic check:
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -38,6 +38,7 @@ from caesar.language.errors import (
 from caesar.language.expressions import NUMERIC, PLAIN, ExprEnv, Reading, default_alias
 from caesar.plans import expr as ir
 from caesar.plans import tables as tp
+from caesar.plans.functions import Function
 
 INTERNAL_PREFIX = "_acep_"
 TABLE_AGGREGATES = {"count", "sum", "min", "max", "avg"}
@@ -404,6 +405,9 @@ class TableChecker:
         self.model = sources.model
         self.checked = checked
         self.schemas: dict[str, tp.TableSchema] = {}
+        # ACEP rules call no user-defined functions (yet): none are known here
+        self.functions: Mapping[str, Function] = {}
+        self.functions_used: set[str] = set()
 
     def err(self, cls: type[LanguageError], message: str, pos: SourcePosition,
             found: str | None = None, expected: str | None = None) -> LanguageError:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from caesar.events.batch import EventBatch
+from caesar.plans.functions import FunctionFailure
 from caesar.plans.pattern import PatternPlan
 
 
@@ -60,6 +61,12 @@ class PatternEngine(Protocol):
     def overflows(self) -> dict[str, int]:
         """{plan id: integer results outside 64 bits so far}; each was
         treated as a missing value (src/caesar/plans/expr.py)."""
+        ...
+
+    def function_failures(self) -> list[tuple[str, FunctionFailure]]:
+        """(plan id, failure) of user-defined function calls that raised or
+        returned a wrong value since the last call (each made the value
+        missing); the caller turns them into dead letters."""
         ...
 
     def snapshot(self, partition: int) -> bytes: ...

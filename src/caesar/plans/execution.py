@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from caesar.plans.aggregate import AggregatePlan
+from caesar.plans.functions import Function
 from caesar.plans.pattern import PatternPlan
 from caesar.plans.tables import AcepPlan
 from caesar.plans.temporal import TemporalPlan
@@ -113,3 +114,6 @@ class ExecutionPlan:
     # ACEP: shared tables and the rules / table-reading queries run by the
     # stream-transaction scheduler on the matcher's `_acep_*` outputs.
     acep: AcepPlan | None = None
+    # User-defined functions the model calls (their plans' Call nodes hold
+    # them too); a deployment needs each importable (Function.target).
+    functions: tuple[Function, ...] = ()

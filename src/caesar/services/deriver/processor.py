@@ -19,7 +19,13 @@ from typing import Any
 from caesar.errors import PlanError
 from caesar.plans.execution import ExecutionPlan, TransitionStage
 from caesar.services.common.config import EngineFactory
-from caesar.services.common.messages import Alert, ContextChange, Progress, Transaction
+from caesar.services.common.messages import (
+    Alert,
+    ContextChange,
+    DeadLetter,
+    Progress,
+    Transaction,
+)
 from caesar.services.matcher.stage_graph import (
     Record,
     StageGraph,
@@ -37,6 +43,7 @@ class DeriverOutput:
     changes: list[ContextChange] = field(default_factory=list)
     alerts: list[Alert] = field(default_factory=list)
     progress: Progress | None = None
+    dead_letters: list[DeadLetter] = field(default_factory=list)  # failed function calls
 
 
 class DeriverProcessor:
@@ -84,6 +91,7 @@ class DeriverProcessor:
                 raise TypeError(f"deriver cannot process {type(item).__name__}")
         if step:
             self._step(step, out)
+        out.dead_letters = self.graph.take_dead_letters()
         return out
 
     def _step(self, txns: list[Transaction], out: DeriverOutput) -> None:

@@ -23,7 +23,7 @@ from caesar.services.common.wire import (
     txn_from,
 )
 from caesar.services.deriver.processor import DeriverProcessor
-from caesar.services.matcher.runner import OutputEncoder
+from caesar.services.matcher.runner import OutputEncoder, dead_records
 from caesar.services.matcher.stage_graph import default_engine_factory
 
 PROGRESS_KEY = b"__progress__"
@@ -74,6 +74,7 @@ class DeriverHandler:
                 out.append(OutRecord(topic, self.codec.encode(CHANGE, rec), c.key.encode(),
                                      partition=j))
             out += self.outputs.encode(result.alerts)
+            out += dead_records(self.cfg, result.dead_letters, "deriver")
             if result.progress is not None:
                 out.append(OutRecord(topic, self.codec.encode(
                     PROGRESS, progress_record(result.progress, self.cfg.actor_id, j)),

@@ -88,6 +88,7 @@ class EmbeddedPipeline:
             router_in.append(derived.progress)
         routed = self.router.process(router_in)
         matched = self.matcher.process(routed.routed)
+        self.result.dead_letters += derived.dead_letters + matched.dead_letters
         alerts = derived.alerts + matched.alerts
         if self.acep is not None:
             alerts, dead = self.acep.process(alerts)

@@ -27,6 +27,7 @@ import numpy as np
 from caesar.errors import PlanError
 from caesar.events.batch import StringPool
 from caesar.plans.aggregate import AggregatePlan, AggregateSpec
+from caesar.plans.functions import FunctionFailure
 from caesar.services.matcher.column_eval import (
     INT64_MAX,
     INT64_MIN,
@@ -355,6 +356,11 @@ class AggregateExecutor:
         cols, missing = columns_from_records([row], sorted(names), self.strings)
         return all(bool(self.evaluator.eval(c, cols, missing, 1)[0][0])
                    for c in self.plan.having)
+
+    def take_failures(self) -> list[FunctionFailure]:
+        """Failed user-defined function calls since the last take."""
+        out, self.evaluator.failures = self.evaluator.failures, []
+        return out
 
     @property
     def overflows(self) -> int:

@@ -6,6 +6,7 @@ from typing_extensions import disjoint_base
 
 from caesar.events.batch import EventBatch
 from caesar.plans.engine import DerivedEvent
+from caesar.plans.functions import FunctionFailure
 from caesar.plans.pattern import PatternPlan
 
 @disjoint_base
@@ -21,4 +22,6 @@ class CythonEngine:
     def restore(self, partition: int, state: bytes) -> None: ...
     def overflows(self) -> dict[str, int]:
         """{plan id: integer results outside 64 bits so far}."""
+    def function_failures(self) -> list[tuple[str, FunctionFailure]]:
+        """(plan id, failure) of user-defined function calls since the last call."""
     def state_size(self) -> int: ...

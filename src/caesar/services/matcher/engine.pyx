@@ -533,6 +533,17 @@ cdef class CythonEngine:
                 out[p.plan_id] = out.get(p.plan_id, 0) + p.overflows
         return out
 
+    def function_failures(self):
+        """[(plan id, FunctionFailure)] of user-defined function calls since
+        the last call (each made its value missing)."""
+        cdef PlanRT p
+        out = []
+        for p in self._plans:
+            if p.failures:
+                out += [(p.plan_id, f) for f in p.failures]
+                p.failures = []
+        return out
+
     def state_size(self):
         """Number of stored rows, runs and pending results (memory tests)."""
         cdef Part part

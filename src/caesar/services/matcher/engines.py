@@ -9,6 +9,7 @@ from typing import Any
 
 from caesar.events.batch import EventBatch
 from caesar.plans.engine import DerivedEvent, PatternEngine
+from caesar.plans.functions import FunctionFailure
 from caesar.plans.pattern import PatternPlan
 from caesar.plans.temporal import TemporalPlan
 from caesar.services.common.config import EngineFactory
@@ -54,6 +55,10 @@ class EngineSet:
     def overflows(self) -> dict[str, int]:
         # the temporal engine's arithmetic runs in Python (exact, unbounded)
         return self.patterns.overflows() if self.patterns is not None else {}
+
+    def function_failures(self) -> list[tuple[str, FunctionFailure]]:
+        # temporal queries call no user-defined functions (the checker says so)
+        return self.patterns.function_failures() if self.patterns is not None else []
 
     def snapshot(self, partition: int) -> Any:
         return {"patterns": self.patterns.snapshot(partition) if self.patterns else None,

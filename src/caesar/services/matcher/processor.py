@@ -12,6 +12,7 @@ from caesar.plans.pattern import PatternPlan
 from caesar.services.common.config import EngineFactory
 from caesar.services.common.messages import (
     Alert,
+    DeadLetter,
     Discard,
     Progress,
     RoutedTransaction,
@@ -28,6 +29,7 @@ from caesar.services.matcher.stage_graph import (
 class MatcherOutput:
     alerts: list[Alert] = field(default_factory=list)
     progress: Progress | None = None
+    dead_letters: list[DeadLetter] = field(default_factory=list)  # failed function calls
 
 
 @dataclass
@@ -72,6 +74,7 @@ class MatcherProcessor:
                 raise TypeError(f"matcher cannot process {type(item).__name__}")
         self._run(step, out)
         self.alerts_emitted += len(out.alerts)
+        out.dead_letters = self.graph.take_dead_letters()
         return out
 
     def _add(self, item: RoutedTransaction, step: _Step, out: MatcherOutput) -> None:

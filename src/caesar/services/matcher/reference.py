@@ -38,6 +38,7 @@ from caesar.errors import PlanError
 from caesar.events.batch import EventBatch
 from caesar.plans.engine import DerivedEvent
 from caesar.plans.expr import Agg, Attr, Binary, Call, Const, Expr, Unary, variables
+from caesar.plans.functions import FunctionFailure
 from caesar.plans.pattern import RUN_STRATEGIES, Output, PatternComponent, PatternPlan
 from caesar.services.matcher.expr_eval import (
     INT64_MAX,
@@ -47,6 +48,7 @@ from caesar.services.matcher.expr_eval import (
     Lookup,
     aggregate,
     evaluate,
+    failures,
     holds,
     overflows,
 )
@@ -373,6 +375,7 @@ class ReferenceEngine:
         self._pending: dict[RunKey, list[Held]] = {}
         self._held: dict[RunKey, list[_Skipping]] = {}
         self._overflows: dict[str, int] = {}
+        self._failures: list[tuple[str, FunctionFailure]] = []
 
     # -- protocol ---------------------------------------------------------
 
@@ -392,6 +395,15 @@ class ReferenceEngine:
         if overflows.count != before:
             pid = p.plan.plan_id
             self._overflows[pid] = self._overflows.get(pid, 0) + overflows.count - before
+        if failures.items:
+            self._failures += [(p.plan.plan_id, f) for f in failures.take()]
+
+    def function_failures(self) -> list[tuple[str, FunctionFailure]]:
+        """(plan id, failure) of user-defined function calls since the last
+        call; this oracle evaluates per candidate, so it may report one
+        failing call more often than the Cython engine does."""
+        out, self._failures = self._failures, []
+        return out
 
     def overflows(self) -> dict[str, int]:
         """{plan id: integer results outside 64 bits so far}. The count of

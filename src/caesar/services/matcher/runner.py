@@ -78,6 +78,13 @@ class OutputEncoder:
                          self.codec.encode(DEAD, dead_record(letter, "matcher")), None)
 
 
+def dead_records(cfg: ServiceConfig, letters: list[DeadLetter], service: str
+                 ) -> list[OutRecord]:
+    """Dead letters (failed user-defined function calls) for the dead-letter topic."""
+    return [OutRecord(cfg.topics.dead_letters, cfg.codec.encode(DEAD, dead_record(d, service)),
+                      None) for d in letters]
+
+
 class MatcherHandler:
     def __init__(self, cfg: ServiceConfig) -> None:
         self.cfg = cfg
@@ -112,6 +119,7 @@ class MatcherHandler:
         for j, items in by_partition.items():
             result = self.procs[j].process(items)
             out += self.outputs.encode(result.alerts)
+            out += dead_records(self.cfg, result.dead_letters, "matcher")
             if result.progress is not None:
                 out.append(OutRecord(self.cfg.topics.progress, self.codec.encode(
                     PROGRESS, progress_record(result.progress, self.cfg.actor_id, j)),

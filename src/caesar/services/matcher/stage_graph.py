@@ -26,11 +26,13 @@ from caesar.events.batch import EventBatch, StringPool
 from caesar.plans.aggregate import AggregatePlan
 from caesar.plans.engine import DerivedEvent, PatternEngine
 from caesar.plans.execution import Stage
+from caesar.plans.functions import FunctionFailure
 from caesar.plans.pattern import PatternPlan
 from caesar.plans.temporal import TemporalPlan
 from caesar.services.common.config import EngineFactory
 from caesar.services.common.messages import (
     END_OF_TIME,
+    DeadLetter,
     Transaction,
 )
 from caesar.services.matcher.aggregate import AggregateExecutor
@@ -122,6 +124,9 @@ class StageGraph:
         self._seq = 0
         self._time = -(2**62)
         self._overflows_seen: dict[str, int] = {}
+        # failed user-defined function calls, as dead letters for the
+        # service to write (take_dead_letters)
+        self.dead_letters: list[DeadLetter] = []
 
     # ------------------------------------------------------------ driving
     def step(self, ts: int, items: Sequence[tuple[Transaction, frozenset[str]]]
@@ -144,6 +149,7 @@ class StageGraph:
         self._clock = ts
         outputs += self._run(per_partition, {t.partition: a for t, a in items})
         self._time = ts
+        self._collect_failures()
         return outputs
 
     def advance(self, watermark: int) -> list[StageOutput]:
@@ -151,7 +157,34 @@ class StageGraph:
         released = self._release(watermark)
         outputs = released + self._run_released(released)
         self._forget_history(watermark)
+        self._collect_failures()
         return outputs
+
+    def take_dead_letters(self) -> list[DeadLetter]:
+        out, self.dead_letters = self.dead_letters, []
+        return out
+
+    def _collect_failures(self) -> None:
+        """User-defined function calls that raised or returned a wrong value
+        (each made its value missing): one dead letter per plan and reason
+        with the number of calls, so a broken function cannot flood the topic."""
+        found: list[tuple[str, FunctionFailure]] = []
+        if self.engine is not None:
+            found += self.engine.function_failures()
+        for pid, agg in self.aggregates.items():
+            found += [(pid, f) for f in agg.take_failures()]
+        if not found:
+            return
+        counts: dict[tuple[str, str], int] = {}
+        for pid, failure in found:
+            key = (pid, str(failure))
+            counts[key] = counts.get(key, 0) + 1
+        for (pid, text), n in counts.items():
+            log.warning("plan %s: %s (%d call(s), value treated as missing)", pid, text, n,
+                        extra={"plan_id": pid})
+            self.dead_letters.append(DeadLetter(
+                "function", f"plan {pid}: {text}" + (f" ({n} calls)" if n > 1 else ""),
+                "", -1, -1))
 
     def _active_at(self, partition: int, ts: int) -> frozenset[str]:
         hist = self._history.get(partition)

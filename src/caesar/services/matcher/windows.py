@@ -34,6 +34,7 @@ import numpy as np
 from caesar.errors import PlanError
 from caesar.events.batch import StringPool
 from caesar.plans.aggregate import AggregatePlan
+from caesar.plans.functions import FunctionFailure
 from caesar.services.matcher.column_eval import ColumnEvaluator, attributes, columns_from_records
 from caesar.services.matcher.expr_eval import MISSING, aggregate, overflows
 
@@ -83,6 +84,11 @@ class WindowExecutor:
     @strings.setter
     def strings(self, pool: StringPool) -> None:
         self.evaluator.strings = pool
+
+    def take_failures(self) -> list[FunctionFailure]:
+        """Failed user-defined function calls since the last take."""
+        out, self.evaluator.failures = self.evaluator.failures, []
+        return out
 
     @property
     def overflows(self) -> int:

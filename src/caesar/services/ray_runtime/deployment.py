@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from caesar.errors import CaesarError, RuntimeEnvironmentError
+from caesar.errors import CaesarError, ConfigError, RuntimeEnvironmentError
 from caesar.logs import settings_from_env
 from caesar.plans.execution import ExecutionPlan
 from caesar.services.common.config import RunnerOptions, ServiceConfig
@@ -32,6 +32,12 @@ class Deployment:
         if plan.acep is not None:
             raise CaesarError("shared tables and rules (ACEP) run in embedded mode "
                               "(caesar run, model.session()); not yet on Kafka + Ray")
+        local = [f.name for f in plan.functions if f.target is None]
+        if local:
+            # actors import functions by path (a plan carries no code)
+            raise ConfigError(f"function(s) {', '.join(local)} cannot be deployed: define "
+                              "them at module level in an importable module, or pass "
+                              "'package.module:function' (settings.functions)")
         self.plan, self.settings = plan, settings
         self.options: RunnerOptions = options.copy() if options else {}
         # The actors log like this driver (caesar.logs): level and format.
