@@ -108,6 +108,7 @@ cdef class CythonEngine:
                 self._plans.append(p)
                 self._by_id[plan.plan_id].append(p)
         self._parts = {p.slot: {} for p in self._plans}
+        self._udf_plans = [p for p in self._plans if p.functions]
         self._waiting = {p.slot: set() for p in self._plans}
         self._pool = None
         self._type_cols = {}
@@ -538,7 +539,7 @@ cdef class CythonEngine:
         the last call (each made its value missing)."""
         cdef PlanRT p
         out = []
-        for p in self._plans:
+        for p in self._udf_plans:  # plans that call one (a step asks every time)
             if p.failures:
                 out += [(p.plan_id, f) for f in p.failures]
                 p.failures = []
