@@ -7,8 +7,10 @@ is about 0.7 ms here), so what is measured is how much of that waiting the
 scheduler lets s-transactions overlap. Pure CPU work cannot overlap in one
 CPython process (the GIL), which the CPU-only run shows.
 
-1. readN 1..6 at writeN 0.25 (Figure 6, lockG = table): throughput;
-2. writeN 0.125..1 at readN 1 (Figure 8): throughput;
+1. readN 1..6 at writeN 0.25 (Figure 6, lockG = table; Figure 5 with
+   lockG = tuple): throughput;
+2. writeN 0.125..1 at readN 1 (Figure 8; Figure 7 with lockG = tuple):
+   throughput;
 3. input rate vs latency at readN 1, writeN 0.25 (Figure 11);
 4. the CPU-only control: readN 3, writeN 0.25, no op cost.
 
@@ -32,17 +34,18 @@ from pathlib import Path
 from typing import Any
 
 from bench.acep.workload import Pool
-from caesar.services.scheduler.acep.executors import ThreadedRun, run_serial
+from caesar.services.scheduler.acep.executors import Granularity, ThreadedRun, run_serial
 
 SCHEDULERS = ("sei", "s2pl", "lwm")
 OUT = Path(__file__).parent / "results"
 
 
 def one_run(pool: Pool, n: int, scheduler: str, op_ms: float,
-            rate: float | None = None) -> dict[str, Any]:
+            rate: float | None = None, granularity: Granularity = "table") -> dict[str, Any]:
     plan = pool.plan()
     workload = pool.transactions(n)
-    runner = ThreadedRun(plan, scheduler, op_cost=op_ms / 1000, arrival_rate=rate)
+    runner = ThreadedRun(plan, scheduler, op_cost=op_ms / 1000, arrival_rate=rate,
+                         granularity=granularity)
     start = time.perf_counter()
     result = runner.run(workload)
     wall = time.perf_counter() - start
@@ -56,13 +59,14 @@ def one_run(pool: Pool, n: int, scheduler: str, op_ms: float,
 
 
 def sweep(configs: list[tuple[str, Pool]], n: int, rounds: int, op_ms: float,
-          rate: float | None = None) -> list[dict[str, Any]]:
+          rate: float | None = None, granularity: Granularity = "table") -> list[dict[str, Any]]:
     rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in range(rounds):
         for label, pool in configs:
             order = SCHEDULERS if r % 2 == 0 else tuple(reversed(SCHEDULERS))
             for s in order:
-                rows.setdefault((label, s), []).append(one_run(pool, n, s, op_ms, rate))
+                rows.setdefault((label, s), []).append(
+                    one_run(pool, n, s, op_ms, rate, granularity))
     out = []
     for (label, s), runs in rows.items():
         out.append({"config": label, "scheduler": s,
@@ -89,11 +93,19 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    panels = [("readN=", "readN (writeN = 0.25)", "events_per_s", "throughput (events/s)"),
-              ("writeN=", "writeN (readN = 1)", "events_per_s", "throughput (events/s)"),
-              ("rate=", "input rate (events/s)", "latency_ms", "mean latency (ms)")]
-    for ax, (prefix, xlabel, key, ylabel) in zip(axes, panels, strict=True):
+    fig, grid = plt.subplots(2, 3, figsize=(15, 8.4))
+    axes = list(grid.flat)
+    panels = [("readN=", "readN (writeN = 0.25), table locks", "events_per_s",
+               "throughput (events/s)"),
+              ("writeN=", "writeN (readN = 1), table locks", "events_per_s",
+               "throughput (events/s)"),
+              ("rate=", "input rate (events/s), table locks", "latency_ms", "mean latency (ms)"),
+              ("tuple readN=", "readN (writeN = 0.25), tuple locks", "events_per_s",
+               "throughput (events/s)"),
+              ("tuple writeN=", "writeN (readN = 1), tuple locks", "events_per_s",
+               "throughput (events/s)")]
+    axes[-1].axis("off")
+    for ax, (prefix, xlabel, key, ylabel) in zip(axes, panels, strict=False):
         for s in SCHEDULERS:
             pts = sorted((float(r["config"].split("=")[1]), r[key]) for r in rows
                          if r["config"].startswith(prefix) and r["scheduler"] == s)
@@ -104,8 +116,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
             ax.set_yscale("log")
         ax.grid(alpha=0.3)
         ax.legend()
-    fig.suptitle("ACEP s-transaction schedulers, table-level locks, 8 actor threads, "
-                 "0.5 ms per table access")
+    fig.suptitle("ACEP s-transaction schedulers: 8 actor threads, 0.5 ms per table access")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -127,12 +138,20 @@ def main() -> None:
     rows = sweep([(f"readN={r}", Pool(read_n=r)) for r in reads], n, rounds, args.op_ms)
     print("2. writeN vs throughput (readN 1)")
     rows += sweep([(f"writeN={w}", Pool(write_n=w)) for w in writes], n, rounds, args.op_ms)
+    print("1t. readN vs throughput, tuple-level locks (Figure 5)")
+    rows += sweep([(f"tuple readN={r}", Pool(read_n=r)) for r in reads], n, rounds,
+                  args.op_ms, granularity="tuple")
+    print("2t. writeN vs throughput, tuple-level locks (Figure 7)")
+    rows += sweep([(f"tuple writeN={w}", Pool(write_n=w)) for w in writes], n, rounds,
+                  args.op_ms, granularity="tuple")
     print("3. input rate vs latency (readN 1, writeN 0.25)")
     for rate in rates:
         rows += sweep([(f"rate={rate}", Pool())], n, rounds, args.op_ms, float(rate))
     print("4. CPU only (no op cost; readN 3, writeN 0.25)")
     rows += sweep([("cpu_only", Pool(read_n=3))], n * 4, rounds, 0.0)
     summary = {"readN": ratios(rows, "readN="), "writeN": ratios(rows, "writeN="),
+               "tuple readN": ratios(rows, "tuple readN="),
+               "tuple writeN": ratios(rows, "tuple writeN="),
                "load_average": os.getloadavg()[0], "transactions": n, "rounds": rounds,
                "op_ms": args.op_ms}
     print(json.dumps(summary, indent=2))

@@ -135,3 +135,44 @@ def test_the_docs_and_the_example_compile_and_round_trip() -> None:
     for text in [*blocks, example.read_text(encoding="utf-8")]:
         assert compile_phases(text).acep is not None
         assert parse(format_model(parse(text))) == parse(text)
+
+
+def test_initial_rows_from_a_file(tmp_path: object) -> None:
+    from pathlib import Path
+
+    import caesar
+
+    assert isinstance(tmp_path, Path)
+    (tmp_path / "staff.csv").write_text("w,st,since\n1,safe,0\n2,warning,5\n")
+    model = tmp_path / "m.caesar"
+    model.write_text("EVENT Exit(w INT, ts INT)\n"
+                     'TABLE status(w INT, st STRING, since INT, PRIMARY KEY (w)) '
+                     'FROM FILE "staff.csv"\n'
+                     "DERIVE Q(x.w AS w, (SELECT st FROM status WHERE w = x.w) AS st) "
+                     "PATTERN Exit x\n")
+    compiled = caesar.compile(model)
+    with compiled.session() as s:
+        out = s.push([{"type": "Exit", "ts": 1, "w": 2}, {"type": "Exit", "ts": 2, "w": 3}])
+        alerts = out.alerts + s.finish().alerts
+        assert [a.fields for a in alerts] == [{"w": 2, "st": "warning"}, {"w": 3, "st": None}]
+        assert s.tables()["status"] == [{"w": 1, "st": "safe", "since": 0},
+                                        {"w": 2, "st": "warning", "since": 5}]
+    for rows, words in (("w,st,since\n1,a,0\n1,b,1\n", "key (1,) is given twice"),
+                        ("w,st,since\nx,a,0\n", "invalid literal"),
+                        (None, "cannot read the rows of table status")):
+        (tmp_path / "staff.csv").unlink(missing_ok=True)
+        if rows is not None:
+            (tmp_path / "staff.csv").write_text(rows)
+        with pytest.raises(errors.TableError) as info:
+            caesar.compile(model)
+        assert words in str(info.value) and info.value.position.line == 2, str(info.value)
+
+
+def test_explain_shows_the_steps() -> None:
+    from caesar.language.explain import explain_text
+
+    text = explain_text(compile_phases(GOOD))
+    assert "== stream transactions (shared tables and rules) ==" in text
+    assert "step 0: rule hire on _acep_hire reads [status] writes [status]" in text
+    assert "read $0: exists status[$event.e__w] where ($row.w = $event.e__w)" in text
+    assert "step 3: query Alert on _acep_Alert reads [status] writes []" in text

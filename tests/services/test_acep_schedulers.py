@@ -19,6 +19,7 @@ from caesar.services.scheduler.acep.executors import (
     Simulator,
     ThreadedRun,
     run_serial,
+    steps_of,
 )
 from caesar.services.scheduler.acep.schedulers import LWM, S2PL, SEI
 
@@ -49,12 +50,12 @@ def same(a: RunResult, b: RunResult) -> None:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(stream=streams, schedule=st.randoms(use_true_random=False),
-       scheduler=st.sampled_from(SCHEDULERS))
+       scheduler=st.sampled_from(SCHEDULERS), granularity=st.sampled_from(["table", "tuple"]))
 def test_every_schedule_equals_the_serial_reference(stream: Any, schedule: random.Random,
-                                                    scheduler: str) -> None:
+                                                    scheduler: str, granularity: Any) -> None:
     workload = transactions(stream)
     expected = run_serial(PLAN, workload)
-    got = Simulator(PLAN, scheduler, gc_every=3).run(workload, schedule)
+    got = Simulator(PLAN, scheduler, gc_every=3, granularity=granularity).run(workload, schedule)
     same(got, expected)
 
 
@@ -72,8 +73,9 @@ def test_the_workload_exercises_reads_writes_and_errors() -> None:
     assert result.tables["acct"]
 
 
+@pytest.mark.parametrize("granularity", ["table", "tuple"])
 @pytest.mark.parametrize("scheduler", SCHEDULERS)
-def test_threads_equal_the_serial_reference(scheduler: str) -> None:
+def test_threads_equal_the_serial_reference(scheduler: str, granularity: Any) -> None:
     rng = random.Random(7)
     stream = [(t, [("Dep", {"id": rng.randint(1, 4), "amt": rng.randint(-2, 9)}),
                    ("Mark", {"id": rng.randint(1, 4),
@@ -82,7 +84,8 @@ def test_threads_equal_the_serial_reference(scheduler: str) -> None:
               for t in range(1, 120)]
     workload = transactions(stream)
     for _ in range(3):
-        same(ThreadedRun(PLAN, scheduler).run(workload), run_serial(PLAN, workload))
+        same(ThreadedRun(PLAN, scheduler, granularity=granularity).run(workload),
+             run_serial(PLAN, workload))
 
 
 def test_gc_keeps_versions_bounded_below_the_low_water_mark() -> None:
@@ -127,3 +130,42 @@ def test_s2pl_and_sei_order_conflicting_steps() -> None:
     sei.register((2, 0), frozenset(), frozenset())
     sei.register((3, 0), frozenset(), frozenset())
     assert sei.may_start((2, 0)) and not sei.may_start((3, 0))
+
+
+def test_row_locks_conflict_with_their_row_and_their_table() -> None:
+    """lockG = tuple: a row lock conflicts with the same row and with a lock
+    on the whole table, not with other rows."""
+    lwm = LWM()
+    lwm.register((1, 0), (), [("P", (1,))])
+    lwm.register((2, 0), (), [("P", (2,))])
+    lwm.register((3, 0), ["P"], ["P"])  # a scan, and a write it cannot pin to a row
+    assert lwm.may_write((2, 0), ("P", (2,)))  # row 2's oldest writer, despite (1, 0)
+    assert lwm.may_read((2, 0), ("P", (1,))) is False  # row 1 waits for (1, 0)
+    assert lwm.lwm("P") == (1, 0) and not lwm.may_write((3, 0), "P")
+    lwm.finish((1, 0))
+    lwm.finish((2, 0))
+    assert lwm.may_write((3, 0), "P")
+    s2pl = S2PL()
+    s2pl.register((1, 0), (), [("P", (1,))])
+    s2pl.register((2, 0), [("P", (2,))], [])
+    s2pl.register((3, 0), [("P", (1,))], [])
+    s2pl.register((4, 0), ["P"], [])
+    assert s2pl.may_start((1, 0)) and s2pl.may_start((2, 0))
+    assert not s2pl.may_start((3, 0)) and not s2pl.may_start((4, 0))
+    s2pl.finish((1, 0))
+    assert s2pl.may_start((3, 0)) and s2pl.may_start((4, 0))
+
+
+def test_tuple_locks_let_more_steps_run_at_once() -> None:
+    """Steps on different rows overlap under lockG = tuple, not under table."""
+    stream = [(t, [("Dep", {"id": t % 4 + 1, "amt": 1})]) for t in range(1, 30)]
+    workload = transactions(stream)
+
+    def widest(granularity: Any) -> int:
+        sim = Simulator(PLAN, "s2pl", granularity=granularity)
+        steps = [spec for txn in steps_of(PLAN, workload) for spec in txn]
+        for spec in steps:
+            sim.scheduler.register(spec.pos, *spec.resources(granularity))
+        return sum(sim.scheduler.may_start(spec.pos) for spec in steps)
+
+    assert widest("table") == 1 and widest("tuple") >= 4

@@ -133,6 +133,7 @@ class CheckedModel:
     queries: tuple[CheckedQuery, ...]
     source: ast.Model = field(hash=False, compare=False, repr=False)
     functions_used: frozenset[str] = frozenset()  # user-defined functions called
+    context_key: tuple[str, ...] = ()  # CONTEXTS PER
 
     @property
     def default_context(self) -> str:

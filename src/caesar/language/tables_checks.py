@@ -328,8 +328,9 @@ class _ActorEnv(ExprEnv):
             self.expect_bool(t, node.where)
             where = w
             key, rest = self.key_of(schema, names, node.where)
-        if node.exists:
-            return tp.TableRead(schema.name, "exists", where=where), "bool"
+        if node.exists:  # by key when the condition names the row
+            keys = self.event_side(key) if key is not None else None
+            return tp.TableRead(schema.name, "exists", key=keys, where=where), "bool"
         item = node.item
         assert item is not None
         if isinstance(item, ast.CallExpr) and item.func in TABLE_AGGREGATES:
@@ -342,13 +343,15 @@ class _ActorEnv(ExprEnv):
                            expected=" AND ".join(f"{k} = <value>" for k in schema.key) +
                            ", or an aggregate (count(*), sum(c), ...) or EXISTS")
         value, typ = self.in_row(schema, names, item)
+        return tp.TableRead(schema.name, "lookup", value=value, key=self.event_side(key),
+                            where=None if not rest else where), typ
+
+    def event_side(self, exprs: tuple[ast.ExprNode, ...]) -> tuple[ir.Expr, ...]:
         saved, self.row = self.row, None
         try:
-            keys = tuple(self.compile(k)[0] for k in key)
+            return tuple(self.compile(k)[0] for k in exprs)
         finally:
             self.row = saved
-        return tp.TableRead(schema.name, "lookup", value=value, key=keys,
-                            where=None if not rest else where), typ
 
     def aggregate_read(self, schema: tp.TableSchema, names: set[str], item: ast.CallExpr,
                        where: ir.Expr | None) -> tuple[tp.TableRead, str]:

@@ -117,3 +117,14 @@ class ExecutionPlan:
     # User-defined functions the model calls (their plans' Call nodes hold
     # them too); a deployment needs each importable (Function.target).
     functions: tuple[Function, ...] = ()
+    # CONTEXTS PER: contexts hold per (stream partition, these attributes).
+    # Transactions and context vectors are kept per such "context partition"
+    # (partition_by + context_key); the stages that run in every context see
+    # the whole stream partition (partition_by), the others only their key's
+    # events. A transition's output carries the key of its last event.
+    context_key: tuple[str, ...] = ()
+
+    @property
+    def transaction_key(self) -> tuple[str, ...]:
+        """The attributes a stream transaction (and a context vector) is kept per."""
+        return self.partition_by + self.context_key

@@ -41,8 +41,9 @@ class TableRead:
     """One read of a table at the reading step's timestamp.
 
     lookup: the `value` of the row whose key is `key` (None when absent or
-    `where` fails); exists: some row passes `where`; count/sum/min/max/avg:
-    over the rows passing `where` (`value` the aggregated column expression)."""
+    `where` fails); exists: some row passes `where` (only the row `key` names,
+    when the condition fixes the whole key); count/sum/min/max/avg: over the
+    rows passing `where` (`value` the aggregated column expression)."""
 
     table: str
     kind: ReadKind

@@ -17,12 +17,13 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Literal
 
-from caesar.plans.tables import AcepPlan, ActorPlan
-from caesar.services.scheduler.acep.schedulers import NoScheduler, make_scheduler
+from caesar.plans.tables import AcepPlan, ActorPlan, TableSchema
+from caesar.services.scheduler.acep.schedulers import NoScheduler, Resource, make_scheduler
 from caesar.services.scheduler.acep.steps import (
     ActionError,
     Match,
@@ -31,6 +32,7 @@ from caesar.services.scheduler.acep.steps import (
     Request,
     Step,
     StepResult,
+    resources,
     run_step,
 )
 from caesar.services.scheduler.acep.tables import (
@@ -42,6 +44,8 @@ from caesar.services.scheduler.acep.tables import (
 )
 
 Chooser = Callable[[Sequence[str]], int]
+# Lock granularity (the paper's lockG): whole tables, or rows where the match names them.
+Granularity = Literal["table", "tuple"]
 # One s-transaction: its timestamp and, per actor name, the matches at it.
 Transaction = tuple[int, Mapping[str, Sequence[Match]]]
 
@@ -65,18 +69,35 @@ class _StepSpec:
     pos: Position
     actor: ActorPlan
     matches: Sequence[Match]
+    schemas: Mapping[str, TableSchema]
+
+    def resources(self, granularity: Granularity) -> tuple[Collection[Resource],
+                                                           Collection[Resource]]:
+        """Algorithm 1 (InsertLock): what the step may read and write."""
+        if granularity == "table":
+            return self.actor.read_tables, self.actor.write_tables
+        reads, writes = resources(self.actor, self.matches, self.schemas)
+        return ({t if k is None else (t, k) for t, k in reads},
+                {t if k is None else (t, k) for t, k in writes})
+
+
+def _resource(request: Request, granularity: Granularity) -> Resource:
+    if granularity == "table" or request.key is None:
+        return request.table
+    return (request.table, request.key)
 
 
 def steps_of(plan: AcepPlan, workload: Sequence[Transaction]) -> list[list[_StepSpec]]:
     """Per transaction (in ts order), its steps in rank order."""
     by_name = {a.name: a for a in plan.actors}
+    schemas = {t.name: t for t in plan.tables}
     out: list[list[_StepSpec]] = []
     last = None
     for ts, per_actor in workload:
         if last is not None and ts <= last:
             raise ValueError(f"transactions must come in increasing ts order ({ts} after {last})")
         last = ts
-        specs = [_StepSpec((ts, by_name[n].rank), by_name[n], m)
+        specs = [_StepSpec((ts, by_name[n].rank), by_name[n], m, schemas)
                  for n, m in per_actor.items() if m]
         specs.sort(key=lambda s: s.pos)
         if specs:
@@ -110,8 +131,9 @@ class Simulator:
     """Deterministic interleaving of lanes under one scheduler."""
 
     def __init__(self, plan: AcepPlan, scheduler: NoScheduler | str, *,
-                 gc_every: int = 16) -> None:
+                 gc_every: int = 16, granularity: Granularity = "table") -> None:
         self.plan = plan
+        self.granularity = granularity
         self.scheduler = make_scheduler(scheduler) if isinstance(scheduler, str) else scheduler
         self.store: VersionedTables | PlainTables = (
             VersionedTables(plan.tables) if self.scheduler.versioned else PlainTables(plan.tables))
@@ -149,7 +171,7 @@ class Simulator:
     def _dispatch(self, txn: list[_StepSpec]) -> None:
         """InsertLock (Algorithm 1) for an arriving transaction."""
         for spec in txn:
-            self.scheduler.register(spec.pos, spec.actor.read_tables, spec.actor.write_tables)
+            self.scheduler.register(spec.pos, *spec.resources(self.granularity))
             self.registered.add(spec.pos)
             self.lanes[spec.actor.name].queue.append(spec)
 
@@ -168,9 +190,10 @@ class Simulator:
     def _granted(self, pos: Position, request: Request | None) -> bool:
         if request is None:
             return True
+        resource = _resource(request, self.granularity)
         if isinstance(request, Read):
-            return self.scheduler.may_read(pos, request.table)
-        return self.scheduler.may_write(pos, request.table)
+            return self.scheduler.may_read(pos, resource)
+        return self.scheduler.may_write(pos, resource)
 
     def _mover(self, lane: _Lane, spec: _StepSpec) -> Callable[[], None]:
         def move() -> None:
@@ -210,8 +233,10 @@ class ThreadedRun:
     `latencies` gets each step's time from its arrival to its end."""
 
     def __init__(self, plan: AcepPlan, scheduler: str, *, op_cost: float = 0.0,
-                 step_cost: float = 0.0, arrival_rate: float | None = None) -> None:
+                 step_cost: float = 0.0, arrival_rate: float | None = None,
+                 granularity: Granularity = "table") -> None:
         self.plan = plan
+        self.granularity = granularity
         self.sched = make_scheduler(scheduler)
         self.store: VersionedTables | PlainTables = (
             VersionedTables(plan.tables) if self.sched.versioned else PlainTables(plan.tables))
@@ -255,15 +280,15 @@ class ThreadedRun:
                     time.sleep(delay)
             with self.cond:
                 for spec in txn:
-                    self.sched.register(spec.pos, spec.actor.read_tables,
-                                        spec.actor.write_tables)
+                    self.sched.register(spec.pos, *spec.resources(self.granularity))
                     self.arrived[spec.pos] = time.perf_counter()
                 self.cond.notify_all()
 
     def _granted(self, pos: Position, request: Request) -> bool:
+        resource = _resource(request, self.granularity)
         if isinstance(request, Read):
-            return self.sched.may_read(pos, request.table)
-        return self.sched.may_write(pos, request.table)
+            return self.sched.may_read(pos, resource)
+        return self.sched.may_write(pos, resource)
 
     def _wait(self, check: Callable[[], bool]) -> None:
         with self.cond:

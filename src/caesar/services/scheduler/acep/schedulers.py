@@ -4,10 +4,12 @@ or write a table, and tells them when a step ends.
 
 Steps are registered in position order `(ts, rank)` as their transactions
 arrive (the paper's InsertLock, Algorithm 1, runs when the input event
-arrives), each with the tables it may read and write (from the compiled
+arrives), each with the resources it may read and write (from the compiled
 rules: an actor whose matches a step carries may read every table its
 conditions, projections and actions read, and write every table its actions
-change). Locks are table-level.
+change). A resource is a table name (table-level lock, lockG = table) or a
+`(table, key)` row (lockG = tuple: where the match alone names the row); a
+row conflicts with the same row and with its whole table.
 
 - `NoScheduler`: push-based execution, no control; reads see the current
   state (the read-too-late / write-too-late anomalies of section 2).
@@ -27,24 +29,36 @@ change). Locks are table-level.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Collection
 from typing import Protocol
 
-from caesar.services.scheduler.acep.tables import Position
+from caesar.services.scheduler.acep.tables import Key, Position
 
 INF: Position = (1 << 62, 0)
+Resource = str | tuple[str, Key | None]
+
+
+def split(resource: Resource) -> tuple[str, Key | None]:
+    return (resource, None) if isinstance(resource, str) else resource
+
+
+def _overlap(a: Key | None, b: Key | None) -> bool:
+    """Two locks on one table conflict unless both name different rows."""
+    return a is None or b is None or a == b
 
 
 class StreamScheduler(Protocol):
     name: str
     versioned: bool  # reads at the step's position (else the current state)
 
-    def register(self, step: Position, reads: frozenset[str], writes: frozenset[str]) -> None: ...
+    def register(self, step: Position, reads: Collection[Resource],
+                 writes: Collection[Resource]) -> None: ...
 
     def may_start(self, step: Position) -> bool: ...
 
-    def may_read(self, step: Position, table: str) -> bool: ...
+    def may_read(self, step: Position, resource: Resource) -> bool: ...
 
-    def may_write(self, step: Position, table: str) -> bool: ...
+    def may_write(self, step: Position, resource: Resource) -> bool: ...
 
     def finish(self, step: Position) -> None: ...
 
@@ -77,16 +91,17 @@ class NoScheduler:
     def __init__(self) -> None:
         self.steps = _Registry()
 
-    def register(self, step: Position, reads: frozenset[str], writes: frozenset[str]) -> None:
+    def register(self, step: Position, reads: Collection[Resource],
+                 writes: Collection[Resource]) -> None:
         self.steps.add(step)
 
     def may_start(self, step: Position) -> bool:
         return True
 
-    def may_read(self, step: Position, table: str) -> bool:
+    def may_read(self, step: Position, resource: Resource) -> bool:
         return True
 
-    def may_write(self, step: Position, table: str) -> bool:
+    def may_write(self, step: Position, resource: Resource) -> bool:
         return True
 
     def finish(self, step: Position) -> None:
@@ -112,45 +127,52 @@ class S2PL(NoScheduler):
 
     def __init__(self) -> None:
         super().__init__()
-        self.queues: dict[str, deque[tuple[Position, bool]]] = {}  # table -> (step, write)
-        self.locks: dict[Position, list[str]] = {}
+        # table -> lock requests (step, row or None, write) in arrival order
+        self.queues: dict[str, deque[tuple[Position, Key | None, bool]]] = {}
+        self.locks: dict[Position, list[tuple[str, Key | None, bool]]] = {}
         self.started: set[Position] = set()
 
-    def register(self, step: Position, reads: frozenset[str], writes: frozenset[str]) -> None:
+    def register(self, step: Position, reads: Collection[Resource],
+                 writes: Collection[Resource]) -> None:
         self.steps.add(step)
-        tables = sorted(reads | writes)  # lock ordering (by table name)
-        for t in tables:
-            self.queues.setdefault(t, deque()).append((step, t in writes))
-        self.locks[step] = tables
+        wanted: dict[tuple[str, Key | None], bool] = {}
+        for r in reads:
+            wanted.setdefault(split(r), False)
+        for r in writes:
+            wanted[split(r)] = True
+        # lock ordering: by table, then row (all requested at once, in ts order)
+        locks = [(t, k, w) for (t, k), w in sorted(wanted.items(), key=repr)]
+        for t, k, w in locks:
+            self.queues.setdefault(t, deque()).append((step, k, w))
+        self.locks[step] = locks
 
-    def _granted(self, step: Position, table: str) -> bool:
-        queue = self.queues[table]
-        mine = next(w for s, w in queue if s == step)
-        for s, w in queue:
+    def _granted(self, step: Position, table: str, key: Key | None, write: bool) -> bool:
+        """Figure 3's S2PL matrix, in arrival order: no earlier conflicting
+        request on the same rows may be a write, nor any if we write."""
+        for s, k, w in self.queues[table]:
             if s == step:
                 return True
-            if w or mine:  # an earlier writer, or we write behind anyone
+            if (w or write) and _overlap(k, key):
                 return False
         raise AssertionError("lock not queued")
 
     def may_start(self, step: Position) -> bool:
         if step in self.started:
             return True
-        if all(self._granted(step, t) for t in self.locks[step]):
+        if all(self._granted(step, t, k, w) for t, k, w in self.locks[step]):
             self.started.add(step)
             return True
         return False
 
-    def may_read(self, step: Position, table: str) -> bool:
-        return step in self.started and table in self.locks[step]
+    def may_read(self, step: Position, resource: Resource) -> bool:
+        return step in self.started
 
-    def may_write(self, step: Position, table: str) -> bool:
-        return self.may_read(step, table)
+    def may_write(self, step: Position, resource: Resource) -> bool:
+        return step in self.started
 
     def finish(self, step: Position) -> None:
-        for t in self.locks.pop(step):
-            queue = self.queues[t]
-            queue.remove(next(e for e in queue if e[0] == step))
+        for t, k, w in self.locks.pop(step):
+            self.queues[t].remove((step, k, w))
         self.started.discard(step)
         self.steps.done(step)
 
@@ -161,28 +183,36 @@ class LWM(NoScheduler):
 
     def __init__(self) -> None:
         super().__init__()
-        self.write_locks: dict[str, deque[Position]] = {}  # per table, in position order
-        self.held: dict[Position, frozenset[str]] = {}
+        # table -> write locks (step, row or None), in position order
+        self.write_locks: dict[str, deque[tuple[Position, Key | None]]] = {}
+        self.held: dict[Position, list[tuple[str, Key | None]]] = {}
 
-    def register(self, step: Position, reads: frozenset[str], writes: frozenset[str]) -> None:
+    def register(self, step: Position, reads: Collection[Resource],
+                 writes: Collection[Resource]) -> None:
         self.steps.add(step)
-        for t in writes:
-            self.write_locks.setdefault(t, deque()).append(step)
-        self.held[step] = writes
+        mine = sorted({split(r) for r in writes}, key=repr)
+        for t, k in mine:
+            self.write_locks.setdefault(t, deque()).append((step, k))
+        self.held[step] = mine
 
-    def lwm(self, table: str) -> Position:
-        queue = self.write_locks.get(table)
-        return queue[0] if queue else INF
+    def lwm(self, resource: Resource) -> Position:
+        """Definition 8: the oldest write lock on the resource (a row's own
+        and its table's)."""
+        table, key = split(resource)
+        for s, k in self.write_locks.get(table, ()):
+            if _overlap(k, key):
+                return s
+        return INF
 
-    def may_read(self, step: Position, table: str) -> bool:
-        return step <= self.lwm(table)
+    def may_read(self, step: Position, resource: Resource) -> bool:
+        return step <= self.lwm(resource)
 
-    def may_write(self, step: Position, table: str) -> bool:
-        return step == self.lwm(table)
+    def may_write(self, step: Position, resource: Resource) -> bool:
+        return step == self.lwm(resource)
 
     def finish(self, step: Position) -> None:
-        for t in self.held.pop(step):
-            self.write_locks[t].remove(step)
+        for t, k in self.held.pop(step):
+            self.write_locks[t].remove((step, k))
         self.steps.done(step)
 
 

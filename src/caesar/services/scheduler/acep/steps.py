@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from caesar.plans import tables as tp
-from caesar.plans.expr import Expr
+from caesar.plans.expr import Expr, variables
 from caesar.services.matcher.expr_eval import MISSING, aggregate, evaluate, holds
 from caesar.services.scheduler.acep.tables import Key, Row, TableView
 
@@ -28,11 +28,13 @@ Match = Mapping[str, Any]  # fields of the matched event (`_acep_*` fields)
 @dataclass(frozen=True)
 class Read:
     table: str
+    key: Key | None = None  # the row, when the match alone names it (tuple-level locks)
 
 
 @dataclass(frozen=True)
 class Write:
     table: str
+    key: Key | None = None
 
 
 Request = Read | Write
@@ -101,14 +103,14 @@ def run_step(actor: tp.ActorPlan, ts: int, matches: Sequence[Match], view: Table
         scope = _Scope(match)
         scope.slots = []
         for read in actor.reads:
-            yield Read(read.table)
+            yield Read(read.table, read_key(read, scope))
             scope.slots.append(table_read(read, view, scope))
         if not all(holds(c, scope) for c in actor.condition):
             continue
         for a_index, action in enumerate(actor.actions):
             scope.slots = []
             for read in action.reads:
-                yield Read(read.table)
+                yield Read(read.table, read_key(read, scope))
                 scope.slots.append(table_read(read, view, scope))
             if action.kind == "DERIVE":
                 assert action.derive_type is not None
@@ -118,14 +120,65 @@ def run_step(actor: tp.ActorPlan, ts: int, matches: Sequence[Match], view: Table
                     action.topic, (ts, actor.rank, m_index, a_index)))
                 continue
             assert action.table is not None
-            yield Write(action.table)
+            yield Write(action.table, write_key(action, view.schemas[action.table], scope))
             reason = apply(action, view, scope)
             if reason is not None:
                 result.errors.append(ActionError(actor.name, action.where_text, ts, reason,
                                                  dict(match)))
 
 
+def _static(exprs: Sequence[Expr]) -> bool:
+    """Expressions of the matched event alone (no table read, no row)."""
+    return not any(v in (tp.READ, tp.ROW) for e in exprs for v in variables(e))
+
+
+def _key(exprs: Sequence[Expr], scope: _Scope) -> Key | None:
+    if not _static(exprs):
+        return None
+    key = tuple(_value(k, scope) for k in exprs)
+    return None if None in key else key
+
+
+def read_key(read: tp.TableRead, scope: _Scope) -> Key | None:
+    """The one row a read touches, if the match names it (else None: the table)."""
+    return _key(read.key, scope) if read.key is not None else None
+
+
+def write_key(action: tp.ActionPlan, schema: tp.TableSchema, scope: _Scope) -> Key | None:
+    if action.kind in ("INSERT", "UPSERT"):
+        values = dict(zip(action.columns, action.values, strict=True))
+        return _key([values[k] for k in schema.key], scope)
+    return _key(action.key, scope) if action.key is not None else None
+
+
+def resources(actor: tp.ActorPlan, matches: Sequence[Match],
+              schemas: Mapping[str, tp.TableSchema]) -> tuple[set[tuple[str, Key | None]],
+                                                               set[tuple[str, Key | None]]]:
+    """What a step may read and write, row by row where its matches name
+    the row (lock insertion at tuple granularity, the paper's lockG = tuple)."""
+    reads: set[tuple[str, Key | None]] = set()
+    writes: set[tuple[str, Key | None]] = set()
+    for match in matches:
+        scope = _Scope(match)
+        reads.update((r.table, read_key(r, scope)) for r in actor.reads)
+        for a in actor.actions:
+            reads.update((r.table, read_key(r, scope)) for r in a.reads)
+            if a.table is not None:
+                writes.add((a.table, write_key(a, schemas[a.table], scope)))
+    return reads, writes
+
+
 def table_read(read: tp.TableRead, view: TableView, scope: _Scope) -> Any:
+    if read.kind == "exists" and read.key is not None:
+        key = tuple(_value(k, scope) for k in read.key)
+        row = None if None in key else view.get(read.table, key)
+        if row is None:
+            return False
+        scope.row = row
+        try:
+            return read.where is None or holds(read.where, scope)
+        finally:
+            scope.row = None
     if read.kind == "lookup":
         assert read.key is not None and read.value is not None
         key = tuple(_value(k, scope) for k in read.key)
