@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import caesar
 from caesar.examples.hospital_hygiene.generator import HygieneConfig, generate
@@ -168,3 +170,53 @@ def test_caesar_run_with_a_scheduler_prints_alerts_and_tables(tmp_path: Path) ->
                                       "memory"])
     assert memory.exit_code != 0 and "direct embedded pipeline" in str(memory.exception or "") \
         + memory.output
+
+
+# Weighted towards the room behaviour the rules watch.
+KINDS = ["ShiftStart", "ShiftEnd", "Sanitize"] + ["EnterRoom", "LeaveRoom", "Contact"] * 3
+
+
+def _event(kind: str, worker: int, ts: int, room: int, flag: bool) -> dict[str, Any]:
+    e: dict[str, Any] = {"type": kind, "ts": ts, "worker": worker}
+    if kind == "Sanitize":
+        e["dispenser"] = 1
+    elif kind == "EnterRoom":
+        e.update(room=room, patient=flag)
+    elif kind == "LeaveRoom":
+        e["room"] = room
+    elif kind == "Contact":
+        e.update(room=room, zone="patient" if flag else "environment")
+    return e
+
+
+@st.composite
+def hygiene_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A few workers' random behaviour (one worker's events at distinct
+    times; several workers may share a timestamp: one s-transaction)."""
+    events = []
+    for worker in range(draw(st.integers(1, 4))):
+        ts = draw(st.integers(0, 50))
+        events.append(_event("ShiftStart", worker, ts, 0, False))
+        for kind, gap, room, flag in draw(st.lists(st.tuples(
+                st.sampled_from(KINDS), st.integers(1, 120), st.integers(0, 2),
+                st.sampled_from([True, True, False])),
+                max_size=30)):
+            ts += gap
+            events.append(_event(kind, worker, ts, room, flag))
+    return sorted(events, key=lambda e: (e["ts"], e["worker"]))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events=hygiene_streams(), batch=st.integers(1, 40),
+       scheduler=st.sampled_from(["lwm", "s2pl", "sei"]))
+def test_random_streams_and_batches_equal_the_state_machine(
+        events: list[dict[str, Any]], batch: int, scheduler: str) -> None:
+    expected, tables = Oracle().run(events)
+    with MODEL_COMPILED.session(scheduler=scheduler, batch_size=batch) as session:
+        alerts = list(session.run(events))
+        got_tables = session.tables()
+    assert sorted(shown(a) for a in alerts) == sorted(expected)
+    assert got_tables == tables
+
+
+MODEL_COMPILED = caesar.compile(MODEL)
