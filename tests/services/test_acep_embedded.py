@@ -220,3 +220,38 @@ def test_random_streams_and_batches_equal_the_state_machine(
 
 
 MODEL_COMPILED = caesar.compile(MODEL)
+
+
+def test_a_rule_with_a_context_acts_only_while_it_holds() -> None:
+    model = caesar.compile("""
+MODEL ctx
+PARTITION BY unit
+EVENT Start(ts INT, unit INT)
+EVENT Stop(ts INT, unit INT)
+EVENT Ping(ts INT, unit INT, v INT)
+TABLE seen(unit INT, n INT, PRIMARY KEY (unit))
+DEFAULT CONTEXT idle {
+  SWITCH CONTEXT busy PATTERN Start s
+}
+CONTEXT busy {
+  SWITCH CONTEXT idle PATTERN Stop s
+  DERIVE Busy(p.unit, (SELECT n FROM seen WHERE unit = p.unit) AS n)
+    PATTERN Ping p WHERE EXISTS (SELECT * FROM seen WHERE unit = p.unit)
+}
+RULE count ON Ping p CONTEXT busy
+  DO UPSERT INTO seen VALUES (p.unit,
+       (SELECT count(*) FROM seen WHERE unit = p.unit) + p.v)
+""")
+    events = [{"type": "Ping", "ts": 1, "unit": 1, "v": 5},
+              {"type": "Start", "ts": 2, "unit": 1},
+              {"type": "Ping", "ts": 3, "unit": 1, "v": 1},
+              {"type": "Ping", "ts": 4, "unit": 2, "v": 7},
+              {"type": "Ping", "ts": 5, "unit": 1, "v": 1},
+              {"type": "Stop", "ts": 6, "unit": 1},
+              {"type": "Ping", "ts": 7, "unit": 1, "v": 9}]
+    with model.session() as s:
+        alerts = list(s.run(events))
+        assert s.tables() == {"seen": [{"unit": 1, "n": 2}]}
+    # ts 3: the query reads before the rule's write at 3 (declaration order):
+    # no row yet; ts 5: the row written at 3 (count 0 + 1), then 2.
+    assert [(a.end_ts, a.fields["n"]) for a in alerts if a.event_type == "Busy"] == [(5, 1)]
