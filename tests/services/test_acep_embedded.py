@@ -255,3 +255,18 @@ RULE count ON Ping p CONTEXT busy
     # ts 3: the query reads before the rule's write at 3 (declaration order):
     # no row yet; ts 5: the row written at 3 (count 0 + 1), then 2.
     assert [(a.end_ts, a.fields["n"]) for a in alerts if a.event_type == "Busy"] == [(5, 1)]
+
+
+def test_bare_attribute_names_in_rules() -> None:
+    model = caesar.compile("""
+EVENT Reg(ts INT, id INT, name STRING)
+TABLE people(id INT, name STRING, PRIMARY KEY (id))
+RULE reg ON Reg r WHERE NOT EXISTS (SELECT * FROM people p WHERE p.id = r.id)
+  DO INSERT INTO people VALUES (id, name)
+""")
+    with model.session() as s:
+        s.push([{"type": "Reg", "ts": 1, "id": 3, "name": "x"},
+                {"type": "Reg", "ts": 2, "id": 3, "name": "y"},
+                {"type": "Reg", "ts": 3, "id": 4, "name": "z"}])
+        s.finish()
+        assert s.tables() == {"people": [{"id": 3, "name": "x"}, {"id": 4, "name": "z"}]}
