@@ -13,11 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from caesar.errors import CaesarError, RuntimeEnvironmentError
+from caesar.errors import RuntimeEnvironmentError
 from caesar.logs import settings_from_env
 from caesar.plans.execution import ExecutionPlan
 from caesar.services.common.config import RunnerOptions, ServiceConfig
-from caesar.services.wiring import SERVICES, service_topics
+from caesar.services.wiring import service_topics, services_of
 from caesar.settings import Settings
 
 
@@ -29,9 +29,6 @@ def partition_groups(partitions: int, actors: int) -> list[tuple[int, ...]]:
 class Deployment:
     def __init__(self, plan: ExecutionPlan, settings: Settings, *, actors_per_service: int | None = None,
                  options: RunnerOptions | None = None) -> None:
-        if plan.acep is not None:
-            raise CaesarError("shared tables and rules (ACEP) run in embedded mode "
-                              "(caesar run, model.session()); not yet on Kafka + Ray")
         self.plan, self.settings = plan, settings
         self.options: RunnerOptions = options.copy() if options else {}
         # The actors log like this driver (caesar.logs): level and format.
@@ -62,11 +59,14 @@ class Deployment:
         groups = partition_groups(self.settings.topics.partitions, self.actors_per_service)
         settings_json = self.settings.model_dump_json()
         prefix = self.options.get("group_prefix", "caesar")
-        for service in SERVICES:
+        for service in services_of(self.plan):
+            # One ACEP actor owns every partition: the tables are shared by all.
+            owned = [tuple(range(self.settings.topics.partitions))] if service == "acep" \
+                else groups
             self.actors[service] = [
                 RemoteServiceActor.options(name=f"{prefix}-{service}-{i}").remote(
                     service, self.plan, settings_json, group, f"{service}-{i}", self.options)
-                for i, group in enumerate(groups)]
+                for i, group in enumerate(owned)]
 
     def stats(self) -> dict[str, list[dict[str, Any]]]:
         import ray
@@ -109,7 +109,7 @@ def deploy_model(plan: ExecutionPlan, *, model_text: str, settings_file: Path | 
         raise RuntimeEnvironmentError(f"cannot reach Ray at {address or 'local'}: {exc}") from exc
     dep = Deployment(plan, settings, options=options)
     dep.start()
-    console.print(f"deployed {plan.model}: {len(SERVICES)} services x {dep.actors_per_service} "
+    console.print(f"deployed {plan.model}: {len(services_of(plan))} services x {dep.actors_per_service} "
                   f"actor(s) on {settings.topics.partitions} partition(s), Kafka "
                   f"{settings.kafka.bootstrap_servers}")
     started = time.monotonic()

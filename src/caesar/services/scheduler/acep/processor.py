@@ -23,7 +23,7 @@ from caesar.plans.tables import AcepPlan
 from caesar.services.common.messages import Alert, DeadLetter
 from caesar.services.scheduler.acep.executors import Simulator, Transaction
 from caesar.services.scheduler.acep.steps import ActionError, Output
-from caesar.services.scheduler.acep.tables import Key, Row
+from caesar.services.scheduler.acep.tables import TOP, Key, Row, VersionedTables
 
 SCHEDULER_NAMES = ("sei", "s2pl", "lwm")
 
@@ -42,13 +42,18 @@ class AcepProcessor:
         self.pending: dict[int, list[Alert]] = {}
         self.done_ts: int | None = None  # newest timestamp executed
 
-    def process(self, alerts: Sequence[Alert]) -> tuple[list[Alert], list[DeadLetter]]:
-        """Alerts in; (alerts out, dead letters)."""
+    def process(self, alerts: Sequence[Alert], watermark: int | None = None
+                ) -> tuple[list[Alert], list[DeadLetter]]:
+        """Alerts in; (alerts out, dead letters). With `watermark` (no match
+        below it will follow: the matchers' progress), the transactions
+        before it run; without, all but the newest timestamp seen."""
         passed = [a for a in alerts if a.event_type not in self.inputs]
         for a in alerts:
             if a.event_type in self.inputs:
                 ts = a.end_ts if self.done_ts is None else max(a.end_ts, self.done_ts + 1)
                 self.pending.setdefault(ts, []).append(a)
+        if watermark is not None:
+            return self._run(sorted(t for t in self.pending if t < watermark), passed)
         if len(self.pending) > 1:
             newest = max(self.pending)
             ready = sorted(t for t in self.pending if t < newest)
@@ -61,6 +66,22 @@ class AcepProcessor:
     def tables(self) -> dict[str, dict[Key, Row]]:
         """The tables' content after everything executed so far."""
         return self.executor.store.snapshot()
+
+    def snapshot(self) -> dict[str, Any]:
+        """Between calls no step is open: the tables' current rows, the
+        newest timestamp run and the matches held back are the whole state."""
+        return {"tables": self.tables(), "done_ts": self.done_ts,
+                "pending": {ts: list(alerts) for ts, alerts in self.pending.items()}}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.executor = Simulator(self.plan, self.executor.scheduler.name)
+        store = self.executor.store
+        assert isinstance(store, VersionedTables)
+        for name, rows in state["tables"].items():
+            for key, row in rows.items():
+                store.write(name, key, (-TOP, 0, 0), row)
+        self.done_ts = state["done_ts"]
+        self.pending = {ts: list(alerts) for ts, alerts in state["pending"].items()}
 
     def _run(self, stamps: list[int], passed: list[Alert]) -> tuple[list[Alert],
                                                                      list[DeadLetter]]:
