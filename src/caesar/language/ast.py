@@ -67,6 +67,8 @@ class Equivalence:
 
     attrs: tuple[str, ...]
     pos: SourcePosition = _pos()
+    # `[attr] EXCEPT NOT`: compared among the positive events only
+    positive_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,9 @@ ExprNode = Literal | Ref | UnaryExpr | BinaryExpr | CallExpr | Equivalence | Tab
 @dataclass(frozen=True)
 class Component:
     """One pattern component: `T v`, `ANY(T1, T2) v`, `T+ v FILTER(expr)`,
-    `NOT T v` (inside SEQ)."""
+    `NOT T v` (inside SEQ). A quantified one (`kleene`: T+, T*, T?, T{n},
+    T{n,m}, T{n,}) binds from `min_count` to `max_count` (None: no limit)
+    events; `greedy` is written GREEDY after the quantifier."""
 
     types: tuple[str, ...]
     var: str | None
@@ -106,15 +110,31 @@ class Component:
     any_of: bool = False  # written as ANY(...), even with one type
     filter: ExprNode | None = None
     pos: SourcePosition = _pos()
+    min_count: int = 1
+    max_count: int | None = None
+    greedy: bool = False
+
+
+@dataclass(frozen=True)
+class PatternGroup:
+    """SEQ, AND or OR of sub-patterns, kept as written when a pattern uses
+    AND/OR (nested SEQs flatten into their parent SEQ)."""
+
+    op: str  # "SEQ" | "AND" | "OR"
+    items: tuple[Component | PatternGroup, ...]
+    pos: SourcePosition = _pos()
 
 
 @dataclass(frozen=True)
 class Pattern:
-    """`PATTERN T v` (one component) or `PATTERN SEQ(...)` (flattened)."""
+    """`PATTERN T v` (one component) or `PATTERN SEQ(...)` (flattened).
+    `components` lists every component in textual order; `tree` is the
+    AND/OR structure when the pattern has one (None: a plain sequence)."""
 
     components: tuple[Component, ...]
     is_seq: bool
     pos: SourcePosition = _pos()
+    tree: PatternGroup | None = None
 
 
 # ---- queries ---------------------------------------------------------------
@@ -136,9 +156,39 @@ class DeriveItem:
 
 @dataclass(frozen=True)
 class Window:
-    kind: str  # "TUMBLING" | "SLIDING"
+    """TUMBLING/SLIDING: durations; COUNT: numbers of events (unit None);
+    SESSION: `size` is the gap."""
+
+    kind: str  # "TUMBLING" | "SLIDING" | "COUNT" | "SESSION"
     size: Duration
     slide: Duration | None
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class SkipClause:
+    """AFTER MATCH ...: kind one of no_skip, to_next, past_last, to_first, to_last."""
+
+    kind: str
+    var: str | None = None
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class TimeoutClause:
+    """ON TIMEOUT DERIVE T(items): what a partial match whose WITHIN expired derives."""
+
+    derive_type: str
+    items: tuple[DeriveItem, ...]
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class OutputRate:
+    """OUTPUT [ALL | FIRST | LAST] EVERY d (Esper's output rate limiting)."""
+
+    kind: str  # "ALL" | "FIRST" | "LAST"
+    every: Duration
     pos: SourcePosition = _pos()
 
 
@@ -170,6 +220,9 @@ class Query:
     having: ExprNode | None = None
     # KEYED BY of a deriving query: the context instance it initiates/ends.
     instance_key: tuple[ExprNode, ...] = ()
+    skip: SkipClause | None = None
+    timeout: TimeoutClause | None = None
+    output_rate: OutputRate | None = None
     pos: SourcePosition = _pos()
     key_pos: SourcePosition = _pos()
     contexts_pos: SourcePosition = _pos()

@@ -39,6 +39,19 @@ class ContextDef:
 
 
 @dataclass(frozen=True)
+class OutputRate:
+    """Output rate limiting of a stage (Esper's output clause): its outputs
+    are grouped per partition into intervals [k * every, (k+1) * every) of
+    event time. ALL: every output of an interval, released when the interval
+    closes; LAST: only the interval's last output, then; FIRST: the first
+    output of each interval, at once, the rest dropped. Released outputs are
+    stamped with the interval's last tick."""
+
+    kind: Literal["all", "first", "last"]
+    every: int  # ticks
+
+
+@dataclass(frozen=True)
 class Stage:
     """One executable query: a pattern or aggregation plan with the contexts
     it runs in (after push-down: it receives events only while one holds)."""
@@ -49,6 +62,9 @@ class Stage:
     feeds: tuple[str, ...] = ()
     # Output topic for alerts / derived events leaving the service; None = internal.
     output_topic: str | None = None
+    output_rate: OutputRate | None = None
+    # ON TIMEOUT: the topic its timed-out partial matches go to.
+    timeout_topic: str | None = None
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ batches, never single events.
 
 from __future__ import annotations
 
+import logging
 import pickle
 from bisect import bisect_right
 from collections import defaultdict
@@ -34,8 +35,11 @@ from caesar.services.common.messages import (
 )
 from caesar.services.matcher.aggregate import AggregateExecutor
 from caesar.services.matcher.engines import build_engine
+from caesar.services.matcher.output_rate import OutputLimiter
+from caesar.services.matcher.windows import WindowExecutor
 
-STATE_VERSION = 2
+STATE_VERSION = 3  # 3: output limiters
+log = logging.getLogger(__name__)
 Record = dict[str, Any]  # event attributes + "type", "_ts", "_p" (partition id), "_key"
 
 
@@ -97,9 +101,15 @@ class StageGraph:
         # SEQ plans on the factory's engine, TPStream plans on the temporal engine
         self.engine: PatternEngine | None = \
             build_engine(self.engine_factory, patterns) if patterns else None
-        self.aggregates: dict[str, AggregateExecutor] = {
-            plan_id(s): AggregateExecutor(s.plan, self.strings)
+        self.aggregates: dict[str, AggregateExecutor | WindowExecutor] = {
+            plan_id(s): (AggregateExecutor(s.plan, self.strings) if s.plan.window == "time"
+                         else WindowExecutor(s.plan, self.strings))
             for s in self.stages if isinstance(s.plan, AggregatePlan)}
+        # OUTPUT ... EVERY: per stage, what holds its outputs back
+        self.limiters: dict[str, OutputLimiter] = {
+            plan_id(s): OutputLimiter(s.output_rate) for s in self.stages
+            if s.output_rate is not None}
+        self._clock = -(2**62)  # the time of the step being run
         self._by_id = {plan_id(s): s for s in self.stages}
         self._consumes = {plan_id(s): consumed_types(s) for s in self.stages}
         self._produces = {plan_id(s): output_type(s) for s in self.stages}
@@ -111,6 +121,7 @@ class StageGraph:
         self._keys: dict[int, str] = {}
         self._seq = 0
         self._time = -(2**62)
+        self._overflows_seen: dict[str, int] = {}
 
     # ------------------------------------------------------------ driving
     def step(self, ts: int, items: Sequence[tuple[Transaction, frozenset[str]]]
@@ -130,6 +141,7 @@ class StageGraph:
         per_partition: dict[int, list[Record]] = defaultdict(list)
         for txn, _ in items:
             per_partition[txn.partition].extend(event_records(txn))
+        self._clock = ts
         outputs += self._run(per_partition, {t.partition: a for t, a in items})
         self._time = ts
         return outputs
@@ -157,6 +169,7 @@ class StageGraph:
         outputs: list[StageOutput] = []
         for ts in sorted(by_ts):
             parts = by_ts[ts]
+            self._clock = ts
             outputs += self._run(parts, {p: self._active_at(p, ts) for p in parts})
         return outputs
 
@@ -188,6 +201,26 @@ class StageGraph:
         elif self.engine is not None:
             out.extend(self._derived(ev, clamp=self._time)
                        for ev in self.engine.advance(END_OF_TIME))
+        out = self._limit(out)
+        for pid, limiter in self.limiters.items():
+            stage = self._by_id[pid]
+            out.extend(StageOutput(stage, rec, start, end)
+                       for rec, start, end in limiter.advance(watermark))
+        return out
+
+    def _limit(self, outputs: list[StageOutput]) -> list[StageOutput]:
+        """OUTPUT ... EVERY: a limited stage's results pass its limiter (its
+        timeout events do not); what it holds comes out in _release."""
+        if not self.limiters:
+            return outputs
+        out: list[StageOutput] = []
+        for o in outputs:
+            limiter = self.limiters.get(plan_id(o.stage))
+            if limiter is None or o.record["type"] != self._produces[plan_id(o.stage)]:
+                out.append(o)
+                continue
+            out.extend(StageOutput(o.stage, rec, start, end) for rec, start, end in
+                       limiter.offer(o.record["_p"], o.record, o.start_ts, o.end_ts))
         return out
 
     def _derived(self, ev: DerivedEvent, clamp: int | None = None) -> StageOutput:
@@ -241,7 +274,7 @@ class StageGraph:
         is available to the stages after them."""
         if not pending:
             return []
-        new = self._call_engine(pending, available)
+        new = self._limit(self._call_engine(pending, available))
         for o in new:
             available[o.record["type"]].append(o.record)
         pending.clear()
@@ -268,7 +301,24 @@ class StageGraph:
                                         ts_field="_ts", partition_of=_partition_of,
                                         first_seq=self._seq)
         self._seq += len(records)
-        return [self._derived(ev) for ev in self.engine.process(batch, plan_ids)]
+        # results held back by the engine (after-match skip, timeouts) carry
+        # older timestamps: they happen now
+        out = [self._derived(ev, clamp=self._clock)
+               for ev in self.engine.process(batch, plan_ids)]
+        self._report_overflows()
+        return out
+
+    def _report_overflows(self) -> None:
+        """Integer overflows (a value outside 64 bits, made missing) are
+        data problems the user should see: one warning per plan and call."""
+        assert self.engine is not None
+        for pid, count in self.engine.overflows().items():
+            new = count - self._overflows_seen.get(pid, 0)
+            if new > 0:
+                self._overflows_seen[pid] = count
+                log.warning("plan %s: %d integer result(s) outside the 64-bit range were "
+                            "treated as missing (null)", pid, new,
+                            extra={"plan_id": pid, "overflows": new})
 
     # ------------------------------------------------------------ state
     def snapshot(self, partitions: Iterable[int]) -> bytes:
@@ -281,12 +331,14 @@ class StageGraph:
         aggs = {pid: a.snapshot() for pid, a in self.aggregates.items()}
         strings = [self.strings.string(i) for i in range(len(self.strings))]
         history = {p: list(h) for p, h in self._history.items() if p in partitions}
+        limiters = {pid: (lim.held, lim.seen, lim.closed_before)
+                    for pid, lim in self.limiters.items()}
         return pickle.dumps((STATE_VERSION, engine_state, aggs, strings, self._seq, self._time,
-                             self._last_active, self._keys, history))
+                             self._last_active, self._keys, history, limiters))
 
     def restore(self, state: bytes) -> None:
-        version, engine_state, aggs, strings, seq, time, last_active, keys, history = \
-            pickle.loads(state)
+        version, engine_state, aggs, strings, seq, time, last_active, keys, history, \
+            limiters = pickle.loads(state)
         if version != STATE_VERSION:
             raise PlanError(f"stage state version {version} is not {STATE_VERSION}")
         for s in strings:
@@ -302,6 +354,10 @@ class StageGraph:
         self._last_active.update(last_active)
         self._keys.update(keys)
         self._history.update(history)
+        for pid, (held, seen, closed_before) in limiters.items():
+            if pid in self.limiters:
+                lim = self.limiters[pid]
+                lim.held, lim.seen, lim.closed_before = held, seen, closed_before
 
 
 def _partition_of(record: Mapping[str, Any]) -> int:
