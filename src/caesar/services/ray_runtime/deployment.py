@@ -17,7 +17,7 @@ from caesar.errors import RuntimeEnvironmentError
 from caesar.logs import settings_from_env
 from caesar.plans.execution import ExecutionPlan
 from caesar.services.common.config import RunnerOptions, ServiceConfig
-from caesar.services.wiring import service_topics, services_of
+from caesar.services.wiring import SERVICES, service_topics, services_of
 from caesar.settings import Settings
 
 
@@ -109,7 +109,7 @@ def deploy_model(plan: ExecutionPlan, *, model_text: str, settings_file: Path | 
         raise RuntimeEnvironmentError(f"cannot reach Ray at {address or 'local'}: {exc}") from exc
     dep = Deployment(plan, settings, options=options)
     dep.start()
-    console.print(f"deployed {plan.model}: {len(services_of(plan))} services x {dep.actors_per_service} "
+    console.print(f"deployed {plan.model}: {len(SERVICES)} services x {dep.actors_per_service} "
                   f"actor(s) on {settings.topics.partitions} partition(s), Kafka "
                   f"{settings.kafka.bootstrap_servers}")
     started = time.monotonic()
