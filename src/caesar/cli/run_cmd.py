@@ -81,11 +81,13 @@ def register(app: typer.Typer) -> None:
             "--tables", help="print the shared tables' rows at the end")] = False,
     ) -> None:
         """Run MODEL on the events in FILE in one process (embedded mode) and print the alerts."""
+        from caesar.services.common.collector import tune_collector
         from caesar.services.common.messages import InputRecord
         from caesar.services.embedded.inputs import read_events
         from caesar.services.embedded.pipeline import EmbeddedPipeline
 
         plan = load_plan(model)
+        tune_collector()
         if bus == "memory":
             from caesar.services.embedded.bus_pipeline import run_on_memory_bus
 

@@ -25,23 +25,11 @@ from typing import Any
 from caesar.bus.records import OutRecord, Record, TopicPartition
 from caesar.plans.execution import ExecutionPlan
 from caesar.plans.pattern import PatternPlan
+from caesar.services.common.columnar import routed_from
 from caesar.services.common.config import ServiceConfig
-from caesar.services.common.messages import (
-    Alert,
-    DeadLetter,
-    Discard,
-    Progress,
-    RoutedTransaction,
-)
+from caesar.services.common.messages import Alert, DeadLetter, Progress, RoutedBatch
 from caesar.services.common.replay import SeqFilter
-from caesar.services.common.wire import (
-    DEAD,
-    PROGRESS,
-    ROUTED,
-    dead_record,
-    progress_from,
-    routed_from,
-)
+from caesar.services.common.wire import DEAD, PROGRESS, ROUTED_BATCH, dead_record, progress_from
 from caesar.services.matcher.processor import MatcherProcessor
 from caesar.services.matcher.runner import OutputEncoder
 from caesar.services.matcher.stage_graph import default_engine_factory
@@ -76,16 +64,16 @@ class AcepHandler:
         return [TopicPartition(self.cfg.routed_topic, j)]
 
     def handle(self, records: Sequence[Record]) -> list[OutRecord]:
-        by_partition: dict[int, list[RoutedTransaction | Discard | Progress]] = defaultdict(list)
+        # Decoded like the matcher's input (matcher/runner.py).
+        by_partition: dict[int, list[RoutedBatch | Progress]] = defaultdict(list)
         for r in records:
             if r.value is None:
                 continue
             schema, value = self.codec.decode(r.value)
-            if schema == ROUTED:
-                item, seq = routed_from(value)
-                part = item.txn.partition if isinstance(item, RoutedTransaction) else item.partition
-                if self.seen.fresh(part, seq):
-                    by_partition[r.partition].append(item)
+            if schema == ROUTED_BATCH:
+                if self.seen.fresh(r.partition, value["batch"]["seq"]):
+                    batch, _ = routed_from(value, self.matchers[r.partition].graph.strings)
+                    by_partition[r.partition].append(batch)
             elif schema == PROGRESS:
                 by_partition[r.partition].append(progress_from(value))
         matches = []
@@ -111,13 +99,15 @@ class AcepHandler:
         return self._encode(*self.acep.flush())
 
     def snapshot_partition(self, j: int) -> Any:
-        state: dict[str, Any] = {"proc": self.matchers[j].snapshot()}
+        state: dict[str, Any] = {"proc": self.matchers[j].snapshot(),
+                                 "seen": self.seen.last.get(j, -1)}
         if j == min(self.cfg.partitions):
             state["acep"] = self.acep.snapshot()
         return state
 
     def restore_partition(self, j: int, state: Any) -> None:
         self.matchers[j].restore(state["proc"])
+        self.seen.last[j] = state["seen"]
         if "acep" in state:
             self.acep.restore(state["acep"])
 
