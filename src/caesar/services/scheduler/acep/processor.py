@@ -26,6 +26,7 @@ from caesar.services.scheduler.acep.steps import ActionError, Output
 from caesar.services.scheduler.acep.tables import TOP, Key, Row, VersionedTables
 
 SCHEDULER_NAMES = ("sei", "s2pl", "lwm")
+STATE_VERSION = 1  # of snapshot(): bump when its layout changes
 
 
 class AcepProcessor:
@@ -69,19 +70,27 @@ class AcepProcessor:
 
     def snapshot(self) -> dict[str, Any]:
         """Between calls no step is open: the tables' current rows, the
-        newest timestamp run and the matches held back are the whole state."""
-        return {"tables": self.tables(), "done_ts": self.done_ts,
-                "pending": {ts: list(alerts) for ts, alerts in self.pending.items()}}
+        newest timestamp run and the matches held back are the whole state.
+        Plain data only (lists, maps, scalars): persisted state is data."""
+        return {"version": STATE_VERSION,
+                "tables": {name: [[list(key), row] for key, row in rows.items()]
+                           for name, rows in self.tables().items()},
+                "done_ts": self.done_ts,
+                "pending": [[ts, [_plain_alert(a) for a in alerts]]
+                            for ts, alerts in self.pending.items()]}
 
     def restore(self, state: dict[str, Any]) -> None:
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(f"ACEP state version {state.get('version')} is not "
+                             f"{STATE_VERSION}")
         self.executor = Simulator(self.plan, self.executor.scheduler.name)
         store = self.executor.store
         assert isinstance(store, VersionedTables)
         for name, rows in state["tables"].items():
-            for key, row in rows.items():
-                store.write(name, key, (-TOP, 0, 0), row)
+            for key, row in rows:
+                store.write(name, tuple(key), (-TOP, 0, 0), dict(row))
         self.done_ts = state["done_ts"]
-        self.pending = {ts: list(alerts) for ts, alerts in state["pending"].items()}
+        self.pending = {ts: [Alert(**a) for a in alerts] for ts, alerts in state["pending"]}
 
     def _run(self, stamps: list[int], passed: list[Alert]) -> tuple[list[Alert],
                                                                      list[DeadLetter]]:
@@ -112,6 +121,12 @@ class AcepProcessor:
         return DeadLetter(reason="table_action", detail=f"{e.where}: rule {e.actor} at "
                           f"{e.ts}: {e.reason}", topic="acep", partition=0, offset=e.ts,
                           raw=json.dumps(e.fields, default=str).encode(), value=e.fields)
+
+
+def _plain_alert(a: Alert) -> dict[str, Any]:
+    return {"plan_id": a.plan_id, "event_type": a.event_type, "partition": a.partition,
+            "key": a.key, "start_ts": a.start_ts, "end_ts": a.end_ts, "fields": dict(a.fields),
+            "topic": a.topic, "ingest_ms": a.ingest_ms}
 
 
 def _order(a: Alert) -> tuple[Any, ...]:
