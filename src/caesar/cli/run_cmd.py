@@ -105,9 +105,6 @@ def register(app: typer.Typer) -> None:
 
         plan = load_plan(model, function or ())
         tune_collector()
-        if bus == "memory" and plan.acep is not None:
-            raise CaesarError("shared tables and rules run in the direct embedded pipeline "
-                              "(--bus direct), not yet on the service runners")
         if bus == "memory":
             from caesar.services.embedded.bus_pipeline import run_on_memory_bus
 

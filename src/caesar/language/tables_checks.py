@@ -156,7 +156,13 @@ class _Splitter:
         vars_ = _positive_vars(pattern)
         src = ActorSource(name, kind, len(self.actors), vars_, tuple(conditions), actions, pos)
         for r in self._all_refs(src):
-            src.aliases.setdefault((r.var, r.name), f"{r.var or ''}__{r.name}")
+            # The matched event's attributes as fields of `_acep_<name>`:
+            # `v.attr` -> v__attr, a bare `attr` -> attr__ (never starting
+            # with "_": the matcher drops such fields as internal).
+            src.aliases.setdefault((r.var, r.name),
+                                   f"{r.var}__{r.name}" if r.var else f"{r.name}__")
+        if len(set(src.aliases.values())) < len(src.aliases):  # `a.b__c` vs `a__b.c`
+            src.aliases = {k: f"f{i}_{k[1]}" for i, k in enumerate(src.aliases)}
         self.actors.append(src)
         return src
 

@@ -24,7 +24,7 @@ from caesar.services.common.wire import (
     register_model_schemas,
 )
 from caesar.services.scheduler.runner import SchedulerHandler
-from caesar.services.wiring import SERVICES, make_loop, service_topics
+from caesar.services.wiring import make_loop, service_topics, services_of
 
 
 def produce_inputs(bus: Bus, cfg: ServiceConfig, values: Iterable[Mapping[str, Any]],
@@ -92,7 +92,7 @@ class BusPipeline:
         self.cfg, self.bus = cfg, bus
         bus.create_topics(service_topics(cfg))
         self.loops: dict[str, ServiceLoop] = {}
-        for name in SERVICES:
+        for name in services_of(cfg.plan):
             scfg = replace(cfg, actor_id=f"{name}-{cfg.actor_id}")
             self.loops[name] = make_loop(name, scfg, bus, **loop_options)
         for loop in self.loops.values():

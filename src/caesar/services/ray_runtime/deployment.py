@@ -13,11 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from caesar.errors import CaesarError, ConfigError, RuntimeEnvironmentError
+from caesar.errors import ConfigError, RuntimeEnvironmentError
 from caesar.logs import settings_from_env
 from caesar.plans.execution import ExecutionPlan
 from caesar.services.common.config import RunnerOptions, ServiceConfig
-from caesar.services.wiring import SERVICES, service_topics
+from caesar.services.wiring import SERVICES, service_topics, services_of
 from caesar.settings import Settings
 
 
@@ -29,9 +29,6 @@ def partition_groups(partitions: int, actors: int) -> list[tuple[int, ...]]:
 class Deployment:
     def __init__(self, plan: ExecutionPlan, settings: Settings, *, actors_per_service: int | None = None,
                  options: RunnerOptions | None = None) -> None:
-        if plan.acep is not None:
-            raise CaesarError("shared tables and rules (ACEP) run in embedded mode "
-                              "(caesar run, model.session()); not yet on Kafka + Ray")
         local = [f.name for f in plan.functions if f.target is None]
         if local:
             # actors import functions by path (a plan carries no code)
@@ -68,11 +65,14 @@ class Deployment:
         groups = partition_groups(self.settings.topics.partitions, self.actors_per_service)
         settings_json = self.settings.model_dump_json()
         prefix = self.options.get("group_prefix", "caesar")
-        for service in SERVICES:
+        for service in services_of(self.plan):
+            # One ACEP actor owns every partition: the tables are shared by all.
+            owned = [tuple(range(self.settings.topics.partitions))] if service == "acep" \
+                else groups
             self.actors[service] = [
                 RemoteServiceActor.options(name=f"{prefix}-{service}-{i}").remote(
                     service, self.plan, settings_json, group, f"{service}-{i}", self.options)
-                for i, group in enumerate(groups)]
+                for i, group in enumerate(owned)]
 
     def stats(self) -> dict[str, list[dict[str, Any]]]:
         import ray
