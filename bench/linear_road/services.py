@@ -50,7 +50,7 @@ def _pct(values: list[float], p: float) -> float:
 
 
 def replay_level(xways: int, *, duration_s: int, cars: int, seed: int, pace: float,
-                 idle_flush_s: float, poll_timeout_s: float, broker_port: int, ray_port: int,
+                 poll_timeout_s: float, broker_port: int, ray_port: int,
                  spark_out: Path | None, log: Any = print) -> dict[str, Any]:
     import ray
 
@@ -62,6 +62,7 @@ def replay_level(xways: int, *, duration_s: int, cars: int, seed: int, pace: flo
     from caesar.language import compile_model
     from caesar.runtime.local import LocalRuntime
     from caesar.services.ray_runtime.deployment import Deployment
+    from caesar.services.scheduler.runner import watermark_record
     from caesar.settings import CACHE_DIR, load_settings
 
     reports = list(generate(GeneratorConfig(xways=xways, duration_s=duration_s,
@@ -97,7 +98,7 @@ def replay_level(xways: int, *, duration_s: int, cars: int, seed: int, pace: flo
         os.environ["RAY_AUTH_MODE"] = "disabled"  # as the head (see src/caesar/examples/linear_road/demo.py)
         ray.init(address=runtime.ray().address, namespace=settings.ray.namespace,
                  include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
-        dep = Deployment(plan, settings, options={"idle_flush_s": idle_flush_s})
+        dep = Deployment(plan, settings)
         dep.start()
         dep.stats()  # every actor is up and polling
         if spark_out is not None:
@@ -119,11 +120,15 @@ def replay_level(xways: int, *, duration_s: int, cars: int, seed: int, pace: flo
                 time.sleep(due - now)
             lag_max = max(lag_max, time.monotonic() - due)
             producer.produce(OutRecord(INPUT_TOPIC, v, k) for k, v in records)
+            # The source has sent all of second t: an input watermark per
+            # partition releases it at once (as the Spark producer does per slice).
+            producer.produce(watermark_record(INPUT_TOPIC, j, t + 1)
+                             for j in range(settings.topics.partitions))
             producer.flush()
         produced_s = time.monotonic() - started
         producer.close()
         # Wait for every expected output (or give up after a generous tail).
-        deadline = time.monotonic() + 120 + 3 * idle_flush_s
+        deadline = time.monotonic() + 120
         out_tps = None
         while time.monotonic() < deadline:
             from caesar.bus.records import TopicPartition
@@ -246,10 +251,6 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cars", type=int, default=500, help="car trips per xway and direction")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--pace", type=float, default=1.0, help="simulated s per wall s (1 = real time)")
-    ap.add_argument("--idle-flush", type=float, default=0.3,
-                    help="scheduler idle flush (s): below the gap between two seconds' bursts "
-                         "it releases a second once its burst is in, instead of when the next "
-                         "second's reports arrive")
     ap.add_argument("--poll-timeout", type=float, default=0.1,
                     help="services' Kafka poll timeout (s): how often an idle input is noticed")
     ap.add_argument("--spark", action="store_true", help="also run the Spark alert consumer")
@@ -264,7 +265,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = _earlier(args.out, args.tag, levels) if args.append else []
     for L in levels:
         row = replay_level(L, duration_s=args.duration, cars=args.cars, seed=args.seed,
-                           pace=args.pace, idle_flush_s=args.idle_flush,
+                           pace=args.pace,
                            poll_timeout_s=args.poll_timeout,
                            broker_port=args.broker_port, ray_port=args.ray_port,
                            spark_out=(Path("/tmp") / f"caesar-bench-lr-{L}") if args.spark

@@ -123,9 +123,9 @@ def register(app: typer.Typer) -> None:
         run_for: Annotated[float, typer.Option(
             help="seconds to run, 0 = until interrupted")] = 0.0,
         allowance: Annotated[int, typer.Option(help="out-of-orderness allowed in event time")] = 0,
-        idle_flush: Annotated[float | None, typer.Option(
-            help="seconds of quiet input after which the scheduler releases what it "
-                 "holds (later events at or below it become late)")] = None,
+        max_ahead: Annotated[int | None, typer.Option(
+            help="event-time ticks an event may be ahead of its partition before it is "
+                 "held as suspect (default: one day of event time; 0 = no limit)")] = None,
     ) -> None:
         """Start the CAESAR services for MODEL as Ray actors reading and writing Kafka."""
         from caesar.services.ray_runtime.deployment import deploy_model
@@ -133,7 +133,7 @@ def register(app: typer.Typer) -> None:
         plan = load_plan(model)
         deploy_model(plan, model_text=model.read_text(), settings_file=settings_file,
                      ray_address=ray_address, run_for=run_for, console=err,
-                     options={"allowance": allowance, "idle_flush_s": idle_flush})
+                     options={"allowance": allowance, "max_ahead": max_ahead})
 
 
 def _engine(choice: EngineChoice) -> EngineFactory:

@@ -149,11 +149,13 @@ class Query:
     having: ExprNode | None = None
     # KEYED BY of a deriving query: the context instance it initiates/ends.
     instance_key: tuple[ExprNode, ...] = ()
+    name: str | None = None  # @name("..."): the query's stable identity
     pos: SourcePosition = _pos()
     key_pos: SourcePosition = _pos()
     contexts_pos: SourcePosition = _pos()
     target_pos: SourcePosition = _pos()
     strategy_pos: SourcePosition = _pos()
+    name_pos: SourcePosition = _pos()
 
 
 # ---- model -----------------------------------------------------------------
@@ -164,6 +166,9 @@ class FieldDecl:
     name: str
     type: str  # normalised: "int" | "float" | "string" | "bool"
     pos: SourcePosition = _pos()
+    not_null: bool = False  # NOT NULL
+    low: int | float | None = None  # BETWEEN low AND high
+    high: int | float | None = None
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from typing import Literal
 from caesar.errors import SourcePosition
 from caesar.language import ast
 from caesar.plans import expr as ir
+from caesar.plans.execution import FieldCheck
 from caesar.plans.pattern import PatternComponent
 
 IMPLICIT_DEFAULT = "default"
@@ -30,6 +31,9 @@ class EventType:
     # The Avro schema SCHEMA names, read at compile time: the plan carries it, so
     # services never look for files (they run elsewhere, from an installed package).
     schema_json: str | None = field(default=None, hash=False, compare=False)
+    # What the scheduler checks per field: NOT NULL / BETWEEN from the model,
+    # non-null fields and `minimum` / `maximum` from the Avro schema.
+    checks: dict[str, FieldCheck] = field(default_factory=dict, hash=False, compare=False)
 
 
 @dataclass(frozen=True)

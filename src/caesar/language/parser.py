@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -16,9 +18,15 @@ from lark.exceptions import (
 
 from caesar.errors import SourcePosition
 from caesar.language import ast
-from caesar.language.errors import LanguageError, ModelSyntaxError, ReservedFeatureError
+from caesar.language.errors import (
+    LanguageError,
+    ModelSyntaxError,
+    NumberRangeError,
+    ReservedFeatureError,
+)
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")
+INT64_MAX = 2**63 - 1
 
 TYPE_NAMES = {"int": "int", "integer": "int", "long": "int", "float": "float", "double": "float",
               "string": "string", "bool": "bool", "boolean": "bool"}
@@ -35,6 +43,7 @@ TERMINAL_NAMES = {
     "STAR": "'*'", "KLEENE": "'+'", "UNIT": "a time unit (SECONDS, MINUTES, ...)",
     "TYPE_NAME": "a type (INT, FLOAT, STRING, BOOL)", "ACTION": "INITIATE, SWITCH or TERMINATE",
     "DEFAULT": "DEFAULT", "RESERVED": "a reserved keyword", "$END": "end of model",
+    "AT": "'@'",
 }
 
 
@@ -237,8 +246,58 @@ class _ToAst(Transformer):
                              pos=self._tpos(children[0]))
 
     def field_decl(self, meta, children):
+        checks = [c for c in children[2:] if isinstance(c, _Tagged)]
+        not_null = any(c.tag == "not_null" for c in checks)
+        ranges = [c for c in checks if c.tag == "between"]
+        if len(ranges) > 1:
+            raise ModelSyntaxError(f"BETWEEN is given twice for {children[0]}", ranges[1].pos,
+                                   self.text)
+        low = high = None
+        if ranges:
+            low, high = ranges[0].value  # type: ignore[misc]
+            if low > high:
+                raise ModelSyntaxError(f"BETWEEN {low} AND {high}: the low end is above the "
+                                       "high end", ranges[0].pos, self.text)
         return ast.FieldDecl(str(children[0]), TYPE_NAMES[str(children[1]).lower()],
-                             self._tpos(children[0]))
+                             self._tpos(children[0]), not_null, low, high)
+
+    def not_null(self, meta, children):
+        return _Tagged("not_null", True, self._pos(meta))
+
+    def between(self, meta, children):
+        return _Tagged("between", (children[0], children[1]), self._pos(meta))
+
+    def number(self, meta, children):
+        token = children[-1]
+        sign = -1 if len(children) > 1 else 1
+        if token.type == "INT":
+            return sign * self._int(token)
+        return sign * self._float(token)
+
+    def _int(self, token: Token) -> int:
+        text = str(token)
+        if len(text) > 19 or int(text) > INT64_MAX:
+            raise NumberRangeError(f"integer {_abbrev(text)} does not fit in 64 bits",
+                                   self._tpos(token), self.text,
+                                   expected=f"at most {INT64_MAX}")
+        return int(text)
+
+    def _float(self, token: Token) -> float:
+        value = float(str(token))
+        if not math.isfinite(value):
+            raise NumberRangeError(f"number {_abbrev(str(token))} is too large for a "
+                                   "64-bit float", self._tpos(token), self.text)
+        return value
+
+    def named_query(self, meta, children):
+        label, name, query = children[0], children[1], children[2]
+        if str(label).lower() != "name":
+            raise ModelSyntaxError(f"unknown annotation @{label}", self._tpos(label), self.text,
+                                   expected='@name("...")')
+        text = _string(name)
+        if not text.strip():
+            raise ModelSyntaxError("a query name cannot be empty", self._tpos(name), self.text)
+        return replace(query, name=text, name_pos=self._tpos(name))
 
     def timestamp_opt(self, meta, children):
         return _Tagged("timestamp", str(children[0]), self._pos(meta))
@@ -350,7 +409,7 @@ class _ToAst(Transformer):
         return _Tagged("context", children[0], self._pos(meta))
 
     def duration(self, meta, children):
-        amount = int(children[0])
+        amount = self._int(children[0])
         unit = _unit(children[1]) if len(children) > 1 else None
         return ast.Duration(amount, unit, self._pos(meta))
 
@@ -431,10 +490,10 @@ class _ToAst(Transformer):
         return ast.UnaryExpr("-", operand, self._pos(meta))
 
     def int_lit(self, meta, children):
-        return ast.Literal(int(children[0]), self._pos(meta))
+        return ast.Literal(self._int(children[0]), self._pos(meta))
 
     def float_lit(self, meta, children):
-        return ast.Literal(float(children[0]), self._pos(meta))
+        return ast.Literal(self._float(children[0]), self._pos(meta))
 
     def str_lit(self, meta, children):
         return ast.Literal(_string(children[0]), self._pos(meta))
@@ -470,6 +529,10 @@ def _fold(op: str, children, pos: SourcePosition):
     for right in children[1:]:
         left = ast.BinaryExpr(op, left, right, pos)
     return left
+
+
+def _abbrev(text: str) -> str:
+    return text if len(text) <= 30 else f"{text[:12]}...{text[-6:]} ({len(text)} digits)"
 
 
 def _unit(token) -> str:

@@ -14,7 +14,7 @@ from caesar.services.deriver.runner import DeriverHandler
 from caesar.services.matcher.runner import MatcherHandler
 from caesar.services.router.runner import RouterHandler
 from caesar.services.scheduler.runner import SchedulerHandler
-from caesar.services.store.checkpoint import CheckpointStore
+from caesar.services.store.checkpoint import StateStore
 
 SERVICES = {"scheduler": SchedulerHandler, "deriver": DeriverHandler,
             "router": RouterHandler, "matcher": MatcherHandler}
@@ -42,16 +42,14 @@ def service_topics(cfg: ServiceConfig) -> list[TopicSpec]:
 def make_loop(service: str, cfg: ServiceConfig, bus: Bus, *, group_prefix: str = "caesar",
               batch_size: int = 2000, commit_interval_s: float = 1.0,
               poll_timeout_s: float = 0.2, checkpoints: bool = True) -> ServiceLoop:
-    handler = SERVICES[service](cfg)
-    stores: dict[int, CheckpointStore] = {}
-    if checkpoints:  # one keyed state per Kafka partition, whichever actor owns it
-        stores = {j: CheckpointStore(bus, cfg.codec,
-                                     changelog_topic=cfg.topics.changelog_topic(service),
-                                     checkpoints_topic=cfg.topics.checkpoints, service=service,
-                                     actor=f"{group_prefix}-{service}-p{j}")
-                  for j in cfg.partitions}
-    return ServiceLoop(bus=bus, group_id=f"{group_prefix}-{service}", inputs=handler.inputs(),
-                       handler=handler, stores=stores, batch_size=batch_size,
+    """One runner loop; its transactional ids name the service and each Kafka
+    partition, so the next owner of a partition fences the one it replaces."""
+    store = None
+    if checkpoints:  # one changelog partition per Kafka partition, whichever actor owns it
+        store = StateStore(bus, cfg.codec, changelog_topic=cfg.topics.changelog_topic(service),
+                           checkpoints_topic=cfg.topics.checkpoints, service=service)
+    return ServiceLoop(bus=bus, group_id=f"{group_prefix}-{service}",
+                       transactional_prefix=f"{group_prefix}-{service}",
+                       handler_factory=lambda: SERVICES[service](cfg),
+                       partitions=cfg.partitions, store=store, batch_size=batch_size,
                        poll_timeout_s=poll_timeout_s, commit_interval_s=commit_interval_s)
-
-

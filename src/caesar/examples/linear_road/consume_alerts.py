@@ -92,6 +92,8 @@ class AlertConsumer:
                   .option("kafka.bootstrap.servers", bootstrap)
                   .options(**(kafka_options or {}))  # `kafka.*` security options
                   .option("subscribe", ",".join(self.topics.values()))
+                  # exactly-once outputs: never records of aborted transactions
+                  .option("kafka.isolation.level", "read_committed")
                   .option("startingOffsets", "earliest")
                   .option("failOnDataLoss", "false")
                   .load())

@@ -9,6 +9,12 @@ job waits so that simulated time advances `speed` times faster than wall time
 the time a report entered Kafka; the pipeline carries it into the alerts as
 `ingest_ms` for the latency figures.
 
+After each slice, one input watermark per partition of the topic (a record
+with the `caesar.watermark` header and no value): the slice's end, the
+producer's promise that no report before it follows. The scheduler releases
+the slice at once (rather than when the next one arrives), and what counts as
+late stays a function of the input, never of pauses between slices.
+
     python -m caesar.examples.linear_road.produce --bootstrap 127.0.0.1:9092 --generate xways=1,duration_s=600 --speed 10
     python -m caesar.examples.linear_road.produce --bootstrap 127.0.0.1:9092 --lr-file data.lr --speed 0
 """
@@ -80,19 +86,23 @@ def produce(spark: SparkSession, reports: Iterable[PositionReport], bootstrap: s
             topic: str = DEFAULT_TOPIC, speed: float = 0.0,
             progress: Callable[[ProduceStats], None] | None = None,
             kafka_options: dict[str, str] | None = None,
-            fanout: bool = False) -> ProduceStats:
+            fanout: bool = False, partitions: int | None = None) -> ProduceStats:
     """Send `reports` (time-ordered) to `topic`; `fanout` = per-segment partitions
-    (src/caesar/examples/linear_road/partitioning.py)."""
+    (src/caesar/examples/linear_road/partitioning.py). `partitions`: the topic's
+    partition count, for the input watermarks (None: no watermarks)."""
     stats = ProduceStats()
     started = time.monotonic()
-    for batch in paced_slices(reports, speed):
+    end = 0
+    for batch, end in slices_with_ends(reports, speed):
         wire = [pair for r in batch for pair in wire_records(r, fanout)]
         values = encode(POSITION_REPORT, [record for _, record in wire])
-        rows = [(key.encode(), v) for (key, _), v in zip(wire, values, strict=True)]
+        rows: list[tuple] = [(key.encode(), v, None, None)
+                             for (key, _), v in zip(wire, values, strict=True)]
+        rows += watermark_rows(end, partitions)
         # One writer task per slice: several tasks would interleave their rows in a
         # Kafka partition out of event-time order, and the scheduler's watermark is
-        # per Kafka partition (coalesce keeps the rows' order).
-        frame = spark.createDataFrame(rows, "key BINARY, value BINARY").coalesce(1)
+        # per Kafka partition (coalesce keeps the rows' order, watermarks last).
+        frame = spark.createDataFrame(rows, ROW_SCHEMA).coalesce(1)
         (frame.write.format("kafka")
          .option("kafka.bootstrap.servers", bootstrap)
          .options(**(kafka_options or {}))  # `kafka.*` security options
@@ -105,6 +115,40 @@ def produce(spark: SparkSession, reports: Iterable[PositionReport], bootstrap: s
         if progress is not None:
             progress(stats)
     return stats
+
+
+# null partition / headers: Kafka's key partitioner, no headers (data rows)
+ROW_SCHEMA = ("key BINARY, value BINARY, partition INT, "
+              "headers ARRAY<STRUCT<key: STRING, value: BINARY>>")
+
+
+def watermark_rows(ts: int, partitions: int | None) -> list[tuple]:
+    """Input watermark rows (caesar.services.scheduler.runner.watermark_record)."""
+    from caesar.services.scheduler.runner import WATERMARK_HEADER
+
+    return [(None, None, j, [(WATERMARK_HEADER, str(ts).encode())])
+            for j in range(partitions or 0)]
+
+
+def slices_with_ends(reports: Iterable[PositionReport], speed: float
+                     ) -> Iterator[tuple[list[PositionReport], int]]:
+    """paced_slices with each slice's end in simulated seconds (every report
+    before it has been sent once the slice is)."""
+    step = slice_seconds(speed)
+    for batch in paced_slices(reports, speed):
+        yield batch, (batch[-1].time // step + 1) * step
+
+
+def topic_partitions(bootstrap: str, topic: str) -> int | None:
+    """The topic's partition count from the broker (None if it cannot tell)."""
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        meta = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=15)
+        found = meta.topics.get(topic)
+        return len(found.partitions) if found is not None and found.error is None else None
+    except Exception:  # noqa: BLE001 - no watermarks then; the scheduler still works
+        return None
 
 
 def print_progress(stats: ProduceStats) -> None:
@@ -131,14 +175,18 @@ def main(argv: list[str] | None = None) -> int:
                              "segment partitions that need it (SPEC.md section 1)")
     parser.add_argument("--speed", type=float, default=0.0,
                         help="simulated seconds per wall second (1 = real time, 0 = max)")
+    parser.add_argument("--partitions", type=int, default=None,
+                        help="partitions of the topic, for the input watermarks sent after "
+                             "each slice (default: ask the broker)")
     add_kafka_option_argument(parser)
     args = parser.parse_args(argv)
+    partitions = args.partitions or topic_partitions(args.bootstrap, args.topic)
 
     reports = (read_lr(args.lr_file) if args.lr_file
                else generate(parse_generator_spec(args.generate)))
     spark = spark_session("caesar-lr-produce", kafka=True)
     stats = produce(spark, reports, args.bootstrap, args.topic, args.speed, print_progress,
-                    fanout=args.segment_fanout,
+                    fanout=args.segment_fanout, partitions=partitions,
                     kafka_options=spark_kafka_options(args.kafka_option))
     print(f"[produce] done: {stats.records:,} reports, {stats.simulated_s} simulated s "
           f"in {stats.wall_s:.1f} s")

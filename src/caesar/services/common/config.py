@@ -26,8 +26,12 @@ class ServiceConfig:
     codec: Codec
     partitions: tuple[int, ...]  # Kafka partitions (of the internal topics) this actor owns
     actor_id: str
-    allowance: int = 0
-    idle_flush_s: float | None = None  # scheduler: release everything after this much quiet
+    allowance: int = 0  # scheduler: out-of-orderness allowed, in event-time ticks
+    # scheduler: events this far (ticks) ahead of their partition's event time
+    # are held, then dead-lettered unless `ahead_confirm` such arrive in a row
+    # (None = one day of event time, 0 = no limit)
+    max_ahead: int | None = None
+    ahead_confirm: int = 100
     engine_factory: EngineFactory | None = None
 
     @property

@@ -25,6 +25,7 @@ from caesar.services.common.wire import (
 from caesar.services.deriver.processor import DeriverProcessor
 from caesar.services.matcher.runner import OutputEncoder
 from caesar.services.matcher.stage_graph import default_engine_factory
+from caesar.services.store.state_format import from_pairs, pairs
 
 PROGRESS_KEY = b"__progress__"
 
@@ -46,7 +47,7 @@ class DeriverHandler:
     def partition_inputs(self, j: int) -> list[TopicPartition]:
         return [TopicPartition(self.cfg.topics.transactions, j)]
 
-    def handle(self, records: Sequence[Record]) -> list[OutRecord]:
+    def handle(self, records: Sequence[Record]) -> dict[int, list[OutRecord]]:
         by_partition: dict[int, list[Transaction | Progress]] = defaultdict(list)
         for r in records:
             schema, value = self.codec.decode(r.value)
@@ -57,11 +58,12 @@ class DeriverHandler:
                     by_partition[r.partition].append(txn)
             elif schema == PROGRESS:
                 by_partition[r.partition].append(progress_from(value))
-        out: list[OutRecord] = []
+        outputs: dict[int, list[OutRecord]] = {}
         topic = self.cfg.topics.context_changes
         for j, items in by_partition.items():
+            out = outputs[j] = []
             proc = self.procs[j]
-            before = {}
+            before: dict[int, int] = {}
             result = proc.process(items)
             for c in result.changes:
                 previous = before.get(c.partition, None)
@@ -76,20 +78,19 @@ class DeriverHandler:
                 out.append(OutRecord(topic, self.codec.encode(
                     PROGRESS, progress_record(result.progress, self.cfg.actor_id, j)),
                     PROGRESS_KEY, partition=j))
-        return out
-
-    def idle(self, idle_s: float) -> list[OutRecord]:
-        return []
+        return outputs
 
     def snapshot_partition(self, j: int) -> Any:
-        return {"proc": self.procs[j].snapshot(), "seen": owned(self.seen.last, self.owner, j),
-                "change_seq": owned(self.change_seq, self.owner, j)}
+        return {"proc": self.procs[j].snapshot(),
+                "seen": pairs(owned(self.seen.last, self.owner, j)),
+                "change_seq": pairs(owned(self.change_seq, self.owner, j))}
 
     def restore_partition(self, j: int, state: Any) -> None:
         self.procs[j].restore(state["proc"])
-        self.seen.last.update(state["seen"])
-        self.change_seq.update(state["change_seq"])
-        self.owner.update(dict.fromkeys(state["seen"], j))
+        seen = from_pairs(state["seen"])
+        self.seen.last.update(seen)
+        self.change_seq.update(from_pairs(state["change_seq"]))
+        self.owner.update(dict.fromkeys(seen, j))
 
     def event_time(self) -> int:
         return max((p.done_before for p in self.procs.values()), default=0)

@@ -24,7 +24,6 @@ src/caesar/services/matcher/compile.py. Values are doubles with a kind tag (ints
 exact up to 2**53).
 """
 
-import pickle
 
 import numpy as np
 
@@ -37,7 +36,9 @@ from caesar.services.matcher.compile import compile_plan
 from caesar.errors import PlanError
 from caesar.plans.engine import DerivedEvent
 
-SNAPSHOT_VERSION = b"CAESAR-CY-1\n"
+# Layout of snapshot(): bump when it changes (stored with the state; a
+# different value is refused on restore, never misread).
+STATE_FORMAT = 1
 
 cdef enum:
     K_MISSING = 0
@@ -174,8 +175,14 @@ cdef class Stack:
         return (w, self.base + h, ts.tobytes(), seq.tobytes(), vals.tobytes(), kinds.tobytes())
 
     @staticmethod
-    def from_state(state):
+    def from_state(state, int width):
         w, base, tsb, seqb, valsb, kindsb = state
+        # State comes from a topic: check every size before copying rows.
+        n = len(tsb) // 8
+        if (w != width or len(tsb) != 8 * n or len(seqb) != 8 * n
+                or len(valsb) != 8 * n * w or len(kindsb) != n * w):
+            raise PlanError(f"matcher: stored stack does not fit the plan (width {w}, "
+                            f"expected {width})")
         cdef Stack s = Stack(w)
         ts = np.frombuffer(tsb, dtype=np.int64)
         seq = np.frombuffer(seqb, dtype=np.int64)
@@ -775,7 +782,7 @@ cdef class CythonEngine:
                 for key, part in keyed.items():
                     lp = self._leader_part(p, partition, key)
                     src = (lp if lp is not None else part).stacks[:p.share]
-                    part.stacks = tuple([Stack.from_state(s.state()) for s in src]) + \
+                    part.stacks = tuple([Stack.from_state(s.state(), s.width) for s in src]) + \
                         part.stacks[p.share:]
         for p in self._followers:
             p.leader = None
@@ -1041,6 +1048,9 @@ cdef class CythonEngine:
                     self._waiting[p.slot].discard(part)
 
     def snapshot(self, partition):
+        """This partition's run state as plain data (services/store/state_format.py):
+        {plan id: [[equivalence key, [stack state, ...], runs, pending, ready], ...]}
+        with derived events as dicts; only plans holding something appear."""
         cdef PlanRT p
         cdef Part part
         cdef Stack s
@@ -1054,31 +1064,37 @@ cdef class CythonEngine:
             if not keyed:
                 continue
             state[p.plan_id] = [
-                (key, [s.state() for s in part.stacks], part.runs, part.pending, part.ready)
+                [list(key) if isinstance(key, tuple) else key,
+                 [list(s.state()) for s in part.stacks], [list(r) for r in part.runs],
+                 [[d, _event_data(ev), rows] for d, ev, rows in part.pending],
+                 [[d, _event_data(ev)] for d, ev in part.ready]]
                 for key, part in keyed.items()]
-        return SNAPSHOT_VERSION + pickle.dumps(state)
+        return state
 
     def restore(self, partition, state):
+        """The inverse of snapshot(); plans not in `state` start empty."""
         cdef PlanRT p
         cdef Part part
-        if not state.startswith(SNAPSHOT_VERSION):
-            raise PlanError("matcher: unknown snapshot format")
-        data = pickle.loads(state[len(SNAPSHOT_VERSION):])
         self._unshare()  # restored stacks are per plan
         self.discard([p.plan_id for p in self._plans], partition)
-        for pid, parts in data.items():
+        for pid, parts in state.items():
             p = self._by_id.get(pid)
             if p is None:
-                continue
+                raise PlanError(f"matcher: state of unknown plan {pid!r}")
             keyed = self._parts[p.slot].setdefault(partition, {})
             for key, stacks, runs, pending, ready in parts:
+                key = tuple(key) if isinstance(key, list) else key
                 part = Part(p, (partition, key))
-                part.stacks = tuple([Stack.from_state(s) for s in stacks])
-                part.runs = runs
-                part.pending = pending
-                part.ready = ready
+                if len(stacks) != p.ncomp:
+                    raise PlanError(f"matcher: stored state of {pid} has {len(stacks)} "
+                                    f"stacks, the plan {p.ncomp}")
+                part.stacks = tuple([Stack.from_state(st, p.width[c])
+                                     for c, st in enumerate(stacks)])
+                part.runs = [list(r) for r in runs] or ()
+                part.pending = [[d, _event_from(ev), rows] for d, ev, rows in pending] or ()
+                part.ready = [[d, _event_from(ev)] for d, ev in ready] or ()
                 keyed[key] = part
-                if pending or ready:
+                if part.pending or part.ready:
                     self._waiting[p.slot].add(part)
         self._relink_an()
 
@@ -1788,3 +1804,14 @@ cdef class CythonEngine:
         if p.kleene[cl] and not _checks(p, p.npos - 1, env):
             return
         self._finish(p, part, env)
+
+
+def _event_data(ev):
+    return {"plan_id": ev.plan_id, "event_type": ev.event_type, "partition": ev.partition,
+            "start_ts": ev.start_ts, "end_ts": ev.end_ts, "fields": dict(ev.fields),
+            "event_seqs": list(ev.event_seqs)}
+
+
+def _event_from(d):
+    return DerivedEvent(d["plan_id"], d["event_type"], d["partition"], d["start_ts"],
+                        d["end_ts"], dict(d["fields"]), tuple(d["event_seqs"]))

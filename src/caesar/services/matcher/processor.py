@@ -4,8 +4,9 @@ returns alerts; it does no I/O."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from caesar.plans.execution import ExecutionPlan
 from caesar.services.common.config import EngineFactory
@@ -85,14 +86,16 @@ class MatcherProcessor:
         self.alerts_emitted += len(out.alerts)
         return out
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
+        """Plain data (services/store/state_format.py), queries by identity."""
         return {"graph": self.graph.snapshot(list(self.graph._keys)),
-                "watermark": self.watermark, "muted": dict(self.muted)}
+                "watermark": self.watermark,
+                "muted": [[p, self.graph.identities(m)] for p, m in self.muted.items()]}
 
-    def restore(self, state: dict) -> None:
+    def restore(self, state: Mapping[str, Any]) -> None:
         self.graph.restore(state["graph"])
-        self.watermark = state["watermark"]
-        self.muted = dict(state.get("muted", {}))
+        self.watermark = int(state["watermark"])
+        self.muted = {int(p): self.graph.plan_ids(m) for p, m in state["muted"]}
 
     def _alerts(self, outputs: Iterable[StageOutput]) -> list[Alert]:
         alerts = []

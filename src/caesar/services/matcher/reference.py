@@ -19,7 +19,6 @@ finished candidate, exactly as for skip_till_any_match.
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -32,7 +31,7 @@ from caesar.plans.expr import Agg, variables
 from caesar.plans.pattern import PatternComponent, PatternPlan
 from caesar.services.matcher.expr_eval import MISSING, aggregate, evaluate, holds
 
-SNAPSHOT_VERSION = b"CAESAR-REF-1\n"
+STATE_FORMAT = 1  # layout of snapshot()
 
 
 @dataclass(frozen=True)
@@ -214,23 +213,36 @@ class ReferenceEngine:
             for store in (self._hist, self._runs, self._pending):
                 store.pop((pid, partition), None)
 
-    def snapshot(self, partition: int) -> bytes:
-        state = {name: {pid: v for (pid, part), v in store.items() if part == partition}
-                 for name, store in (("hist", self._hist), ("runs", self._runs),
-                                     ("pending", self._pending))}
-        return SNAPSHOT_VERSION + pickle.dumps(state)
+    def snapshot(self, partition: int) -> dict[str, Any]:
+        """Plain data per plan id: {"hist": [...], "runs": [...], "pending": [...]}."""
+        state: dict[str, Any] = {}
+        for (pid, part), hist in self._hist.items():
+            if part == partition and hist:
+                state.setdefault(pid, {})["hist"] = [_ev_data(e) for e in hist]
+        for (pid, part), runs in self._runs.items():
+            if part == partition and runs:
+                state.setdefault(pid, {})["runs"] = [_bindings_data(b) for b in runs]
+        for (pid, part), pending in self._pending.items():
+            if part == partition and pending:
+                state.setdefault(pid, {})["pending"] = [
+                    [d, _derived_data(ev), _bindings_data(b)] for d, ev, b in pending]
+        return state
 
-    def restore(self, partition: int, state: bytes) -> None:
-        if not state.startswith(SNAPSHOT_VERSION):
-            raise PlanError("reference matcher: unknown snapshot format")
-        data = pickle.loads(state[len(SNAPSHOT_VERSION):])
-        for name, store in (("hist", self._hist), ("runs", self._runs),
-                            ("pending", self._pending)):
+    def restore(self, partition: int, state: dict[str, Any]) -> None:
+        for store in (self._hist, self._runs, self._pending):
             for key in [k for k in store if k[1] == partition]:
                 del store[key]
-            for pid, value in data[name].items():
-                if pid in self._plans:
-                    store[(pid, partition)] = value
+        for pid, data in state.items():
+            if pid not in self._plans:
+                raise PlanError(f"reference matcher: state of unknown plan {pid!r}")
+            key = (pid, partition)
+            if data.get("hist"):
+                self._hist[key] = [_ev_from(e) for e in data["hist"]]
+            if data.get("runs"):
+                self._runs[key] = [_bindings_from(b) for b in data["runs"]]
+            if data.get("pending"):
+                self._pending[key] = [(int(d), _derived_from(ev), _bindings_from(b))
+                                      for d, ev, b in data["pending"]]
 
     # -- per event --------------------------------------------------------
 
@@ -440,3 +452,30 @@ class ReferenceEngine:
         self._runs[key] = kept
         return out
 
+
+
+def _ev_data(e: Ev) -> list[Any]:
+    return [e.type, e.ts, e.seq, dict(e.attrs)]
+
+
+def _ev_from(d: list[Any]) -> Ev:
+    return Ev(d[0], int(d[1]), int(d[2]), dict(d[3]))
+
+
+def _bindings_data(b: Bindings) -> list[list[list[Any]]]:
+    return [[_ev_data(e) for e in comp] for comp in b]
+
+
+def _bindings_from(d: list[list[list[Any]]]) -> Bindings:
+    return [[_ev_from(e) for e in comp] for comp in d]
+
+
+def _derived_data(ev: DerivedEvent) -> dict[str, Any]:
+    return {"plan_id": ev.plan_id, "event_type": ev.event_type, "partition": ev.partition,
+            "start_ts": ev.start_ts, "end_ts": ev.end_ts, "fields": dict(ev.fields),
+            "event_seqs": list(ev.event_seqs)}
+
+
+def _derived_from(d: dict[str, Any]) -> DerivedEvent:
+    return DerivedEvent(d["plan_id"], d["event_type"], d["partition"], d["start_ts"],
+                        d["end_ts"], dict(d["fields"]), tuple(d["event_seqs"]))

@@ -33,6 +33,7 @@ from caesar.services.common.wire import (
 )
 from caesar.services.matcher.processor import MatcherProcessor
 from caesar.services.matcher.stage_graph import default_engine_factory
+from caesar.services.store.state_format import from_pairs, pairs
 
 
 class OutputEncoder:
@@ -87,7 +88,7 @@ class MatcherHandler:
     def partition_inputs(self, j: int) -> list[TopicPartition]:
         return [TopicPartition(self.cfg.routed_topic, j)]
 
-    def handle(self, records: Sequence[Record]) -> list[OutRecord]:
+    def handle(self, records: Sequence[Record]) -> dict[int, list[OutRecord]]:
         by_partition: dict[int, list[RoutedTransaction | Discard | Progress]] = defaultdict(list)
         for r in records:
             schema, value = self.codec.decode(r.value)
@@ -99,26 +100,25 @@ class MatcherHandler:
                     by_partition[r.partition].append(item)
             elif schema == PROGRESS:
                 by_partition[r.partition].append(progress_from(value))
-        out: list[OutRecord] = []
+        outputs: dict[int, list[OutRecord]] = {}
         for j, items in by_partition.items():
             result = self.procs[j].process(items)
-            out += self.outputs.encode(result.alerts)
+            out = outputs[j] = self.outputs.encode(result.alerts)
             if result.progress is not None:
                 out.append(OutRecord(self.cfg.topics.progress, self.codec.encode(
                     PROGRESS, progress_record(result.progress, self.cfg.actor_id, j)),
                     b"__progress__", partition=j))
-        return out
-
-    def idle(self, idle_s: float) -> list[OutRecord]:
-        return []
+        return outputs
 
     def snapshot_partition(self, j: int) -> Any:
-        return {"proc": self.procs[j].snapshot(), "seen": owned(self.seen.last, self.owner, j)}
+        return {"proc": self.procs[j].snapshot(),
+                "seen": pairs(owned(self.seen.last, self.owner, j))}
 
     def restore_partition(self, j: int, state: Any) -> None:
         self.procs[j].restore(state["proc"])
-        self.seen.last.update(state["seen"])
-        self.owner.update(dict.fromkeys(state["seen"], j))
+        seen = from_pairs(state["seen"])
+        self.seen.last.update(seen)
+        self.owner.update(dict.fromkeys(seen, j))
 
     def event_time(self) -> int:
         return max((p.watermark for p in self.procs.values()), default=0)

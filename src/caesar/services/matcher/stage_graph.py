@@ -11,7 +11,7 @@ batches, never single events.
 
 from __future__ import annotations
 
-import pickle
+import logging
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,14 +26,17 @@ from caesar.plans.aggregate import AggregatePlan
 from caesar.plans.engine import DerivedEvent, PatternEngine
 from caesar.plans.execution import Stage
 from caesar.plans.pattern import PatternPlan
+from caesar.plans.serialize import stage_identity, state_fingerprint
 from caesar.services.common.config import EngineFactory
 from caesar.services.common.messages import (
     END_OF_TIME,
     Transaction,
 )
 from caesar.services.matcher.aggregate import AggregateExecutor
+from caesar.services.store.state_format import StateCompatibilityError
 
-STATE_VERSION = 2
+STATE_FORMAT = 1  # layout of snapshot()
+log = logging.getLogger(__name__)
 Record = dict[str, Any]  # event attributes + "type", "_ts", "_p" (partition id), "_key"
 
 
@@ -96,6 +99,8 @@ class StageGraph:
             plan_id(s): AggregateExecutor(s.plan, self.strings)
             for s in self.stages if isinstance(s.plan, AggregatePlan)}
         self._by_id = {plan_id(s): s for s in self.stages}
+        self._identity = {plan_id(s): stage_identity(s) for s in self.stages}
+        self._fingerprint = {plan_id(s): state_fingerprint(s.plan) for s in self.stages}
         self._consumes = {plan_id(s): consumed_types(s) for s in self.stages}
         self._produces = {plan_id(s): output_type(s) for s in self.stages}
         self._last_active: dict[int, frozenset[str]] = {}
@@ -263,37 +268,127 @@ class StageGraph:
         return [self._derived(ev) for ev in self.engine.process(batch, plan_ids)]
 
     # ------------------------------------------------------------ state
-    def snapshot(self, partitions: Iterable[int]) -> bytes:
-        """Everything needed to resume these partitions (engine run state per
-        partition, aggregation tables, string pool, seq counter)."""
-        partitions = set(partitions)
-        engine_state = {}
+    def identities(self, plan_ids: Iterable[str]) -> list[str]:
+        """Plan ids -> the queries' stable identities (for stored state)."""
+        return sorted(self._identity[p] for p in plan_ids if p in self._identity)
+
+    def plan_ids(self, identities: Iterable[str]) -> frozenset[str]:
+        by_identity = {ident: pid for pid, ident in self._identity.items()}
+        return frozenset(by_identity[i] for i in identities if i in by_identity)
+
+    def snapshot(self, partitions: Iterable[int]) -> dict[str, Any]:
+        """Everything needed to resume these partitions, as plain data: per
+        query identity its state and the fingerprint of the plan that wrote it
+        (engine run state per partition, aggregation tables), plus the string
+        pool, seq counter and the contexts' activation history."""
+        partitions = sorted(set(partitions))
+        engine_state: dict[int, dict[str, Any]] = {}
         if self.engine is not None:
             engine_state = {p: self.engine.snapshot(p) for p in partitions}
-        aggs = {pid: a.snapshot() for pid, a in self.aggregates.items()}
-        strings = [self.strings.string(i) for i in range(len(self.strings))]
-        history = {p: list(h) for p, h in self._history.items() if p in partitions}
-        return pickle.dumps((STATE_VERSION, engine_state, aggs, strings, self._seq, self._time,
-                             self._last_active, self._keys, history))
-
-    def restore(self, state: bytes) -> None:
-        version, engine_state, aggs, strings, seq, time, last_active, keys, history = \
-            pickle.loads(state)
-        if version != STATE_VERSION:
-            raise PlanError(f"stage state version {version} is not {STATE_VERSION}")
-        for s in strings:
-            self.strings.code(s)
-        for pid, blob in aggs.items():
+        queries: dict[str, Any] = {}
+        for pid, ident in self._identity.items():
             if pid in self.aggregates:
-                self.aggregates[pid].restore(blob)
+                state: Any = self.aggregates[pid].snapshot()
+            else:
+                state = [[p, engine_state[p][pid]] for p in partitions
+                         if pid in engine_state.get(p, {})]
+            queries[ident] = {"plan": self._fingerprint[pid], "state": state}
+        ids = self._identity
+        return {"format": STATE_FORMAT,
+                "engine_format": _engine_format(self.engine),
+                "strings": [self.strings.string(i) for i in range(len(self.strings))],
+                "seq": self._seq, "time": self._time,
+                "last_active": [[p, sorted(ids[x] for x in a if x in ids)]
+                                for p, a in self._last_active.items() if p in partitions],
+                "keys": [[p, k] for p, k in self._keys.items() if p in partitions],
+                "history": [[p, [[ts, sorted(ids[x] for x in a if x in ids)] for ts, a in h]]
+                            for p, h in self._history.items() if p in partitions],
+                "queries": queries}
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """The inverse of snapshot(), by query identity: a query of this plan
+        gets the state stored under its identity (or, renamed, under the
+        identity of a query with the very same plan); a stored query this plan
+        does not have is dropped; a query whose plan changed while it holds
+        state is refused (StateCompatibilityError names it)."""
+        if state.get("format") != STATE_FORMAT:
+            raise StateCompatibilityError(f"stage state format {state.get('format')} is not "
+                                          f"{STATE_FORMAT}")
+        if self.engine is not None and state["engine_format"] != _engine_format(self.engine):
+            raise StateCompatibilityError(
+                f"the pattern engine's state format {state['engine_format']} is not "
+                f"{_engine_format(self.engine)} (written by another engine version)")
+        for i, text in enumerate(state["strings"]):
+            if self.strings.code(text) != i:  # stored rows hold these codes
+                raise StateCompatibilityError("restoring into a graph that interned other "
+                                              "strings first")
+        self._seq, self._time = int(state["seq"]), int(state["time"])
+        by_identity = {ident: pid for pid, ident in self._identity.items()}
+        stored = dict(state["queries"])
+        renamed = _renames(stored, by_identity, self._fingerprint)
+        engine_state: dict[int, dict[str, Any]] = defaultdict(dict)
+        for ident, entry in stored.items():
+            pid = by_identity.get(ident) or renamed.get(ident)
+            if pid is None:
+                if _holds(entry["state"]):
+                    log.info("query %s is no longer in the model: its state is dropped", ident)
+                continue
+            if entry["plan"] != self._fingerprint[pid]:
+                if _holds(entry["state"]):
+                    raise StateCompatibilityError(
+                        f"query {self._identity[pid]}: its plan changed, and the state it holds "
+                        "was written by the old plan; keep the query as it was, or give the "
+                        "changed query a new name so that it starts empty")
+                continue
+            if pid in self.aggregates:
+                self.aggregates[pid].restore(entry["state"])
                 self.aggregates[pid].strings = self.strings
+            else:
+                for p, data in entry["state"]:
+                    engine_state[int(p)][pid] = data
         if self.engine is not None:
-            for p, blob in engine_state.items():
-                self.engine.restore(p, blob)
-        self._seq, self._time = seq, time
-        self._last_active.update(last_active)
-        self._keys.update(keys)
-        self._history.update(history)
+            for p, plans in engine_state.items():
+                self.engine.restore(p, plans)
+        ids = {**by_identity, **renamed}
+        self._last_active.update({int(p): frozenset(ids[x] for x in a if x in ids)
+                                  for p, a in state["last_active"]})
+        self._keys.update({int(p): k for p, k in state["keys"]})
+        self._history.update({int(p): [(int(ts), frozenset(ids[x] for x in a if x in ids))
+                                       for ts, a in h] for p, h in state["history"]})
+
+
+def _engine_format(engine: PatternEngine | None) -> str:
+    """Which engine wrote the state, in which layout (engine module's STATE_FORMAT)."""
+    if engine is None:
+        return ""
+    import sys
+
+    fmt = getattr(sys.modules.get(type(engine).__module__), "STATE_FORMAT", 1)
+    return f"{type(engine).__name__}/{fmt}"
+
+
+def _holds(state: Any) -> bool:
+    """Does a stored query state hold anything (an aggregate's open windows,
+    an engine's partitions)?"""
+    if isinstance(state, dict):
+        return bool(state.get("slots"))
+    return bool(state)
+
+
+def _renames(stored: Mapping[str, Any], current: Mapping[str, str],
+             fingerprints: Mapping[str, str]) -> dict[str, str]:
+    """Stored identity -> plan id for queries renamed without other change:
+    the stored and the new query have the same plan fingerprint and that
+    fingerprint is unique on both sides."""
+    gone = {i: e["plan"] for i, e in stored.items() if i not in current}
+    new = {pid: fingerprints[pid] for i, pid in current.items() if i not in stored}
+    out = {}
+    for ident, fp in gone.items():
+        olds = [i for i, f in gone.items() if f == fp]
+        news = [pid for pid, f in new.items() if f == fp]
+        if len(olds) == 1 and len(news) == 1:
+            out[ident] = news[0]
+    return out
 
 
 def _partition_of(record: Mapping[str, Any]) -> int:

@@ -43,7 +43,8 @@ class ServiceActor:
         cfg = ServiceConfig(plan=plan, topics=settings.topics, codec=make_codec(settings),
                             partitions=tuple(partitions), actor_id=actor_id,
                             allowance=options.get("allowance", 0),
-                            idle_flush_s=options.get("idle_flush_s"),
+                            max_ahead=options.get("max_ahead"),
+                            ahead_confirm=options.get("ahead_confirm", 100),
                             engine_factory=options.get("engine_factory"))
         self.loop = make_loop(service, cfg, bus, group_prefix=options.get("group_prefix", "caesar"),
                               batch_size=settings.kafka.consume_batch_size,
@@ -69,7 +70,8 @@ class ServiceActor:
         s = self.loop.stats
         return {"service": self.service, "pid": os.getpid(), "records_in": s.records_in,
                 "records_out": s.records_out, "batches": s.batches, "commits": s.commits,
-                "restored_from": s.restored_from, "error": self.error,
+                "aborts": s.aborts, "recoveries": s.recoveries, "state_bytes": s.state_bytes,
+                "restore_s": s.restore_s, "restored_from": s.restored_from, "error": self.error,
                 "alive": self._thread.is_alive(), "uptime_s": time.time() - self.started,
                 **_counters(self.loop.handler)}
 

@@ -29,6 +29,7 @@ from caesar.services.common.wire import (
     txn_from,
 )
 from caesar.services.router.processor import RouterProcessor
+from caesar.services.store.state_format import from_pairs, pairs
 
 
 class RouterHandler:
@@ -48,7 +49,7 @@ class RouterHandler:
         t = self.cfg.topics
         return [TopicPartition(t.transactions, j), TopicPartition(t.context_changes, j)]
 
-    def handle(self, records: Sequence[Record]) -> list[OutRecord]:
+    def handle(self, records: Sequence[Record]) -> dict[int, list[OutRecord]]:
         by_partition: dict[int, list[Transaction | ContextChange | Progress]] = defaultdict(list)
         for r in records:
             schema, value = self.codec.decode(r.value)
@@ -65,9 +66,10 @@ class RouterHandler:
                     by_partition[r.partition].append(change)
             elif schema == PROGRESS:
                 by_partition[r.partition].append(progress_from(value))
-        out: list[OutRecord] = []
+        outputs: dict[int, list[OutRecord]] = {}
         topic = self.cfg.routed_topic
         for j, items in by_partition.items():
+            out = outputs[j] = []
             for item in self.procs[j].process(items).routed:
                 if isinstance(item, Progress):
                     out.append(OutRecord(topic, self.codec.encode(
@@ -85,24 +87,22 @@ class RouterHandler:
         # Transactions never routed (skipped) leave their seq behind: forget old ones.
         if len(self.txn_seq) > 100_000:
             self.txn_seq.clear()
-        return out
-
-    def idle(self, idle_s: float) -> list[OutRecord]:
-        return []
+        return outputs
 
     def snapshot_partition(self, j: int) -> Any:
         return {"proc": self.procs[j].snapshot(),
-                "seen_txn": owned(self.seen_txn.last, self.owner, j),
-                "seen_change": owned(self.seen_change.last, self.owner, j),
-                "txn_seq": owned(self.txn_seq, self.owner, j, key=lambda k: k[0])}
+                "seen_txn": pairs(owned(self.seen_txn.last, self.owner, j)),
+                "seen_change": pairs(owned(self.seen_change.last, self.owner, j)),
+                "txn_seq": pairs(owned(self.txn_seq, self.owner, j, key=lambda k: k[0]))}
 
     def restore_partition(self, j: int, state: Any) -> None:
         self.procs[j].restore(state["proc"])
-        self.seen_txn.last.update(state["seen_txn"])
-        self.seen_change.last.update(state["seen_change"])
-        self.txn_seq.update(state["txn_seq"])
-        self.owner.update(dict.fromkeys(state["seen_txn"], j))
-        self.owner.update(dict.fromkeys(state["seen_change"], j))
+        seen_txn, seen_change = from_pairs(state["seen_txn"]), from_pairs(state["seen_change"])
+        self.seen_txn.last.update(seen_txn)
+        self.seen_change.last.update(seen_change)
+        self.txn_seq.update(from_pairs(state["txn_seq"]))
+        self.owner.update(dict.fromkeys(seen_txn, j))
+        self.owner.update(dict.fromkeys(seen_change, j))
 
     def event_time(self) -> int:
         return max((p.forwarded for p in self.procs.values()), default=0)

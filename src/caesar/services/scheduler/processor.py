@@ -1,14 +1,32 @@
 """The event distributor and time-driven scheduler (section 6.2 of the CAESAR
 paper): input records in, stream transactions out, in timestamp order.
 
-Event-time progress is tracked per source partition (topic, partition): its
-watermark is the highest ts seen minus the out-of-orderness allowance. The
-scheduler's watermark W is the minimum over its source partitions; every
-buffered event with ts < W is released, grouped into transactions (all
-events of one ts and one stream partition), in ts order, followed by a
-progress marker W. An event with ts < W arrives too late to be ordered: it
-goes to the dead letters with reason "late", as do undecodable records and
-records that break their event type's schema. Nothing is dropped silently.
+One processor serves one Kafka partition index j of the input topics (every
+stream partition lives in exactly one j). Its watermark W is decided by event
+time only, record by record, so that what is late is a function of the input
+alone (never of batch sizes, poll timing or wall-clock pauses):
+
+    W = max(highest accepted event time - allowance, input watermarks)
+
+where an input watermark is a producer's explicit promise "no event with
+ts < t follows on this partition" (a record with the `caesar.watermark`
+header and no value; producers send one at the end of a bounded input, and
+may send them to release sparse input early). Each record is judged against W
+as it stands after every record before it:
+
+- ts < W: late, dead-lettered (reason "late");
+- ts more than `max_ahead` beyond the highest event time (or W) so far:
+  held; dead-lettered (reason "ahead") as soon as a record within range
+  follows, accepted once `ahead_confirm` such records arrive in a row (a
+  genuine gap in the input rather than one bad clock);
+- otherwise accepted, buffered until W passes it.
+
+Everything buffered with ts < W is released, grouped into transactions (all
+events of one ts and one stream partition, ordered by input topic and
+offset), in ts order, followed by a progress marker W. Undecodable records,
+records of an unknown or undeclared event type, and values that break their
+type or its checks (NOT NULL, BETWEEN, 64-bit integers) are dead-lettered
+with the reason. Nothing is dropped silently.
 """
 
 from __future__ import annotations
@@ -26,11 +44,20 @@ from caesar.services.common.messages import (
     InputRecord,
     Progress,
     Transaction,
+    dead_letter_of,
     partition_id,
     partition_key,
 )
 
 NEVER = -(2**62)
+INT64 = (-(2**63), 2**63 - 1)
+DEFAULT_AHEAD_CONFIRM = 100
+DEFAULT_MAX_AHEAD_MS = 24 * 3600 * 1000  # one day of event time
+
+
+def default_max_ahead(plan: ExecutionPlan) -> int:
+    """One day of event time in the model's ticks."""
+    return max(1, DEFAULT_MAX_AHEAD_MS // max(1, plan.time_unit_ms))
 _PY_TYPES: dict[str, tuple[type, ...]] = {
     "int": (int,), "float": (float, int), "string": (str,), "bool": (bool,)}
 
@@ -42,11 +69,18 @@ class SchedulerOutput:
 
 
 class SchedulerProcessor:
-    def __init__(self, plan: ExecutionPlan, allowance: int = 0, type_field: str = "type") -> None:
+    def __init__(self, plan: ExecutionPlan, allowance: int = 0, type_field: str = "type",
+                 max_ahead: int | None = None,
+                 ahead_confirm: int = DEFAULT_AHEAD_CONFIRM) -> None:
+        """`max_ahead` in ticks: None = one day of event time, 0 = no limit."""
         if allowance < 0:
             raise ValueError("the out-of-orderness allowance cannot be negative")
+        if max_ahead is not None and max_ahead < 0:
+            raise ValueError("max_ahead cannot be negative")
         self.plan = plan
         self.allowance = allowance
+        self.max_ahead = default_max_ahead(plan) if max_ahead is None else (max_ahead or None)
+        self.ahead_confirm = ahead_confirm
         self.type_field = type_field
         self.types = {t.name: t for t in plan.event_types}
         by_topic: dict[str, list[EventTypeDef]] = defaultdict(list)
@@ -54,10 +88,16 @@ class SchedulerProcessor:
             if t.topic is not None:
                 by_topic[t.topic].append(t)
         self.by_topic = dict(by_topic)
-        self.max_ts: dict[tuple[str, int], int] = {}
-        self.watermark = NEVER
-        # ts -> partition id -> (key, events)
-        self.buffer: dict[int, dict[int, tuple[str, list[dict[str, Any]]]]] = {}
+        # Types that may arrive as input: those read from a topic (all of them
+        # in a model that names no topics: embedded runs from files).
+        self.inputs = [t for t in plan.event_types if t.topic is not None] or \
+            list(plan.event_types)
+        self.watermark = NEVER  # W: every event with ts < W is released or late
+        self.max_ts = NEVER  # highest accepted event time
+        # ts -> partition id -> (key, [(topic, offset, event)])
+        self.buffer: dict[int, dict[int, tuple[str, list[tuple[str, int, dict[str, Any]]]]]] = {}
+        # far-ahead records waiting for a decision, with their event time
+        self.ahead: list[tuple[InputRecord, int]] = []
         self.released = 0
         self.dead = 0
 
@@ -66,79 +106,128 @@ class SchedulerProcessor:
         out = SchedulerOutput()
         for rec in records:
             self._accept(rec, out)
-        self._release(self._current_watermark(), out)
+        self._release(out)
         return out
 
     def flush(self) -> SchedulerOutput:
-        """End of a bounded input: release everything."""
+        """End of a bounded input: release everything (an input watermark at
+        the end of time)."""
         out = SchedulerOutput()
-        self._release(END_OF_TIME, out)
+        self._settle_ahead(out, accept=False)
+        self.watermark = max(self.watermark, END_OF_TIME)
+        self._release(out)
         return out
 
     def advance(self, watermark: int) -> SchedulerOutput:
-        """The caller promises no event below `watermark` follows: release every
-        timestamp before it (an event that still comes below it is late)."""
+        """An input watermark from the caller: no event below `watermark`
+        follows; release every timestamp before it (an event that still comes
+        below it is late)."""
         out = SchedulerOutput()
-        self._release(watermark, out)
+        self._settle_ahead(out, accept=False)
+        self.watermark = max(self.watermark, watermark)
+        self._release(out)
         return out
-
-    def advance_idle(self) -> SchedulerOutput:
-        """The inputs went quiet: release everything seen so far (what arrives
-        later with a ts at or below it will be late)."""
-        out = SchedulerOutput()
-        if self.buffer:
-            self._release(max(self.buffer) + 1, out)
-        return out
-
-    def register_source(self, topic: str, partition: int) -> None:
-        """Hold the watermark back until this source partition has spoken."""
-        self.max_ts.setdefault((topic, partition), NEVER)
 
     def _accept(self, rec: InputRecord, out: SchedulerOutput) -> None:
+        if rec.watermark is not None:
+            self._settle_ahead(out, accept=False)
+            self.watermark = max(self.watermark, rec.watermark)
+            return
         if rec.error is not None or rec.value is None:
             self._dead(out, rec, "undecodable", rec.error or "no value")
             return
-        etype, problem = self._check(rec.topic, rec.value)
+        etype, reason, problem = self.check(rec.topic, rec.value)
         if etype is None:
-            self._dead(out, rec, "schema", problem)
+            self._dead(out, rec, reason, problem)
             return
         ts = rec.value[etype.ts_field]
-        source = (rec.topic, rec.partition)
         if ts < self.watermark:
             self._dead(out, rec, "late",
-                       f"ts {ts} is below the watermark {self.watermark} "
+                       f"ts {ts} is below the partition's watermark {self.watermark} "
                        f"(allowed out-of-orderness {self.allowance})")
             return
-        self.max_ts[source] = max(self.max_ts.get(source, NEVER), ts)
-        event = dict(rec.value)
+        reference = max(self.max_ts, self.watermark)
+        if self.max_ahead is not None and reference > NEVER and ts > reference + self.max_ahead:
+            self.ahead.append((rec, ts))
+            if 0 < self.ahead_confirm <= len(self.ahead):
+                self._settle_ahead(out, accept=True)
+            return
+        if self.ahead:
+            self._settle_ahead(out, accept=False)
+        self._buffer(rec, etype, ts)
+
+    def _settle_ahead(self, out: SchedulerOutput, accept: bool) -> None:
+        """Accept the held far-ahead records (enough of them in a row: the input
+        jumped) or dead-letter them (a record within range came after them)."""
+        held, self.ahead = self.ahead, []
+        reference = max(self.max_ts, self.watermark)
+        for rec, ts in held:
+            if not accept:
+                self._dead(out, rec, "ahead",
+                           f"ts {ts} is more than {self.max_ahead} ahead of the partition's "
+                           f"event time {reference} and the records after it are not (a clock "
+                           f"far off?); raise max_ahead if such jumps are real")
+            elif ts < self.watermark:
+                self._dead(out, rec, "late", f"ts {ts} is below the partition's watermark "
+                           f"{self.watermark} (allowed out-of-orderness {self.allowance})")
+            else:
+                etype, _, _ = self.check(rec.topic, rec.value or {})
+                assert etype is not None
+                self._buffer(rec, etype, ts)
+
+    def _buffer(self, rec: InputRecord, etype: EventTypeDef, ts: int) -> None:
+        event = dict(rec.value or {})
         event[self.type_field] = etype.name
         key = partition_key(event, self.plan.partition_by)
         slot = self.buffer.setdefault(ts, {})
         pid = partition_id(key)
         if pid not in slot:
             slot[pid] = (key, [])
-        slot[pid][1].append(event)
+        slot[pid][1].append((rec.topic, rec.offset, event))
+        self.max_ts = max(self.max_ts, ts)
+        self.watermark = max(self.watermark, self.max_ts - self.allowance)
 
-    def _check(self, topic: str, value: Mapping[str, Any]) -> tuple[EventTypeDef | None, str]:
-        """Find the event type and validate the record against it."""
+    def check(self, topic: str, value: Mapping[str, Any]
+              ) -> tuple[EventTypeDef | None, str, str]:
+        """The record's event type, or None with the reason and the problem."""
         name = value.get(self.type_field)
-        if isinstance(name, str) and name in self.types:
-            etype = self.types[name]
+        declared = self.by_topic.get(topic, [])
+        if name is not None:
+            etype = self.types.get(name) if isinstance(name, str) else None
+            if etype is None:
+                return None, "unknown_type", (
+                    f"unknown event type {name!r} (input types: "
+                    f"{sorted(t.name for t in self.inputs)})")
+            if etype not in self.inputs:
+                return None, "unknown_type", (f"{name} is derived by the model, not an input "
+                                              "event type")
+            if declared and etype not in declared:
+                return None, "unknown_type", (f"event type {name} does not belong on topic "
+                                              f"{topic!r} (it carries "
+                                              f"{[c.name for c in declared]})")
+        elif len(declared) == 1:
+            etype = declared[0]
         else:
-            candidates = self.by_topic.get(topic, [])
-            if len(candidates) != 1:
-                return None, (f"cannot tell the event type: field {self.type_field!r} is "
-                              f"{name!r} and topic {topic!r} carries "
-                              f"{[c.name for c in candidates] or 'no declared type'}")
-            etype = candidates[0]
+            return None, "unknown_type", (
+                f"cannot tell the event type: no field {self.type_field!r} and topic {topic!r} "
+                f"carries {[c.name for c in declared] or 'no declared type'}")
+        problem = self._field_problem(etype, value)
+        return (None, "schema", problem) if problem else (etype, "", "")
+
+    def _field_problem(self, etype: EventTypeDef, value: Mapping[str, Any]) -> str:
         ts = value.get(etype.ts_field)
         if not isinstance(ts, int) or isinstance(ts, bool):
-            return None, f"{etype.name}: timestamp field {etype.ts_field!r} must be an int, got {ts!r}"
+            return f"{etype.name}: timestamp field {etype.ts_field!r} must be an int, got {ts!r}"
+        if not INT64[0] <= ts <= INT64[1] or not NEVER < ts < END_OF_TIME:
+            return f"{etype.name}.{etype.ts_field}: timestamp {ts} is out of range"
         for attr, kind in etype.fields.items():
             v = value.get(attr)
+            check = etype.checks.get(attr)
             if v is None:
                 if attr in self.plan.partition_by:
-                    return None, f"{etype.name}: partition attribute {attr!r} is missing"
+                    return f"{etype.name}: partition attribute {attr!r} is missing"
+                if check is not None and check.not_null:
+                    return f"{etype.name}.{attr}: is null (declared NOT NULL)"
                 continue
             ok = isinstance(v, _PY_TYPES.get(kind, (object,)))
             if kind in ("int", "float") and isinstance(v, bool):
@@ -146,43 +235,62 @@ class SchedulerProcessor:
             if kind == "float" and isinstance(v, float) and not math.isfinite(v):
                 ok = False
             if not ok:
-                return None, f"{etype.name}.{attr}: expected {kind}, got {type(v).__name__} {v!r}"
-        return etype, ""
+                return f"{etype.name}.{attr}: expected {kind}, got {type(v).__name__} {v!r}"
+            if isinstance(v, int) and not INT64[0] <= v <= INT64[1]:
+                return f"{etype.name}.{attr}: {v} does not fit in 64 bits"
+            if check is not None and not isinstance(v, str | bool):
+                if check.low is not None and v < check.low:
+                    return f"{etype.name}.{attr}: {v} is below {check.low} (BETWEEN " \
+                           f"{check.low} AND {check.high})"
+                if check.high is not None and v > check.high:
+                    return f"{etype.name}.{attr}: {v} is above {check.high} (BETWEEN " \
+                           f"{check.low} AND {check.high})"
+        return ""
 
     def _dead(self, out: SchedulerOutput, rec: InputRecord, reason: str, detail: str) -> None:
         self.dead += 1
-        out.dead_letters.append(DeadLetter(reason, detail, rec.topic, rec.partition, rec.offset,
-                                           rec.raw, rec.value))
+        out.dead_letters.append(dead_letter_of(rec, reason, detail))
 
     # ------------------------------------------------------------ output
-    def _current_watermark(self) -> int:
-        if not self.max_ts:
-            return self.watermark
-        low = min(self.max_ts.values())
-        if low == NEVER:
-            return self.watermark
-        return max(self.watermark, low - self.allowance)
-
-    def _release(self, watermark: int, out: SchedulerOutput) -> None:
-        if watermark <= self.watermark:
-            return
+    def _release(self, out: SchedulerOutput) -> None:
+        watermark = self.watermark
         ready = sorted(ts for ts in self.buffer if ts < watermark)
         for ts in ready:
             slot = self.buffer.pop(ts)
             for pid in sorted(slot, key=lambda p: slot[p][0]):
                 key, events = slot[pid]
-                out.transactions.append(Transaction(pid, key, ts, tuple(events)))
+                events.sort(key=lambda e: (e[0], e[1]))  # input topic, offset
+                out.transactions.append(Transaction(pid, key, ts, tuple(e for _, _, e in events)))
                 self.released += len(events)
-        self.watermark = watermark
-        out.transactions.append(Progress(watermark, "scheduler"))
+        if watermark > NEVER:
+            out.transactions.append(Progress(watermark, "scheduler"))
 
-    # state for the store
-    def snapshot(self) -> dict:
-        return {"max_ts": dict(self.max_ts), "watermark": self.watermark,
-                "buffer": {ts: {p: (k, list(e)) for p, (k, e) in s.items()}
-                           for ts, s in self.buffer.items()}}
+    # ------------------------------------------------------------ state
+    def snapshot(self) -> dict[str, Any]:
+        """Plain data (services/store/state_format.py)."""
+        return {"watermark": self.watermark, "max_ts": self.max_ts,
+                "buffer": [[ts, [[pid, key, [list(e) for e in events]]
+                                 for pid, (key, events) in slot.items()]]
+                           for ts, slot in self.buffer.items()],
+                "ahead": [[_record_state(r), ts] for r, ts in self.ahead],
+                "released": self.released, "dead": self.dead}
 
-    def restore(self, state: dict) -> None:
-        self.max_ts = dict(state["max_ts"])
-        self.watermark = state["watermark"]
-        self.buffer = state["buffer"]
+    def restore(self, state: Mapping[str, Any]) -> None:
+        self.watermark = int(state["watermark"])
+        self.max_ts = int(state["max_ts"])
+        self.buffer = {int(ts): {int(pid): (key, [(t, int(o), dict(e)) for t, o, e in events])
+                                 for pid, key, events in slot}
+                       for ts, slot in state["buffer"]}
+        self.ahead = [(_record_from(r), int(ts)) for r, ts in state["ahead"]]
+        self.released, self.dead = int(state["released"]), int(state["dead"])
+
+
+def _record_state(r: InputRecord) -> list[Any]:
+    return [r.topic, r.partition, r.offset, dict(r.value or {}), r.raw, r.key,
+            [list(h) for h in r.headers], r.timestamp_ms]
+
+
+def _record_from(s: list[Any]) -> InputRecord:
+    topic, partition, offset, value, raw, key, headers, ts = s
+    return InputRecord(topic, int(partition), int(offset), dict(value), raw, None, key,
+                       tuple((str(k), v) for k, v in headers), int(ts))

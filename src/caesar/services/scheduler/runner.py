@@ -2,7 +2,12 @@
 processor -> transactions (+ progress) on partition j of the transactions
 topic, dead letters to the dead-letter topic. Input topics must be keyed by
 the stream partition key (all events of one stream partition arrive through
-one partition index), as the DESIGN's data flow requires."""
+one partition index), as the DESIGN's data flow requires.
+
+An input record with the header `caesar.watermark` (decimal event time, no
+value) is an input watermark for its partition; `caesar.error` (set by
+producers that could not encode a value) gives the reason of a record that
+does not decode."""
 
 from __future__ import annotations
 
@@ -28,6 +33,15 @@ from caesar.services.common.wire import (
 )
 from caesar.services.scheduler.processor import SchedulerOutput, SchedulerProcessor
 
+WATERMARK_HEADER = "caesar.watermark"
+ERROR_HEADER = "caesar.error"
+
+
+def watermark_record(topic: str, partition: int, ts: int) -> OutRecord:
+    """An input watermark: no event with ts < `ts` follows on this partition."""
+    return OutRecord(topic, None, None, ((WATERMARK_HEADER, str(ts).encode()),),
+                     partition=partition)
+
 
 class SchedulerHandler:
     def __init__(self, cfg: ServiceConfig) -> None:
@@ -38,10 +52,9 @@ class SchedulerHandler:
         for name, schema in register_model_schemas(self.codec.repository, cfg.plan).items():
             self.type_by_schema.setdefault(schema, name)
         self.short_names = {t.name for t in cfg.plan.event_types}
-        self.procs = {j: SchedulerProcessor(cfg.plan, cfg.allowance) for j in cfg.partitions}
-        for j, proc in self.procs.items():
-            for topic in cfg.input_topics():
-                proc.register_source(topic, j)
+        self.procs = {j: SchedulerProcessor(cfg.plan, cfg.allowance, max_ahead=cfg.max_ahead,
+                                            ahead_confirm=cfg.ahead_confirm)
+                      for j in cfg.partitions}
         self.seq: dict[int, int] = defaultdict(int)
         self.owner: dict[int, int] = {}  # stream partition -> Kafka partition
         self.max_ts = -(2**62)
@@ -54,45 +67,39 @@ class SchedulerHandler:
 
     def decode(self, rec: Record) -> InputRecord:
         raw = rec.value or b""
+        base = dict(key=rec.key, headers=rec.headers, timestamp_ms=rec.timestamp_ms)
+        mark = rec.header(WATERMARK_HEADER)
+        if mark is not None and rec.value is None:
+            try:
+                return InputRecord(rec.topic, rec.partition, rec.offset, None,
+                                   watermark=int(mark), **base)  # type: ignore[arg-type]
+            except ValueError:
+                return InputRecord(rec.topic, rec.partition, rec.offset, None, raw,
+                                   f"bad {WATERMARK_HEADER} header {mark[:40]!r}", **base)  # type: ignore[arg-type]
         if rec.value is None:
-            return InputRecord(rec.topic, rec.partition, rec.offset, None, raw, "empty record")
+            return InputRecord(rec.topic, rec.partition, rec.offset, None, raw, "empty record",
+                               **base)  # type: ignore[arg-type]
         try:
             schema, value = self.codec.decode(rec.value)
-        except CodecError as exc:
-            return InputRecord(rec.topic, rec.partition, rec.offset, None, raw, str(exc))
-        except Exception as exc:  # fastavro raises plain errors on truncated data
-            return InputRecord(rec.topic, rec.partition, rec.offset, None, raw,
-                               f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # CodecError, or fastavro's plain errors on truncated data
+            error = str(exc) if isinstance(exc, CodecError) else f"{type(exc).__name__}: {exc}"
+            why = rec.header(ERROR_HEADER)
+            if why is not None:
+                error = why.decode(errors="replace")
+            return InputRecord(rec.topic, rec.partition, rec.offset, None, raw, error, **base)  # type: ignore[arg-type]
         name = self.type_by_schema.get(schema) or schema.rsplit(".", 1)[-1]
-        if name in self.short_names and "type" not in value:
-            value["type"] = name
+        if "type" not in value:
+            # The schema names the event type (a schema of no declared type: unknown).
+            value["type"] = name if name in self.short_names else schema
         value[INGEST] = rec.timestamp_ms
-        return InputRecord(rec.topic, rec.partition, rec.offset, value, raw)
+        return InputRecord(rec.topic, rec.partition, rec.offset, value, raw, **base)  # type: ignore[arg-type]
 
-    def handle(self, records: Sequence[Record]) -> list[OutRecord]:
+    def handle(self, records: Sequence[Record]) -> dict[int, list[OutRecord]]:
         by_partition: dict[int, list[InputRecord]] = defaultdict(list)
         for r in records:
             by_partition[r.partition].append(self.decode(r))
-        out: list[OutRecord] = []
-        for j, recs in by_partition.items():
-            out += self._encode(j, self.procs[j].process(recs))
-        return out
-
-    def idle(self, idle_s: float) -> list[OutRecord]:
-        if self.cfg.idle_flush_s is None or idle_s < self.cfg.idle_flush_s:
-            return []
-        out: list[OutRecord] = []
-        for j, proc in self.procs.items():
-            if proc.buffer:
-                out += self._encode(j, proc.advance_idle())
-        return out
-
-    def flush_all(self) -> list[OutRecord]:
-        """End of a bounded input: release everything (watermark = end of time)."""
-        out: list[OutRecord] = []
-        for j, proc in self.procs.items():
-            out += self._encode(j, proc.flush())
-        return out
+        return {j: self._encode(j, self.procs[j].process(recs))
+                for j, recs in by_partition.items()}
 
     def _encode(self, j: int, result: SchedulerOutput) -> list[OutRecord]:
         topic = self.cfg.topics.transactions
@@ -111,18 +118,20 @@ class SchedulerHandler:
                     partition=j))
         for d in result.dead_letters:
             out.append(OutRecord(self.cfg.topics.dead_letters,
-                                 self.codec.encode(DEAD, dead_record(d, "scheduler")), None))
+                                 self.codec.encode(DEAD, dead_record(d, "scheduler")), d.key))
         return out
 
     def snapshot_partition(self, j: int) -> Any:
-        return {"proc": self.procs[j].snapshot(), "seq": owned(self.seq, self.owner, j),
+        return {"proc": self.procs[j].snapshot(),
+                "seq": [[p, n] for p, n in owned(self.seq, self.owner, j).items()],
                 "max_ts": self.max_ts}
 
     def restore_partition(self, j: int, state: Any) -> None:
         self.procs[j].restore(state["proc"])
-        self.seq.update(state["seq"])
-        self.owner.update(dict.fromkeys(state["seq"], j))
-        self.max_ts = max(self.max_ts, state["max_ts"])
+        for p, n in state["seq"]:
+            self.seq[int(p)] = int(n)
+            self.owner[int(p)] = j
+        self.max_ts = max(self.max_ts, int(state["max_ts"]))
 
     def event_time(self) -> int:
         return self.max_ts
