@@ -149,7 +149,8 @@ class TopicSettings(_Section):
     alerts: str = "caesar.alerts"
     derived: str = "caesar.derived"
     dead_letters: str = "caesar.dead-letters"
-    checkpoints: str = "caesar.checkpoints"  # compacted: key = service/actor
+    checkpoints: str = "caesar.checkpoints"  # compacted: key = service/partition
+    plans: str = "caesar.plans"  # compacted: key = plan version (model upgrades)
     changelog_prefix: str = "caesar.changelog."  # + store name; compacted
     partitions: int = Field(4, ge=1)
     replication_factor: int = Field(1, ge=1)

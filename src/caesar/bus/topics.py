@@ -42,6 +42,7 @@ def topic_specs(topics: TopicSettings, event_types: Iterable[str] = (),
         spec(topics.alerts),
         spec(topics.dead_letters),
         spec(topics.checkpoints, STATE),
+        TopicSpec(topics.plans, 1, topics.replication_factor, dict(COMPACTED)),
     ]
     specs += [spec(topics.changelog_topic(s), STATE) for s in dict.fromkeys(stores)]
     seen: set[str] = set()

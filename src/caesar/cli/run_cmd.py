@@ -126,14 +126,25 @@ def register(app: typer.Typer) -> None:
         max_ahead: Annotated[int | None, typer.Option(
             help="event-time ticks an event may be ahead of its partition before it is "
                  "held as suspect (default: one day of event time; 0 = no limit)")] = None,
+        update: Annotated[bool, typer.Option(
+            "--update", help="swap the model of the running deployment for MODEL without "
+                             "stopping it (queries keep their state by identity)")] = False,
+        prefix: Annotated[str, typer.Option(
+            help="the deployment's name (its actors' and consumer groups' prefix)")] = "caesar",
     ) -> None:
-        """Start the CAESAR services for MODEL as Ray actors reading and writing Kafka."""
-        from caesar.services.ray_runtime.deployment import deploy_model
+        """Start the CAESAR services for MODEL as Ray actors reading and writing Kafka,
+        or (--update) swap the model of the running ones."""
+        from caesar.services.ray_runtime.deployment import deploy_model, update_model
 
         plan = load_plan(model)
+        if update:
+            update_model(plan, settings_file=settings_file, ray_address=ray_address,
+                         prefix=prefix, console=err)
+            return
         deploy_model(plan, model_text=model.read_text(), settings_file=settings_file,
                      ray_address=ray_address, run_for=run_for, console=err,
-                     options={"allowance": allowance, "max_ahead": max_ahead})
+                     options={"allowance": allowance, "max_ahead": max_ahead,
+                              "group_prefix": prefix})
 
 
 def _engine(choice: EngineChoice) -> EngineFactory:

@@ -5,11 +5,14 @@ both build their loops here."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from caesar.bus.protocol import Bus
 from caesar.bus.records import TopicSpec
 from caesar.bus.topics import topic_specs
 from caesar.services.common.config import ServiceConfig
 from caesar.services.common.loop import ServiceLoop
+from caesar.services.common.plans import PlanBook, plan_loader
 from caesar.services.deriver.runner import DeriverHandler
 from caesar.services.matcher.runner import MatcherHandler
 from caesar.services.router.runner import RouterHandler
@@ -44,12 +47,16 @@ def make_loop(service: str, cfg: ServiceConfig, bus: Bus, *, group_prefix: str =
               poll_timeout_s: float = 0.2, checkpoints: bool = True) -> ServiceLoop:
     """One runner loop; its transactional ids name the service and each Kafka
     partition, so the next owner of a partition fences the one it replaces."""
+    if cfg.plan_book is None:  # plan versions: the deployment's, else from the plans topic
+        cfg = replace(cfg, plan_book=PlanBook(cfg.plan, plan_loader(bus, cfg.topics.plans)))
     store = None
     if checkpoints:  # one changelog partition per Kafka partition, whichever actor owns it
         store = StateStore(bus, cfg.codec, changelog_topic=cfg.topics.changelog_topic(service),
                            checkpoints_topic=cfg.topics.checkpoints, service=service)
-    return ServiceLoop(bus=bus, group_id=f"{group_prefix}-{service}",
+    loop = ServiceLoop(bus=bus, group_id=f"{group_prefix}-{service}",
                        transactional_prefix=f"{group_prefix}-{service}",
                        handler_factory=lambda: SERVICES[service](cfg),
                        partitions=cfg.partitions, store=store, batch_size=batch_size,
                        poll_timeout_s=poll_timeout_s, commit_interval_s=commit_interval_s)
+    loop.plan_book = cfg.plan_book
+    return loop

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from caesar.plans.engine import PatternEngine
     from caesar.plans.execution import ExecutionPlan
     from caesar.plans.pattern import PatternPlan
+    from caesar.services.common.plans import PlanBook
     from caesar.settings import TopicSettings
 
 # Builds the pattern engine of a matcher from its plans (tests swap in the reference).
@@ -33,6 +34,8 @@ class ServiceConfig:
     max_ahead: int | None = None
     ahead_confirm: int = 100
     engine_factory: EngineFactory | None = None
+    # The plan versions this actor may meet (model upgrades); None = `plan` only.
+    plan_book: PlanBook | None = None
 
     @property
     def routed_topic(self) -> str:

@@ -85,6 +85,7 @@ class ServiceLoop:
         self.commit_interval_s = commit_interval_s
         self.max_failed_commits = max_failed_commits
         self.handler: Handler = handler_factory()
+        self.plan_book: Any = None  # the actor's PlanBook (model upgrades), set by make_loop
         self.inputs = list(self.handler.inputs())
         self.producers: dict[int, BusProducer] = {}
         self.consumer: BusConsumer | None = None
@@ -158,8 +159,15 @@ class ServiceLoop:
     # ------------------------------------------------------------ running
     def run_once(self) -> int:
         assert self.consumer is not None
-        records = self.consumer.poll(self.batch_size, self.poll_timeout_s)
         produced = 0
+        control = getattr(self.handler, "control", None)
+        if control is not None:  # e.g. the scheduler starting a model upgrade
+            for j, out in control().items():
+                self._dirty.add(j)
+                if out and not self._produce(j, out):
+                    return 0
+                produced += len(out)
+        records = self.consumer.poll(self.batch_size, self.poll_timeout_s)
         if records:
             outputs = self.handler.handle(records)
             for r in records:

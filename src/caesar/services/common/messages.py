@@ -69,6 +69,17 @@ class Progress:
 
 
 @dataclass(frozen=True)
+class PlanSwitch:
+    """Everything before this point of a Kafka partition ran with plan version
+    `previous`, everything after with `plan` (a model upgrade, crossing the
+    services in the data: no service switches before its inputs say so)."""
+
+    plan: str
+    previous: str
+    watermark: int
+
+
+@dataclass(frozen=True)
 class DeadLetter:
     # "undecodable" | "schema" | "late" | "ahead" | "unknown_type" | "processing"
     reason: str

@@ -18,6 +18,7 @@ from caesar.services.common.messages import (
     ContextChange,
     DeadLetter,
     Discard,
+    PlanSwitch,
     Progress,
     RoutedTransaction,
     Transaction,
@@ -29,6 +30,8 @@ CHANGE = "caesar.ContextChange"
 ROUTED = "caesar.RoutedTransaction"
 DERIVED = "caesar.DerivedEvent"
 DEAD = "caesar.DeadLetter"
+SWITCH = "caesar.PlanSwitch"
+SWITCH_KEY = b"__plan_switch__"
 AVRO_TYPES = {"int": "long", "float": "double", "string": "string", "bool": "boolean"}
 INGEST = "_ingest_ms"  # event key carrying the input record's Kafka timestamp
 _REASONS = {"undecodable": "UNDECODABLE", "schema": "SCHEMA_VIOLATION", "late": "LATE",
@@ -71,6 +74,17 @@ def register_model_schemas(repo: SchemaRepository, plan: ExecutionPlan) -> dict[
     """The schemas the model names with SCHEMA (the plan carries their text), added
     to `repo`; returns event type -> schema full name for those types."""
     return {t.name: repo.add(t.schema_json).name for t in plan.event_types if t.schema_json}
+
+
+# ------------------------------------------------------------ plan switches
+def switch_record(s: PlanSwitch, actor: str, kafka_partition: int) -> dict[str, Any]:
+    return {"version": 1, "plan": s.plan, "previous": s.previous,
+            "kafka_partition": kafka_partition, "watermark": s.watermark, "source": actor,
+            "wall_ms": now_ms()}
+
+
+def switch_from(rec: Mapping[str, Any]) -> PlanSwitch:
+    return PlanSwitch(rec["plan"], rec["previous"], rec["watermark"])
 
 
 # ------------------------------------------------------------ transactions

@@ -18,6 +18,7 @@ from typing import Any
 
 from caesar.errors import PlanError
 from caesar.plans.execution import ExecutionPlan, TransitionStage
+from caesar.plans.serialize import stage_identity
 from caesar.services.common.config import EngineFactory
 from caesar.services.common.messages import Alert, ContextChange, Progress, Transaction
 from caesar.services.matcher.stage_graph import StageGraph, StageOutput, default_engine_factory
@@ -106,7 +107,8 @@ class DeriverProcessor:
             elif o.stage.output_topic is not None:
                 rec = o.record
                 out.alerts.append(Alert(
-                    plan_id=pid, event_type=rec["type"], partition=rec["_p"], key=rec["_key"],
+                    plan_id=stage_identity(o.stage), event_type=rec["type"], partition=rec["_p"],
+                    key=rec["_key"],
                     start_ts=o.start_ts, end_ts=o.end_ts, topic=o.stage.output_topic,
                     fields={k: v for k, v in rec.items() if k != "type" and not k.startswith("_")}))
         fired.sort(key=lambda f: f[0])  # stable: transition order within one ts

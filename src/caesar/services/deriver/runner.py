@@ -11,15 +11,20 @@ from typing import Any
 
 from caesar.bus.records import OutRecord, Record, TopicPartition
 from caesar.services.common.config import ServiceConfig
-from caesar.services.common.messages import Progress, Transaction
+from caesar.services.common.messages import PlanSwitch, Progress, Transaction
 from caesar.services.common.replay import SeqFilter, owned
+from caesar.services.common.switching import PartitionPlans, segments
 from caesar.services.common.wire import (
     CHANGE,
     PROGRESS,
+    SWITCH,
+    SWITCH_KEY,
     TXN,
     change_record,
     progress_from,
     progress_record,
+    switch_from,
+    switch_record,
     txn_from,
 )
 from caesar.services.deriver.processor import DeriverProcessor
@@ -35,7 +40,8 @@ class DeriverHandler:
         self.cfg = cfg
         self.codec = cfg.codec
         factory = cfg.engine_factory or default_engine_factory
-        self.procs = {j: DeriverProcessor(cfg.plan, factory) for j in cfg.partitions}
+        self.plans = PartitionPlans(cfg, lambda plan: DeriverProcessor(plan, factory))
+        self.procs = self.plans.procs
         self.seen = SeqFilter()
         self.outputs = OutputEncoder(cfg)
         self.change_seq: dict[int, int] = defaultdict(int)
@@ -48,9 +54,9 @@ class DeriverHandler:
         return [TopicPartition(self.cfg.topics.transactions, j)]
 
     def handle(self, records: Sequence[Record]) -> dict[int, list[OutRecord]]:
-        by_partition: dict[int, list[Transaction | Progress]] = defaultdict(list)
+        by_partition: dict[int, list[Transaction | Progress | PlanSwitch]] = defaultdict(list)
         for r in records:
-            schema, value = self.codec.decode(r.value)
+            schema, value = self.codec.decode(r.value or b"")
             if schema == TXN:
                 txn, seq = txn_from(value)
                 self.owner[txn.partition] = r.partition
@@ -58,35 +64,50 @@ class DeriverHandler:
                     by_partition[r.partition].append(txn)
             elif schema == PROGRESS:
                 by_partition[r.partition].append(progress_from(value))
+            elif schema == SWITCH:
+                by_partition[r.partition].append(switch_from(value))
         outputs: dict[int, list[OutRecord]] = {}
         topic = self.cfg.topics.context_changes
         for j, items in by_partition.items():
             out = outputs[j] = []
-            proc = self.procs[j]
-            before: dict[int, int] = {}
-            result = proc.process(items)
-            for c in result.changes:
-                previous = before.get(c.partition, None)
-                self.change_seq[c.partition] += 1
-                rec = change_record(c, self.change_seq[c.partition],
-                                    previous if previous is not None else -1)
-                before[c.partition] = c.vector
-                out.append(OutRecord(topic, self.codec.encode(CHANGE, rec), c.key.encode(),
-                                     partition=j))
-            out += self.outputs.encode(result.alerts)
-            if result.progress is not None:
-                out.append(OutRecord(topic, self.codec.encode(
-                    PROGRESS, progress_record(result.progress, self.cfg.actor_id, j)),
-                    PROGRESS_KEY, partition=j))
+            for chunk, switch in segments(items):
+                if chunk:
+                    self._derive(j, chunk, out)
+                if switch is not None:  # pass the model upgrade on, after the old plan's work
+                    self.plans.switch(j, switch.plan)
+                    out.append(OutRecord(topic, self.codec.encode(
+                        SWITCH, switch_record(switch, self.cfg.actor_id, j)), SWITCH_KEY,
+                        partition=j))
         return outputs
 
+    def _derive(self, j: int, items: list[Transaction | Progress], out: list[OutRecord]) -> None:
+        topic = self.cfg.topics.context_changes
+        before: dict[int, int] = {}
+        result = self.procs[j].process(items)
+        for c in result.changes:
+            previous = before.get(c.partition, None)
+            self.change_seq[c.partition] += 1
+            rec = change_record(c, self.change_seq[c.partition],
+                                previous if previous is not None else -1)
+            before[c.partition] = c.vector
+            out.append(OutRecord(topic, self.codec.encode(CHANGE, rec), c.key.encode(),
+                                 partition=j))
+        out += self.outputs.encode(result.alerts, self.plans.plan(j))
+        if result.progress is not None:
+            out.append(OutRecord(topic, self.codec.encode(
+                PROGRESS, progress_record(result.progress, self.cfg.actor_id, j)),
+                PROGRESS_KEY, partition=j))
+
+    def plan_versions(self) -> dict[int, str]:
+        return dict(self.plans.versions)
+
     def snapshot_partition(self, j: int) -> Any:
-        return {"proc": self.procs[j].snapshot(),
+        return {"plan": self.plans.versions[j], "proc": self.procs[j].snapshot(),
                 "seen": pairs(owned(self.seen.last, self.owner, j)),
                 "change_seq": pairs(owned(self.change_seq, self.owner, j))}
 
     def restore_partition(self, j: int, state: Any) -> None:
-        self.procs[j].restore(state["proc"])
+        self.plans.restore(j, state.get("plan"), state["proc"])
         seen = from_pairs(state["seen"])
         self.seen.last.update(seen)
         self.change_seq.update(from_pairs(state["change_seq"]))

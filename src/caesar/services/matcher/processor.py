@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from caesar.plans.execution import ExecutionPlan
+from caesar.plans.serialize import stage_identity
 from caesar.services.common.config import EngineFactory
 from caesar.services.common.messages import (
     Alert,
@@ -105,7 +106,8 @@ class MatcherProcessor:
             if self.muted and o.stage.plan.plan_id in self.muted.get(o.record["_p"], ()):
                 continue
             fields = {k: v for k, v in o.record.items() if k != "type" and not k.startswith("_")}
-            alerts.append(Alert(plan_id=o.stage.plan.plan_id, event_type=o.record["type"],
+            # the query's stable identity: the same across model versions
+            alerts.append(Alert(plan_id=stage_identity(o.stage), event_type=o.record["type"],
                                 partition=o.record["_p"], key=o.record["_key"],
                                 start_ts=o.start_ts, end_ts=o.end_ts, fields=fields,
                                 topic=o.stage.output_topic,

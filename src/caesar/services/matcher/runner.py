@@ -9,20 +9,24 @@ from collections.abc import Sequence
 from typing import Any
 
 from caesar.bus.records import OutRecord, Record, TopicPartition
+from caesar.plans.execution import ExecutionPlan
 from caesar.services.common.config import ServiceConfig
 from caesar.services.common.messages import (
     Alert,
     DeadLetter,
     Discard,
+    PlanSwitch,
     Progress,
     RoutedTransaction,
 )
 from caesar.services.common.replay import SeqFilter, owned
+from caesar.services.common.switching import PartitionPlans, segments
 from caesar.services.common.wire import (
     DEAD,
     DERIVED,
     PROGRESS,
     ROUTED,
+    SWITCH,
     alert_record,
     dead_record,
     output_record,
@@ -30,6 +34,7 @@ from caesar.services.common.wire import (
     progress_record,
     register_model_schemas,
     routed_from,
+    switch_from,
 )
 from caesar.services.matcher.processor import MatcherProcessor
 from caesar.services.matcher.stage_graph import default_engine_factory
@@ -43,19 +48,27 @@ class OutputEncoder:
 
     def __init__(self, cfg: ServiceConfig) -> None:
         self.cfg, self.codec = cfg, cfg.codec
-        repo = self.codec.repository
-        self.schemas: dict[str, tuple[str, list[str]]] = {
-            etype: (name, [f["name"] for f in repo.get(name).raw["fields"]])
-            for etype, name in register_model_schemas(repo, cfg.plan).items()}
+        self._by_plan: dict[int, dict[str, tuple[str, list[str]]]] = {}
 
-    def encode(self, alerts: list[Alert]) -> list[OutRecord]:
+    def _schemas(self, plan: ExecutionPlan) -> dict[str, tuple[str, list[str]]]:
+        """Event type -> (schema name, fields) of the plan's output schemas."""
+        found = self._by_plan.get(id(plan))
+        if found is None:
+            repo = self.codec.repository
+            found = self._by_plan[id(plan)] = {
+                etype: (name, [f["name"] for f in repo.get(name).raw["fields"]])
+                for etype, name in register_model_schemas(repo, plan).items()}
+        return found
+
+    def encode(self, alerts: list[Alert], plan: ExecutionPlan | None = None) -> list[OutRecord]:
+        schemas = self._schemas(plan or self.cfg.plan)
         out: list[OutRecord] = []
         for a in alerts:
             key = a.key.encode()
             generic = self.codec.encode(DERIVED, alert_record(a))
             out.append(OutRecord(self.cfg.topics.alerts, generic, key))
             if a.topic:
-                own = self.schemas.get(a.event_type)
+                own = schemas.get(a.event_type)
                 try:
                     value = (self.codec.encode(own[0], output_record(a, own[1])) if own
                              else generic)
@@ -77,7 +90,8 @@ class MatcherHandler:
         self.cfg = cfg
         self.codec = cfg.codec
         factory = cfg.engine_factory or default_engine_factory
-        self.procs = {j: MatcherProcessor(cfg.plan, factory) for j in cfg.partitions}
+        self.plans = PartitionPlans(cfg, lambda plan: MatcherProcessor(plan, factory))
+        self.procs = self.plans.procs
         self.seen = SeqFilter()
         self.outputs = OutputEncoder(cfg)
         self.owner: dict[int, int] = {}  # stream partition -> Kafka partition
@@ -89,9 +103,10 @@ class MatcherHandler:
         return [TopicPartition(self.cfg.routed_topic, j)]
 
     def handle(self, records: Sequence[Record]) -> dict[int, list[OutRecord]]:
-        by_partition: dict[int, list[RoutedTransaction | Discard | Progress]] = defaultdict(list)
+        by_partition: dict[int, list[RoutedTransaction | Discard | Progress | PlanSwitch]] = \
+            defaultdict(list)
         for r in records:
-            schema, value = self.codec.decode(r.value)
+            schema, value = self.codec.decode(r.value or b"")
             if schema == ROUTED:
                 item, seq = routed_from(value)
                 part = item.txn.partition if isinstance(item, RoutedTransaction) else item.partition
@@ -100,22 +115,32 @@ class MatcherHandler:
                     by_partition[r.partition].append(item)
             elif schema == PROGRESS:
                 by_partition[r.partition].append(progress_from(value))
+            elif schema == SWITCH:
+                by_partition[r.partition].append(switch_from(value))
         outputs: dict[int, list[OutRecord]] = {}
         for j, items in by_partition.items():
-            result = self.procs[j].process(items)
-            out = outputs[j] = self.outputs.encode(result.alerts)
-            if result.progress is not None:
-                out.append(OutRecord(self.cfg.topics.progress, self.codec.encode(
-                    PROGRESS, progress_record(result.progress, self.cfg.actor_id, j)),
-                    b"__progress__", partition=j))
+            out = outputs[j] = []
+            for chunk, switch in segments(items):
+                if chunk:
+                    result = self.procs[j].process(chunk)
+                    out += self.outputs.encode(result.alerts, self.plans.plan(j))
+                    if result.progress is not None:
+                        out.append(OutRecord(self.cfg.topics.progress, self.codec.encode(
+                            PROGRESS, progress_record(result.progress, self.cfg.actor_id, j)),
+                            b"__progress__", partition=j))
+                if switch is not None:
+                    self.plans.switch(j, switch.plan)
         return outputs
 
+    def plan_versions(self) -> dict[int, str]:
+        return dict(self.plans.versions)
+
     def snapshot_partition(self, j: int) -> Any:
-        return {"proc": self.procs[j].snapshot(),
+        return {"plan": self.plans.versions[j], "proc": self.procs[j].snapshot(),
                 "seen": pairs(owned(self.seen.last, self.owner, j))}
 
     def restore_partition(self, j: int, state: Any) -> None:
-        self.procs[j].restore(state["proc"])
+        self.plans.restore(j, state.get("plan"), state["proc"])
         seen = from_pairs(state["seen"])
         self.seen.last.update(seen)
         self.owner.update(dict.fromkeys(seen, j))

@@ -72,8 +72,33 @@ class ServiceActor:
                 "records_out": s.records_out, "batches": s.batches, "commits": s.commits,
                 "aborts": s.aborts, "recoveries": s.recoveries, "state_bytes": s.state_bytes,
                 "restore_s": s.restore_s, "restored_from": s.restored_from, "error": self.error,
+                "plans": self.plan_versions(),
                 "alive": self._thread.is_alive(), "uptime_s": time.time() - self.started,
                 **_counters(self.loop.handler)}
+
+    # -- model upgrades (Deployment.update) --------------------------------
+    def stage_plan(self, plan_json: str) -> str:
+        """Know this plan version before the switch reaches this actor."""
+        from caesar.plans.serialize import plan_from_json
+
+        return str(self.loop.plan_book.add(plan_from_json(plan_json)))
+
+    def request_plan(self, version: str) -> None:
+        """Scheduler: switch every partition at the next transaction boundary."""
+        self.loop.plan_book.requested = version
+
+    def plan_versions(self) -> dict[int, str]:
+        versions: dict[int, str] = self.loop.handler.plan_versions()  # type: ignore[attr-defined]
+        return versions
+
+    def plan_json(self) -> str:
+        """The plan most of this actor's partitions run."""
+        from collections import Counter
+
+        from caesar.plans.serialize import plan_json
+
+        counts = Counter(self.plan_versions().values())
+        return plan_json(self.loop.plan_book.get(counts.most_common(1)[0][0]))
 
     def stop(self) -> dict[str, Any]:
         self._stop.set()

@@ -17,18 +17,23 @@ from typing import Any
 
 from caesar.bus.records import OutRecord, Record, TopicPartition
 from caesar.codecs import CodecError
+from caesar.plans.execution import ExecutionPlan
 from caesar.services.common.config import ServiceConfig
-from caesar.services.common.messages import InputRecord, Progress, Transaction
+from caesar.services.common.messages import InputRecord, PlanSwitch, Progress, Transaction
 from caesar.services.common.replay import owned
+from caesar.services.common.switching import PartitionPlans
 from caesar.services.common.wire import (
     DEAD,
     INGEST,
     PROGRESS,
+    SWITCH,
+    SWITCH_KEY,
     TXN,
     dead_record,
     progress_record,
     register_input_schemas,
     register_model_schemas,
+    switch_record,
     txn_record,
 )
 from caesar.services.scheduler.processor import SchedulerOutput, SchedulerProcessor
@@ -47,14 +52,9 @@ class SchedulerHandler:
     def __init__(self, cfg: ServiceConfig) -> None:
         self.cfg = cfg
         self.codec = cfg.codec
-        schema_names = register_input_schemas(self.codec.repository, cfg.plan)
-        self.type_by_schema = {v: k for k, v in schema_names.items()}
-        for name, schema in register_model_schemas(self.codec.repository, cfg.plan).items():
-            self.type_by_schema.setdefault(schema, name)
-        self.short_names = {t.name for t in cfg.plan.event_types}
-        self.procs = {j: SchedulerProcessor(cfg.plan, cfg.allowance, max_ahead=cfg.max_ahead,
-                                            ahead_confirm=cfg.ahead_confirm)
-                      for j in cfg.partitions}
+        self.plans = PartitionPlans(cfg, self._processor)
+        self.procs = self.plans.procs
+        self._types: dict[str, tuple[dict[str, str], set[str]]] = {}
         self.seq: dict[int, int] = defaultdict(int)
         self.owner: dict[int, int] = {}  # stream partition -> Kafka partition
         self.max_ts = -(2**62)
@@ -65,9 +65,28 @@ class SchedulerHandler:
     def partition_inputs(self, j: int) -> list[TopicPartition]:
         return [TopicPartition(t, j) for t in self.cfg.input_topics()]
 
+    def _processor(self, plan: ExecutionPlan) -> SchedulerProcessor:
+        return SchedulerProcessor(plan, self.cfg.allowance, max_ahead=self.cfg.max_ahead,
+                                  ahead_confirm=self.cfg.ahead_confirm)
+
+    def _type_names(self, j: int) -> tuple[dict[str, str], set[str]]:
+        """Partition j's plan: Avro schema name -> event type, and the type names."""
+        version = self.plans.versions[j]
+        found = self._types.get(version)
+        if found is None:
+            plan = self.plans.plan(j)
+            names = register_input_schemas(self.codec.repository, plan)
+            by_schema = {v: k for k, v in names.items()}
+            for name, schema in register_model_schemas(self.codec.repository, plan).items():
+                by_schema.setdefault(schema, name)
+            found = self._types[version] = (by_schema, {t.name for t in plan.event_types})
+        return found
+
     def decode(self, rec: Record) -> InputRecord:
         raw = rec.value or b""
         base = dict(key=rec.key, headers=rec.headers, timestamp_ms=rec.timestamp_ms)
+        # (registers the input schemas of the partition's plan with the codec)
+        type_by_schema, short_names = self._type_names(rec.partition)
         mark = rec.header(WATERMARK_HEADER)
         if mark is not None and rec.value is None:
             try:
@@ -87,10 +106,10 @@ class SchedulerHandler:
             if why is not None:
                 error = why.decode(errors="replace")
             return InputRecord(rec.topic, rec.partition, rec.offset, None, raw, error, **base)  # type: ignore[arg-type]
-        name = self.type_by_schema.get(schema) or schema.rsplit(".", 1)[-1]
+        name = type_by_schema.get(schema) or schema.rsplit(".", 1)[-1]
         if "type" not in value:
             # The schema names the event type (a schema of no declared type: unknown).
-            value["type"] = name if name in self.short_names else schema
+            value["type"] = name if name in short_names else schema
         value[INGEST] = rec.timestamp_ms
         return InputRecord(rec.topic, rec.partition, rec.offset, value, raw, **base)  # type: ignore[arg-type]
 
@@ -101,6 +120,25 @@ class SchedulerHandler:
         return {j: self._encode(j, self.procs[j].process(recs))
                 for j, recs in by_partition.items()}
 
+    def control(self) -> dict[int, list[OutRecord]]:
+        """A requested model upgrade starts here, at a transaction boundary:
+        each partition switches plans and says so downstream (PlanSwitch)."""
+        want = self.plans.book.requested
+        out: dict[int, list[OutRecord]] = {}
+        if want is None:
+            return out
+        for j in self.cfg.partitions:
+            previous = self.plans.versions[j]
+            if previous == want:
+                continue
+            self.plans.switch(j, want)
+            marker = PlanSwitch(want, previous, self.procs[j].watermark)
+            out[j] = [OutRecord(self.cfg.topics.transactions, self.codec.encode(
+                SWITCH, switch_record(marker, self.cfg.actor_id, j)), SWITCH_KEY, partition=j)]
+        return out
+
+    def plan_versions(self) -> dict[int, str]:
+        return dict(self.plans.versions)
     def _encode(self, j: int, result: SchedulerOutput) -> list[OutRecord]:
         topic = self.cfg.topics.transactions
         out: list[OutRecord] = []
@@ -122,12 +160,12 @@ class SchedulerHandler:
         return out
 
     def snapshot_partition(self, j: int) -> Any:
-        return {"proc": self.procs[j].snapshot(),
+        return {"plan": self.plans.versions[j], "proc": self.procs[j].snapshot(),
                 "seq": [[p, n] for p, n in owned(self.seq, self.owner, j).items()],
                 "max_ts": self.max_ts}
 
     def restore_partition(self, j: int, state: Any) -> None:
-        self.procs[j].restore(state["proc"])
+        self.plans.restore(j, state.get("plan"), state["proc"])
         for p, n in state["seq"]:
             self.seq[int(p)] = int(n)
             self.owner[int(p)] = j
