@@ -13,6 +13,8 @@ ruff check .
 
 echo; echo "==> mypy"
 mypy
+# The Cython engine's stub (engine.pyi) against the built module.
+python -m mypy.stubtest caesar.services.matcher.engine --ignore-missing-stub
 
 echo; echo "==> pytest"
 set +e

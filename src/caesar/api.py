@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from caesar.errors import CaesarError
 from caesar.language import Compilation, compile_phases
@@ -37,7 +37,7 @@ from caesar.services.common.messages import (
 )
 
 if TYPE_CHECKING:
-    from caesar.services.common.config import EngineFactory
+    from caesar.services.common.config import EngineFactory, RunnerOptions
     from caesar.services.common.plans import UpgradePlan
     from caesar.services.embedded.pipeline import EmbeddedPipeline
     from caesar.services.ray_runtime.deployment import Deployment
@@ -198,7 +198,8 @@ class Session:
             self.finish()
 
 
-def deploy(model: Model, settings: Settings | None = None, **options: Any) -> Deployment:
+def deploy(model: Model, settings: Settings | None = None,
+           **options: Unpack[RunnerOptions]) -> Deployment:
     """Start the model's services as Ray actors reading and writing Kafka
     (`caesar deploy` from Python). Connects to Ray at `settings.ray.address`
     (or starts a local one) unless `ray.init` was called; returns the running

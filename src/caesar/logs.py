@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Literal, TextIO
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 LogFormat = Literal["text", "json"]
@@ -40,6 +40,10 @@ def settings_from_env() -> tuple[str, LogFormat]:
     return level, fmt
 
 
+class _CaesarHandler(logging.StreamHandler[TextIO]):
+    """The handler `configure` installs (found again to be replaced)."""
+
+
 def configure(level: str | None = None, fmt: LogFormat | None = None) -> None:
     """Route the `caesar` loggers to stderr at `level` in `fmt` (defaults from
     the environment). Idempotent: a second call replaces the handler."""
@@ -47,13 +51,12 @@ def configure(level: str | None = None, fmt: LogFormat | None = None) -> None:
     level = (level or env_level).upper()
     if level not in LEVELS:
         raise ValueError(f"log level {level!r} is not one of {', '.join(LEVELS)}")
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _CaesarHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if (fmt or env_fmt) == "json" else
                          logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("caesar")
-    for old in [h for h in root.handlers if getattr(h, "_caesar", False)]:
+    for old in [h for h in root.handlers if isinstance(h, _CaesarHandler)]:
         root.removeHandler(old)
-    handler._caesar = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(level)
     root.propagate = False

@@ -71,7 +71,7 @@ def test_a_bad_log_level_is_a_usage_error() -> None:
 def test_services_log_instead_of_printing() -> None:
     printing = []
     for path in (SRC / "services").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
-                printing.append(f"{path.relative_to(SRC)}:{node.lineno}")
+        printing.extend(f"{path.relative_to(SRC)}:{node.lineno}"
+                        for node in ast.walk(ast.parse(path.read_text()))
+                        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print")
     assert printing == []

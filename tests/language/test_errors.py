@@ -93,6 +93,10 @@ CASES = [
      ["unknown pattern variable z"]),
     ("keyed-syntax", "DEFAULT CONTEXT c {\n  SWITCH CONTEXT acc KEYED s.seg PATTERN S s\n}",
      errors.ModelSyntaxError, 7, 28, ["found", "expected"]),
+    ("consumed-outside-its-contexts", "DEFAULT CONTEXT c {\n  SWITCH CONTEXT d PATTERN S s\n"
+     "  DERIVE A(r.vid) PATTERN R r\n}\nCONTEXT d {\n  DERIVE B(a.vid) PATTERN A a\n}",
+     errors.ModelStructureError, 11, 27, ["A is never derived in context d", "found CONTEXT d",
+                                         "expected contexts where A is derived: c"]),
     ("partition", "EVENT T(ts INT, x INT) FROM TOPIC \"t\"", errors.UnknownNameError, 3, 1,
      ["PARTITION BY attribute seg is missing from input event type T"]),
 ]

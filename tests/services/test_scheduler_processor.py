@@ -112,7 +112,7 @@ def test_values_are_checked_against_the_model_and_the_type():
     details = [d.detail for d in out.dead_letters]
     assert "Pos.spd: 140.0 is above 100" in details[0]
     assert "Pos.vid: is null (declared NOT NULL)" in details[1]
-    assert "does not fit in 64 bits" in details[2]
+    assert "does not fit a 64-bit int" in details[2]
     assert "Toll" in details[3]
     assert summary(s.flush().transactions) == [(1, "7", (3,)), ("progress", 2**62)]
 

@@ -27,7 +27,7 @@ from caesar.bus.errors import (
     UnknownTopicError,
 )
 from caesar.bus.protocol import BusConsumer, OffsetReset
-from caesar.bus.records import OutRecord, Record, TopicPartition, TopicSpec
+from caesar.bus.records import Headers, OutRecord, Record, TopicPartition, TopicSpec
 from caesar.settings import KafkaSettings
 
 # Errors a consumer reports in-band that are not failures.
@@ -65,7 +65,8 @@ class KafkaBus:
     @property
     def admin(self) -> AdminClient:
         if self._admin is None:
-            self._admin = AdminClient(self.settings.client_config())
+            conf: dict[str, str | int | float | bool] = {**self.settings.client_config()}
+            self._admin = AdminClient(conf)
         return self._admin
 
     def producer(self, transactional_id: str | None = None) -> KafkaProducer:
@@ -182,9 +183,10 @@ class KafkaBus:
                                        "group.id": f"caesar-meta-{uuid.uuid4().hex[:8]}",
                                        "enable.auto.commit": False,
                                        "isolation.level": "read_committed"})
-            return {TopicPartition(*tp): self._high_watermark(tp) for tp in partitions}
+            meta = self._meta
+            return {TopicPartition(*tp): self._high_watermark(meta, tp) for tp in partitions}
 
-    def _high_watermark(self, tp: TopicPartition) -> int:
+    def _high_watermark(self, meta: Consumer, tp: TopicPartition) -> int:
         # A broker answers NOT_LEADER / LEADER_NOT_AVAILABLE while leadership
         # of a fresh partition settles; such errors are retried until the
         # admin timeout, anything else fails at once.
@@ -192,7 +194,7 @@ class KafkaBus:
         delay = 0.05
         while True:
             try:
-                _, high = self._meta.get_watermark_offsets(
+                _, high = meta.get_watermark_offsets(
                     KTopicPartition(tp.topic, tp.partition), timeout=self._admin_timeout_s)
                 return high
             except KafkaException as exc:
@@ -397,14 +399,18 @@ class KafkaConsumer:
                 if err.fatal() or err.code() in _PERMANENT:
                     raise BusError(f"consuming {m.topic()}: {err.str()}")
                 if err.code() == KafkaError._PARTITION_EOF:
-                    self._eof[TopicPartition(m.topic(), m.partition())] = m.offset()
+                    topic, part, end = m.topic(), m.partition(), m.offset()
+                    if topic is not None and part is not None and end is not None:
+                        self._eof[TopicPartition(topic, part)] = end
                 elif err.code() not in _BENIGN:
                     self.last_error = err.str()
                 continue
+            topic, partition, offset = m.topic(), m.partition(), m.offset()
+            # librdkafka sets these on every message that is not an error.
+            assert topic is not None and partition is not None and offset is not None
             _, ts = m.timestamp()
-            headers = m.headers()
-            out.append(Record(m.topic(), m.partition(), m.offset(), m.key(), m.value(), ts,
-                              tuple(headers) if headers else ()))
+            out.append(Record(topic, partition, offset, m.key(), m.value(), ts,
+                              _headers(m.headers())))
         consumed = self._consumed
         for r in out:
             consumed[TopicPartition(r.topic, r.partition)] = r.offset + 1
@@ -450,3 +456,12 @@ class KafkaConsumer:
         if not self._closed:
             self._closed = True
             self._consumer.close()
+
+
+def _headers(raw: Sequence[tuple[str, str | bytes | None]] | Mapping[str, str | bytes | None] | None
+             ) -> Headers:
+    """A consumed message's headers (librdkafka gives a list of (name, bytes or None))."""
+    if not raw:
+        return ()
+    pairs = raw.items() if isinstance(raw, Mapping) else raw
+    return tuple((k, v.encode() if isinstance(v, str) else v) for k, v in pairs)

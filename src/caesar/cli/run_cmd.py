@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -16,9 +17,11 @@ from rich.table import Table
 
 from caesar.errors import CaesarError
 from caesar.plans.execution import ExecutionPlan
+from caesar.services.common.config import RunnerOptions
 
 if TYPE_CHECKING:
     from caesar.services.common.config import EngineFactory
+    from caesar.services.common.messages import Alert
 
 MAX_DEAD_SHOWN = 20
 
@@ -131,6 +134,11 @@ def register(app: typer.Typer) -> None:
                              "stopping it (queries keep their state by identity)")] = False,
         prefix: Annotated[str, typer.Option(
             help="the deployment's name (its actors' and consumer groups' prefix)")] = "caesar",
+        observe_port: Annotated[int, typer.Option(
+            help="port of the metrics (/metrics), probes (/healthz, /ready) and live "
+                 "context view (/); 0 = none")] = 9464,
+        observe_host: Annotated[str, typer.Option(
+            help="address to serve them on (0.0.0.0 inside a pod)")] = "127.0.0.1",
     ) -> None:
         """Start the CAESAR services for MODEL as Ray actors reading and writing Kafka,
         or (--update) swap the model of the running ones."""
@@ -141,10 +149,11 @@ def register(app: typer.Typer) -> None:
             update_model(plan, settings_file=settings_file, ray_address=ray_address,
                          prefix=prefix, console=err)
             return
+        options: RunnerOptions = {"allowance": allowance, "max_ahead": max_ahead,
+                                  "group_prefix": prefix}
         deploy_model(plan, model_text=model.read_text(), settings_file=settings_file,
-                     ray_address=ray_address, run_for=run_for, console=err,
-                     options={"allowance": allowance, "max_ahead": max_ahead,
-                              "group_prefix": prefix})
+                     ray_address=ray_address, run_for=run_for, console=err, options=options,
+                     observe_host=observe_host, observe_port=observe_port)
 
 
 def _engine(choice: EngineChoice) -> EngineFactory:
@@ -157,8 +166,8 @@ def _engine(choice: EngineChoice) -> EngineFactory:
     return CythonEngine
 
 
-def _printer(as_json: bool):
-    def show(alerts) -> None:
+def _printer(as_json: bool) -> Callable[[Sequence[Alert]], None]:
+    def show(alerts: Sequence[Alert]) -> None:
         if not alerts:
             return
         if as_json:

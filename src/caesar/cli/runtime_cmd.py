@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from caesar.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from caesar.runtime.local import LocalRuntime
 
 console = Console()
 
@@ -30,7 +33,7 @@ def _settings(config: Path | None, runtime_dir: Path | None, **runtime: Any) -> 
     return settings
 
 
-def _runtime(settings: Settings):  # noqa: ANN202
+def _runtime(settings: Settings) -> LocalRuntime:
     from caesar.runtime.local import LocalRuntime
 
     return LocalRuntime(settings.runtime)

@@ -6,16 +6,21 @@ queries the transition it makes."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeGuard, get_args
 
 from caesar.errors import SourcePosition
 from caesar.language import ast
 from caesar.plans import expr as ir
 from caesar.plans.execution import FieldCheck
-from caesar.plans.pattern import PatternComponent
+from caesar.plans.pattern import PatternComponent, Strategy
 
 IMPLICIT_DEFAULT = "default"
 Action = Literal["INITIATE", "SWITCH", "TERMINATE"]
+ACTIONS: tuple[Action, ...] = get_args(Action)
+
+
+def is_action(word: str | None) -> TypeGuard[Action]:
+    return word in ACTIONS
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,7 @@ class PatternBody:
     conjuncts: tuple[Conjunct, ...]
     equivalence: tuple[str, ...]
     within: int | None
-    strategy: str
+    strategy: Strategy
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,7 @@ class AggregateBody:
     size: int  # window size in ticks
     slide: int  # ticks; = size for tumbling windows
     group_by: tuple[str, ...]
-    aggregates: tuple[tuple[str, str, ir.Expr | None], ...]  # (name, func, arg)
+    aggregates: tuple[tuple[str, ir.AggFunc, ir.Expr | None], ...]  # (name, func, arg)
     conjuncts: tuple[Conjunct, ...]  # WHERE on the source events
     having: tuple[ir.Expr, ...]
 

@@ -11,8 +11,8 @@ Errors are LanguageError subclasses with position, found and expected.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from caesar.errors import SourcePosition
 from caesar.language import ast
@@ -24,6 +24,7 @@ from caesar.language.checked import (
     ContextInfo,
     EventType,
     Transition,
+    is_action,
 )
 from caesar.language.errors import (
     DuplicateNameError,
@@ -39,7 +40,7 @@ from caesar.language.errors import (
 from caesar.language.identity import query_identities
 from caesar.language.query_checks import check_aggregate, check_pattern, expected_names
 from caesar.plans.execution import FieldCheck
-from caesar.plans.pattern import STRATEGIES
+from caesar.plans.pattern import STRATEGIES, Strategy, is_strategy
 
 MAX_TICKS = 2**62  # windows stay below END_OF_TIME ticks
 UNIT_MS = {"MILLISECONDS": 1, "SECONDS": 1000, "MINUTES": 60_000, "HOURS": 3_600_000,
@@ -54,8 +55,8 @@ class ModelChecker:
         self.time_unit = model.time_unit or "SECONDS"
 
     def err(self, cls: type[LanguageError], message: str, pos: SourcePosition,
-            **kw: Any) -> LanguageError:
-        return cls(message, pos, self.text, **kw)
+            found: str | None = None, expected: str | None = None) -> LanguageError:
+        return cls(message, pos, self.text, found=found, expected=expected)
 
     # ---- model level ----
     def run(self) -> CheckedModel:
@@ -69,7 +70,8 @@ class ModelChecker:
         located.extend((q, None) for q in m.queries)
         # Queries are numbered q1, q2, ... in the order they appear in the text.
         located.sort(key=lambda item: (item[0].pos.line, item[0].pos.column))
-        self.default_strategy = self.strategy(m.strategy, m.strategy_pos) if m.strategy else \
+        self.default_strategy: Strategy = \
+            self.strategy(m.strategy, m.strategy_pos) if m.strategy else \
             "skip_till_any_match"
         checked = self.queries(located, types, contexts, names)
         query_identities(checked, m.source)  # duplicate @name: an error here, with its position
@@ -91,22 +93,7 @@ class ModelChecker:
                                    f"attribute {f.name} of {decl.name} is declared twice", f.pos,
                                    found=f.name, expected="distinct attribute names")
                 fields[f.name] = f.type
-            ts = decl.timestamp
-            if ts is None:
-                ts = "ts" if "ts" in fields else ("time" if "time" in fields else None)
-            if ts is None:
-                if decl.topic is not None:
-                    raise self.err(ModelStructureError,
-                                   f"input event type {decl.name} has no timestamp attribute",
-                                   decl.pos, expected="TIMESTAMP <attr> or an attribute 'ts'")
-                ts = "ts"
-            elif ts not in fields:
-                raise self.err(UnknownNameError, f"TIMESTAMP attribute {ts} is not an attribute of "
-                               f"{decl.name}", decl.pos, found=ts,
-                               expected=", ".join(fields) or "an attribute")
-            elif fields[ts] != "int":
-                raise self.err(ModelTypeError, f"timestamp attribute {ts} of {decl.name} must be INT",
-                               decl.pos, found=fields[ts], expected="int")
+            ts = self.timestamp(decl, fields)
             schema_json = self.check_schema(decl, fields) if decl.schema is not None else None
             checks = _field_checks(decl, schema_json)
             if decl.topic is not None and decl.output_topic is not None:
@@ -117,6 +104,27 @@ class ModelChecker:
             types[decl.name] = EventType(decl.name, fields, ts, decl.topic, decl.schema, False,
                                          decl.pos, decl.output_topic, schema_json, checks)
         return types
+
+    def timestamp(self, decl: ast.EventDecl, fields: dict[str, str]) -> str:
+        """The event time attribute: TIMESTAMP, else `ts` or `time`; an input
+        type must have one (an INT)."""
+        ts = decl.timestamp
+        if ts is None:
+            ts = "ts" if "ts" in fields else ("time" if "time" in fields else None)
+        if ts is None:
+            if decl.topic is not None:
+                raise self.err(ModelStructureError,
+                               f"input event type {decl.name} has no timestamp attribute",
+                               decl.pos, expected="TIMESTAMP <attr> or an attribute 'ts'")
+            return "ts"
+        if ts not in fields:
+            raise self.err(UnknownNameError, f"TIMESTAMP attribute {ts} is not an attribute of "
+                           f"{decl.name}", decl.pos, found=ts,
+                           expected=", ".join(fields) or "an attribute")
+        if fields[ts] != "int":
+            raise self.err(ModelTypeError, f"timestamp attribute {ts} of {decl.name} must be INT",
+                           decl.pos, found=fields[ts], expected="int")
+        return ts
 
     def check_schema(self, decl: ast.EventDecl, fields: dict[str, str]) -> str | None:
         """The schema's JSON text, after checking the declaration against it."""
@@ -176,9 +184,9 @@ class ModelChecker:
                                    f"input event type {t.name}", self.model.partition_pos,
                                    found=attr, expected=", ".join(t.fields))
 
-    def strategy(self, name: str, pos: SourcePosition) -> str:
+    def strategy(self, name: str, pos: SourcePosition) -> Strategy:
         norm = name.lower()
-        if norm not in STRATEGIES:
+        if not is_strategy(norm):
             raise self.err(PatternError, f"unknown event selection strategy {name}", pos,
                            found=name, expected=", ".join(STRATEGIES))
         return norm
@@ -207,7 +215,9 @@ class ModelChecker:
         return ticks
 
     # ---- queries ----
-    def queries(self, located, types: dict[str, EventType], contexts, names) -> tuple[CheckedQuery, ...]:
+    def queries(self, located: Sequence[tuple[ast.Query, str | None]],
+                types: dict[str, EventType], contexts: tuple[ContextInfo, ...],
+                names: set[str]) -> tuple[CheckedQuery, ...]:
         default = next(c.name for c in contexts if c.default)
         all_contexts = tuple(c.name for c in contexts)
         # Which queries derive which types (schemas come from the DERIVE clauses).
@@ -261,7 +271,8 @@ class ModelChecker:
                 if t in made_in and not set(q.contexts) <= made_in[t]:
                     missing = sorted(set(q.contexts) - made_in[t])
                     raise self.err(ModelStructureError, f"{t} is never derived in context "
-                                   f"{', '.join(missing)}, where this query runs", q.pos,
+                                   f"{', '.join(missing)}, where this query runs",
+                                   _type_pos(q.source, t),
                                    found=f"CONTEXT {', '.join(q.contexts)}",
                                    expected=f"contexts where {t} is derived: "
                                    + ", ".join(sorted(made_in[t])))
@@ -283,9 +294,18 @@ class ModelChecker:
                            f"{_fmt_fields(fields)} but {name} is {_fmt_fields(existing.fields)}",
                            q.pos, found=_fmt_fields(fields), expected=_fmt_fields(existing.fields))
 
-    def query(self, index: int, q: ast.Query, home: str | None, types, names, default,
-              all_contexts) -> CheckedQuery:
+    def query(self, index: int, q: ast.Query, home: str | None, types: dict[str, EventType],
+              names: set[str], default: str, all_contexts: tuple[str, ...]) -> CheckedQuery:
         qid = f"q{index + 1}"
+        contexts = self.query_contexts(q, home, names, all_contexts)
+        transition = self.transition(q, names, default) if q.kind == "window" else None
+        if q.kind == "aggregate":
+            return check_aggregate(self, qid, q, home, contexts, types)
+        return check_pattern(self, qid, q, home, contexts, transition, types)
+
+    def query_contexts(self, q: ast.Query, home: str | None, names: set[str],
+                       all_contexts: tuple[str, ...]) -> tuple[str, ...]:
+        """The contexts a query runs in: its CONTEXT clause, else its block, else all."""
         for c in q.contexts:
             if c not in names:
                 raise self.err(UnknownNameError, f"unknown context {c}", q.contexts_pos, found=c,
@@ -298,24 +318,21 @@ class ModelChecker:
             contexts = q.contexts or (home,)
         else:
             contexts = q.contexts or all_contexts
-        contexts = tuple(dict.fromkeys(contexts))
-        action = target = None
-        if q.kind == "window":
-            action, target = q.action, q.target
-            assert action is not None and target is not None
-            if target not in names:
-                raise self.err(UnknownNameError, f"{action} to undefined context {target}",
-                               q.target_pos, found=target, expected=expected_names(sorted(names)))
-            if target == default and action != "SWITCH":
-                raise self.err(ModelStructureError, f"{action} CONTEXT {target}: the default context "
-                               "holds exactly when no other context does", q.target_pos,
-                               found=f"{action} CONTEXT {target}",
-                               expected=f"SWITCH CONTEXT {target} or TERMINATE the other context")
-        if q.kind == "aggregate":
-            return check_aggregate(self, qid, q, home, contexts, types)
-        transition = Transition(action, target) if action is not None and target is not None \
-            else None
-        return check_pattern(self, qid, q, home, contexts, transition, types)
+        return tuple(dict.fromkeys(contexts))
+
+    def transition(self, q: ast.Query, names: set[str], default: str) -> Transition:
+        """What a context deriving query (INITIATE/SWITCH/TERMINATE) does."""
+        action, target = q.action, q.target
+        assert is_action(action) and target is not None  # the grammar allows no other
+        if target not in names:
+            raise self.err(UnknownNameError, f"{action} to undefined context {target}",
+                           q.target_pos, found=target, expected=expected_names(sorted(names)))
+        if target == default and action != "SWITCH":
+            raise self.err(ModelStructureError, f"{action} CONTEXT {target}: the default context "
+                           "holds exactly when no other context does", q.target_pos,
+                           found=f"{action} CONTEXT {target}",
+                           expected=f"SWITCH CONTEXT {target} or TERMINATE the other context")
+        return Transition(action, target)
 
     def check_keyed(self, queries: tuple[CheckedQuery, ...],
                     contexts: tuple[ContextInfo, ...]) -> None:

@@ -5,13 +5,15 @@ both build their loops here."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Protocol
 
 from caesar.bus.protocol import Bus
-from caesar.bus.records import TopicSpec
+from caesar.bus.records import TopicPartition, TopicSpec
 from caesar.bus.topics import topic_specs
 from caesar.services.common.config import ServiceConfig
-from caesar.services.common.loop import ServiceLoop
+from caesar.services.common.loop import Handler, ServiceLoop
 from caesar.services.common.plans import PlanBook, plan_loader
 from caesar.services.deriver.runner import DeriverHandler
 from caesar.services.matcher.runner import MatcherHandler
@@ -19,8 +21,16 @@ from caesar.services.router.runner import RouterHandler
 from caesar.services.scheduler.runner import SchedulerHandler
 from caesar.services.store.checkpoint import StateStore
 
-SERVICES = {"scheduler": SchedulerHandler, "deriver": DeriverHandler,
-            "router": RouterHandler, "matcher": MatcherHandler}
+
+class ServiceHandler(Handler, Protocol):
+    """A service's handler, which knows every input partition it reads."""
+
+    def inputs(self) -> list[TopicPartition]: ...
+
+
+SERVICES: dict[str, Callable[[ServiceConfig], ServiceHandler]] = {
+    "scheduler": SchedulerHandler, "deriver": DeriverHandler,
+    "router": RouterHandler, "matcher": MatcherHandler}
 
 
 def service_topics(cfg: ServiceConfig) -> list[TopicSpec]:

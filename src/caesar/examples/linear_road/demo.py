@@ -111,7 +111,7 @@ def register(app: typer.Typer) -> None:
                  f"simulated, {cars} cars per direction, speed {speed or 'max'}")
             started = time.monotonic()
             produce(spark, generate(config), bootstrap, speed=speed, progress=print_progress,
-                    fanout=fanout, partitions=settings.topics.partitions)
+                    fanout=fanout)
             step(f"waiting for the alerts (done after {idle_stop:.0f} s without new ones)")
             consumer.wait_idle(idle_stop, max_s=duration + 600)
             typer.echo(f"pipeline done in {time.monotonic() - started:.0f} s")

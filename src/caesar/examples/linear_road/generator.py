@@ -106,20 +106,16 @@ def generate(config: GeneratorConfig) -> Iterator[PositionReport]:
     # Trips: entry times with a density growing linearly (t = T_entry * sqrt(u)).
     last_entry = max(1, int(duration * 0.85))
     starts: dict[int, list[tuple[_Road, int]]] = defaultdict(list)
-    trips = []
-    for road in roads:
-        for _ in range(config.cars_per_direction):
-            trips.append((int(last_entry * math.sqrt(rnd.random())), road))
+    trips = [(int(last_entry * math.sqrt(rnd.random())), road)
+             for road in roads for _ in range(config.cars_per_direction)]
     trips.sort(key=lambda trip: (trip[0], trip[1].xway, trip[1].dir))
     for t, road in trips:
         starts[t].append((road, rnd.getrandbits(32)))
 
-    accidents: list[_Accident] = []
-    for road in roads:
-        for _ in range(config.accidents_per_direction):
-            accidents.append(_Accident(road.xway, road.dir,
-                                       at=rnd.randint(int(duration * 0.25), int(duration * 0.5)),
-                                       stop_s=rnd.randint(*config.accident_stop_s)))
+    accidents = [_Accident(road.xway, road.dir,
+                           at=rnd.randint(int(duration * 0.25), int(duration * 0.5)),
+                           stop_s=rnd.randint(*config.accident_stop_s))
+                 for road in roads for _ in range(config.accidents_per_direction)]
     accidents.sort(key=lambda a: (a.at, a.xway, a.dir))
 
     due: dict[int, list[_Car]] = defaultdict(list)

@@ -1,19 +1,20 @@
-"""Spark producer: Linear Road position reports -> the input topic, as Avro
-(single-object encoding), keyed by the stream partition key "<xway>:<dir>" or, with
-segment fan-out, "<xway>:<dir>:<pseg>" (SPEC.md section 1).
+"""Spark producer: Linear Road position reports -> the input topic, through the
+generic producer (caesar/jobs/produce.py: Avro in the model's PositionReport
+schema, keyed by the model's PARTITION BY (xway, dir, pseg), each Kafka
+partition in time order). What is Linear Road's own: the reports come from the
+generator or a standard LR file, and with segment fan-out each goes to the
+(up to) 6 segment partitions that need it, `pseg` set (SPEC.md section 1).
 
-Reports come from the generator or a standard LR file, in time order. They are
-sent in slices of simulated time through Spark's Kafka sink; between slices the
-job waits so that simulated time advances `speed` times faster than wall time
-(speed 1 = real time, 0 = as fast as possible). The Kafka record timestamp is
-the time a report entered Kafka; the pipeline carries it into the alerts as
-`ingest_ms` for the latency figures.
+Reports are sent in slices of simulated time, each one write of the generic
+producer; between slices the job waits so that simulated time advances
+`speed` times faster than wall time (speed 1 = real time, 0 = as fast as
+possible). The Kafka record timestamp is the time a report entered Kafka; the
+pipeline carries it into the alerts as `ingest_ms` for the latency figures.
 
-After each slice, one input watermark per partition of the topic (a record
-with the `caesar.watermark` header and no value): the slice's end, the
-producer's promise that no report before it follows. The scheduler releases
-the slice at once (rather than when the next one arrives), and what counts as
-late stays a function of the input, never of pauses between slices.
+After each slice, the generic producer sends every partition of the topic an
+input watermark (the slice's last report time + 1): no report before it
+follows, so the scheduler releases the slice at once rather than when the
+next one arrives, and what counts as late never depends on pauses.
 
     python -m caesar.examples.linear_road.produce --bootstrap 127.0.0.1:9092 --generate xways=1,duration_s=600 --speed 10
     python -m caesar.examples.linear_road.produce --bootstrap 127.0.0.1:9092 --lr-file data.lr --speed 0
@@ -29,13 +30,15 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from caesar.examples.linear_road.avro import POSITION_REPORT, encode
+from caesar.examples.linear_road.avro import POSITION_REPORT, WIRE_DDL
 from caesar.examples.linear_road.generator import generate
 from caesar.examples.linear_road.partitioning import wire_records
 from caesar.examples.linear_road.records import PositionReport, read_lr
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from caesar.jobs.produce import ModelProducer
 
 DEFAULT_TOPIC = "lr-position-reports"
 MIN_SLICE_WALL_S = 0.5  # one Spark write per slice: keep slices long enough to amortize it
@@ -86,27 +89,17 @@ def produce(spark: SparkSession, reports: Iterable[PositionReport], bootstrap: s
             topic: str = DEFAULT_TOPIC, speed: float = 0.0,
             progress: Callable[[ProduceStats], None] | None = None,
             kafka_options: dict[str, str] | None = None,
-            fanout: bool = False, partitions: int | None = None) -> ProduceStats:
+            fanout: bool = False) -> ProduceStats:
     """Send `reports` (time-ordered) to `topic`; `fanout` = per-segment partitions
-    (src/caesar/examples/linear_road/partitioning.py). `partitions`: the topic's
-    partition count, for the input watermarks (None: no watermarks)."""
+    (src/caesar/examples/linear_road/partitioning.py)."""
+    producer = model_producer(spark, bootstrap, topic, kafka_options)
     stats = ProduceStats()
     started = time.monotonic()
-    end = 0
-    for batch, end in slices_with_ends(reports, speed):
-        wire = [pair for r in batch for pair in wire_records(r, fanout)]
-        values = encode(POSITION_REPORT, [record for _, record in wire])
-        rows: list[tuple] = [(key.encode(), v, None, None)
-                             for (key, _), v in zip(wire, values, strict=True)]
-        rows += watermark_rows(end, partitions)
-        # One writer task per slice: several tasks would interleave their rows in a
-        # Kafka partition out of event-time order, and the scheduler's watermark is
-        # per Kafka partition (coalesce keeps the rows' order, watermarks last).
-        frame = spark.createDataFrame(rows, ROW_SCHEMA).coalesce(1)
-        (frame.write.format("kafka")
-         .option("kafka.bootstrap.servers", bootstrap)
-         .options(**(kafka_options or {}))  # `kafka.*` security options
-         .option("topic", topic).save())
+    for batch in paced_slices(reports, speed):
+        rows = [tuple(record.values()) for r in batch for _, record in wire_records(r, fanout)]
+        sent = producer.send_batch(spark.createDataFrame(rows, WIRE_DDL[POSITION_REPORT]))
+        if sent.dead_letters:  # the generator's reports are valid events; a file's may not be
+            print(f"[produce] {sent.dead_letters} reports went to the dead letters", flush=True)
         stats.records += len(batch)
         stats.messages += len(rows)
         stats.slices += 1
@@ -117,38 +110,21 @@ def produce(spark: SparkSession, reports: Iterable[PositionReport], bootstrap: s
     return stats
 
 
-# null partition / headers: Kafka's key partitioner, no headers (data rows)
-ROW_SCHEMA = ("key BINARY, value BINARY, partition INT, "
-              "headers ARRAY<STRUCT<key: STRING, value: BINARY>>")
+def model_producer(spark: SparkSession, bootstrap: str, topic: str = DEFAULT_TOPIC,
+                   kafka_options: dict[str, str] | None = None) -> ModelProducer:
+    """The generic producer for the Linear Road model, writing PositionReports to `topic`."""
+    from caesar.examples import model_path
+    from caesar.jobs.input_rows import ColumnMapping
+    from caesar.jobs.job_model import JobModel
+    from caesar.jobs.produce import ModelProducer
+    from caesar.settings import load_settings
 
-
-def watermark_rows(ts: int, partitions: int | None) -> list[tuple]:
-    """Input watermark rows (caesar.services.scheduler.runner.watermark_record)."""
-    from caesar.services.scheduler.runner import WATERMARK_HEADER
-
-    return [(None, None, j, [(WATERMARK_HEADER, str(ts).encode())])
-            for j in range(partitions or 0)]
-
-
-def slices_with_ends(reports: Iterable[PositionReport], speed: float
-                     ) -> Iterator[tuple[list[PositionReport], int]]:
-    """paced_slices with each slice's end in simulated seconds (every report
-    before it has been sent once the slice is)."""
-    step = slice_seconds(speed)
-    for batch in paced_slices(reports, speed):
-        yield batch, (batch[-1].time // step + 1) * step
-
-
-def topic_partitions(bootstrap: str, topic: str) -> int | None:
-    """The topic's partition count from the broker (None if it cannot tell)."""
-    from confluent_kafka.admin import AdminClient
-
-    try:
-        meta = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=15)
-        found = meta.topics.get(topic)
-        return len(found.partitions) if found is not None and found.error is None else None
-    except Exception:  # noqa: BLE001 - no watermarks then; the scheduler still works
-        return None
+    model = JobModel.load(model_path("linear_road")).with_input_topics({"PositionReport": topic})
+    settings = load_settings()
+    settings = settings.model_copy(update={"kafka": settings.kafka.model_copy(
+        update={"bootstrap_servers": bootstrap})})
+    return ModelProducer(spark, model, settings, ColumnMapping(event_type="PositionReport"),
+                         kafka_options=kafka_options, source="linear-road-generator")
 
 
 def print_progress(stats: ProduceStats) -> None:
@@ -175,18 +151,14 @@ def main(argv: list[str] | None = None) -> int:
                              "segment partitions that need it (SPEC.md section 1)")
     parser.add_argument("--speed", type=float, default=0.0,
                         help="simulated seconds per wall second (1 = real time, 0 = max)")
-    parser.add_argument("--partitions", type=int, default=None,
-                        help="partitions of the topic, for the input watermarks sent after "
-                             "each slice (default: ask the broker)")
     add_kafka_option_argument(parser)
     args = parser.parse_args(argv)
-    partitions = args.partitions or topic_partitions(args.bootstrap, args.topic)
 
     reports = (read_lr(args.lr_file) if args.lr_file
                else generate(parse_generator_spec(args.generate)))
     spark = spark_session("caesar-lr-produce", kafka=True)
     stats = produce(spark, reports, args.bootstrap, args.topic, args.speed, print_progress,
-                    fanout=args.segment_fanout, partitions=partitions,
+                    fanout=args.segment_fanout,
                     kafka_options=spark_kafka_options(args.kafka_option))
     print(f"[produce] done: {stats.records:,} reports, {stats.simulated_s} simulated s "
           f"in {stats.wall_s:.1f} s")

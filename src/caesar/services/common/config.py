@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 if TYPE_CHECKING:
     from caesar.codecs import Codec
+    from caesar.logs import LogFormat
     from caesar.plans.engine import PatternEngine
     from caesar.plans.execution import ExecutionPlan
     from caesar.plans.pattern import PatternPlan
@@ -16,6 +17,19 @@ if TYPE_CHECKING:
 
 # Builds the pattern engine of a matcher from its plans (tests swap in the reference).
 EngineFactory = Callable[[Sequence["PatternPlan"]], "PatternEngine"]
+
+
+class RunnerOptions(TypedDict, total=False):
+    """Options of a deployment's service loops (all optional)."""
+
+    allowance: int  # out-of-orderness allowed in event time
+    max_ahead: int | None  # scheduler: see ServiceConfig.max_ahead
+    ahead_confirm: int
+    engine_factory: EngineFactory | None
+    group_prefix: str  # consumer groups and actor names start with it
+    commit_interval_s: float
+    log_level: str  # the actors log like the driver (caesar.logs)
+    log_format: LogFormat
 
 
 @dataclass

@@ -21,6 +21,7 @@ the same in-process (abort, rewind, go on) instead of restarting the actor.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -30,6 +31,7 @@ from typing import Any, Protocol
 from caesar.bus.errors import BusError, ProducerFencedError
 from caesar.bus.protocol import Bus, BusConsumer, BusProducer
 from caesar.bus.records import OutRecord, Record, TopicPartition
+from caesar.services.common.latency import LatencyHistogram
 from caesar.services.store.checkpoint import StateStore
 
 log = logging.getLogger(__name__)
@@ -66,6 +68,9 @@ class LoopStats:
     state_bytes: int = 0  # size of the last checkpoint (all partitions)
     restore_s: float = 0.0  # how long the last restore took
     restored_from: dict[str, int] = field(default_factory=dict)
+    # How long the oldest record of each batch waited between the previous hop
+    # producing it (its Kafka timestamp) and this loop handling it.
+    hop_ms: LatencyHistogram = field(default_factory=LatencyHistogram)
 
 
 class ServiceLoop:
@@ -144,6 +149,14 @@ class ServiceLoop:
             log.info("%s restored in %.2f s; resuming at %s", self.transactional_prefix,
                      self.stats.restore_s, self.stats.restored_from)
 
+    def lag(self) -> int:
+        """Records in the inputs not handled yet (end offsets - positions; the
+        consumer's position counts transaction markers it has skipped)."""
+        end = self.bus.end_offsets(self.inputs)
+        seen = self.consumer.position(self.inputs) if self.consumer is not None else {}
+        return sum(max(0, end[tp] - max(self.positions.get(tp, 0), seen.get(tp) or 0))
+                   for tp in self.inputs)
+
     def _committed(self, timeout_s: float = 60.0) -> dict[TopicPartition, int | None]:
         """Committed offsets; a group coordinator still loading is waited out."""
         assert self.consumer is not None
@@ -169,6 +182,7 @@ class ServiceLoop:
                 produced += len(out)
         records = self.consumer.poll(self.batch_size, self.poll_timeout_s)
         if records:
+            self.stats.hop_ms.observe(time.time() * 1000 - min(r.timestamp_ms for r in records))
             outputs = self.handler.handle(records)
             for r in records:
                 tp = r.topic_partition
@@ -268,10 +282,8 @@ class ServiceLoop:
         self._restore()
 
     def _replace_producer(self, j: int) -> None:
-        try:
+        with contextlib.suppress(BusError):
             self.producers[j].close()
-        except BusError:
-            pass
         self.producers[j] = self.bus.producer(transactional_id=self.transactional_id(j))
 
     def run(self, should_stop: Callable[[], bool], max_idle_s: float | None = None) -> None:
@@ -287,10 +299,8 @@ class ServiceLoop:
     def close(self) -> None:
         try:
             for j in list(self._open):
-                try:
+                with contextlib.suppress(BusError):
                     self.producers[j].abort_transaction()
-                except BusError:
-                    pass
         finally:
             if self.consumer is not None:
                 self.consumer.close()

@@ -61,7 +61,7 @@ def register_input_schemas(repo: SchemaRepository, plan: ExecutionPlan) -> dict[
     field required); returns event type -> schema full name."""
     names = {}
     for t in plan.event_types:
-        fields = [{"name": t.ts_field, "type": "long"}]
+        fields: list[dict[str, Any]] = [{"name": t.ts_field, "type": "long"}]
         fields += [{"name": a, "type": ["null", AVRO_TYPES[k]], "default": None}
                    for a, k in t.fields.items() if a != t.ts_field]
         entry = repo.add({"type": "record", "name": t.name, "namespace": "caesar.input",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from caesar.bus.records import OutRecord, Record, TopicPartition
 from caesar.services.common.config import ServiceConfig
@@ -56,7 +56,9 @@ class DeriverHandler:
     def handle(self, records: Sequence[Record]) -> dict[int, list[OutRecord]]:
         by_partition: dict[int, list[Transaction | Progress | PlanSwitch]] = defaultdict(list)
         for r in records:
-            schema, value = self.codec.decode(r.value or b"")
+            if r.value is None:  # a tombstone: the services never write one here
+                continue
+            schema, value = self.codec.decode(r.value)
             if schema == TXN:
                 txn, seq = txn_from(value)
                 self.owner[txn.partition] = r.partition
@@ -72,7 +74,7 @@ class DeriverHandler:
             out = outputs[j] = []
             for chunk, switch in segments(items):
                 if chunk:
-                    self._derive(j, chunk, out)
+                    self._derive(j, cast(list[Transaction | Progress], chunk), out)
                 if switch is not None:  # pass the model upgrade on, after the old plan's work
                     self.plans.switch(j, switch.plan)
                     out.append(OutRecord(topic, self.codec.encode(
@@ -85,7 +87,7 @@ class DeriverHandler:
         before: dict[int, int] = {}
         result = self.procs[j].process(items)
         for c in result.changes:
-            previous = before.get(c.partition, None)
+            previous = before.get(c.partition)
             self.change_seq[c.partition] += 1
             rec = change_record(c, self.change_seq[c.partition],
                                 previous if previous is not None else -1)

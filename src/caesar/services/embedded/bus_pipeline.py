@@ -8,12 +8,15 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from caesar.bus.protocol import Bus
 from caesar.bus.reading import read_all
 from caesar.bus.records import OutRecord, Record, TopicPartition
-from caesar.services.common.config import ServiceConfig
+from caesar.plans.execution import ExecutionPlan
+from caesar.services.common.config import EngineFactory, ServiceConfig
+from caesar.services.common.loop import ServiceLoop
 from caesar.services.common.messages import END_OF_TIME, Alert
 from caesar.services.common.wire import (
     DEAD,
@@ -45,7 +48,7 @@ def produce_inputs(bus: Bus, cfg: ServiceConfig, values: Iterable[Mapping[str, A
     batch: list[OutRecord] = []
     n = 0
     for v in values:
-        etype = types.get(v.get("type", ""))  # type: ignore[arg-type]
+        etype = types.get(str(v.get("type", "")))
         topic = (etype.topic or cfg.topics.input_topic(etype.name)) if etype else default_topic
         if topic is None:
             raise ValueError("the model has no input topic")
@@ -91,12 +94,13 @@ def read_topic(bus: Bus, topic: str, partitions: int, timeout_s: float = 30.0) -
 
 def read_alerts(bus: Bus, cfg: ServiceConfig) -> list[Alert]:
     records = read_topic(bus, cfg.topics.alerts, cfg.topics.partitions)
-    return [alert_from(cfg.codec.decode_as(DERIVED, r.value or b"")) for r in records]
+    return [alert_from(cfg.codec.decode_as(DERIVED, r.value)) for r in records
+            if r.value is not None]
 
 
 def read_dead_letters(bus: Bus, cfg: ServiceConfig) -> list[dict[str, Any]]:
     records = read_topic(bus, cfg.topics.dead_letters, cfg.topics.partitions)
-    return [cfg.codec.decode_as(DEAD, r.value or b"") for r in records]
+    return [cfg.codec.decode_as(DEAD, r.value) for r in records if r.value is not None]
 
 
 class BusPipeline:
@@ -105,9 +109,9 @@ class BusPipeline:
     def __init__(self, cfg: ServiceConfig, bus: Bus, **loop_options: Any) -> None:
         self.cfg, self.bus = cfg, bus
         bus.create_topics(service_topics(cfg))
-        self.loops = {}
+        self.loops: dict[str, ServiceLoop] = {}
         for name in SERVICES:
-            scfg = ServiceConfig(**{**cfg.__dict__, "actor_id": f"{name}-{cfg.actor_id}"})
+            scfg = replace(cfg, actor_id=f"{name}-{cfg.actor_id}")
             self.loops[name] = make_loop(name, scfg, bus, **loop_options)
         for loop in self.loops.values():
             loop.start()
@@ -143,9 +147,9 @@ class BusPipeline:
             loop.close()
 
 
-def run_on_memory_bus(plan: Any, decoded: Iterable[tuple[Mapping[str, Any] | None, str | None,
-                                                        bytes]],
-                      *, allowance: int = 0, engine_factory: Any = None,
+def run_on_memory_bus(plan: ExecutionPlan,
+                      decoded: Iterable[tuple[Mapping[str, Any] | None, str | None, bytes]],
+                      *, allowance: int = 0, engine_factory: EngineFactory | None = None,
                       max_ahead: int | None = None) -> tuple[list[Alert], list[dict[str, Any]]]:
     """`caesar run --bus memory`: the service runners over InMemoryBus.
     Returns (alerts, dead letters)."""

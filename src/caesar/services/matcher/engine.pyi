@@ -1,7 +1,9 @@
-# Python-level interface of the Cython engine (engine.pyx): the PatternEngine
-# protocol of caesar.plans.engine, plus what benchmarks and tests inspect.
+# The Python-visible interface of the Cython engine (engine.pyx), for type
+# checkers; scripts/test.sh checks it against the built module with stubtest.
 from collections.abc import Collection, Sequence
 from typing import Any
+
+from typing_extensions import disjoint_base
 
 from caesar.events.batch import EventBatch
 from caesar.plans.engine import DerivedEvent
@@ -9,13 +11,15 @@ from caesar.plans.pattern import PatternPlan
 
 STATE_FORMAT: int
 
+@disjoint_base
 class CythonEngine:
-    def __init__(self, plans: Sequence[PatternPlan], share_prefixes: bool = ...) -> None: ...
+    def __init__(self, plans: Sequence[PatternPlan], share_prefixes: bool = True) -> None: ...
+    def shared_prefixes(self) -> dict[str, tuple[str, int]]:
+        """{follower plan id: (leader plan id, shared components)}."""
     def process(self, batch: EventBatch,
                 active: Collection[str] | None = None) -> list[DerivedEvent]: ...
     def advance(self, watermark: int) -> list[DerivedEvent]: ...
     def discard(self, plan_ids: Collection[str], partition: int) -> None: ...
     def snapshot(self, partition: int) -> dict[str, Any]: ...
     def restore(self, partition: int, state: dict[str, Any]) -> None: ...
-    def shared_prefixes(self) -> dict[str, tuple[str, int]]: ...
     def state_size(self) -> int: ...

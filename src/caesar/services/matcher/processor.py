@@ -31,6 +31,14 @@ class MatcherOutput:
     progress: Progress | None = None
 
 
+@dataclass
+class _Step:
+    """The transactions of one event-time step, run through the graph together."""
+
+    ts: int | None = None
+    items: list[tuple[Transaction, frozenset[str]]] = field(default_factory=list)
+
+
 class MatcherProcessor:
     """Runs the plan's matcher stages on routed transactions."""
 
@@ -48,44 +56,46 @@ class MatcherProcessor:
 
     def process(self, items: Sequence[RoutedTransaction | Discard | Progress]) -> MatcherOutput:
         out = MatcherOutput()
-        step: list[tuple[Transaction, frozenset[str]]] = []
-        step_ts: int | None = None
-
-        def run_step() -> None:
-            nonlocal step, step_ts
-            if step_ts is not None:
-                for txn, _ in step:  # alerts of this step were triggered by it
-                    self.ingest[txn.partition] = max(
-                        (e.get("_ingest_ms", 0) for e in txn.events), default=0)
-                out.alerts.extend(self._alerts(self.graph.step(step_ts, step)))
-            step, step_ts = [], None
-
+        step = _Step()
         for item in items:
             if isinstance(item, RoutedTransaction):
-                if step_ts is not None and item.txn.ts != step_ts:
-                    run_step()
-                if item.discard:
-                    # The window ended before this transaction: drop first.
-                    run_step()
-                    self.graph.discard(item.discard, item.txn.partition)
-                step_ts = item.txn.ts
-                step.append((item.txn, frozenset(item.active)))
-                if item.muted or item.txn.partition in self.muted:
-                    self.muted[item.txn.partition] = frozenset(item.muted)
+                self._add(item, step, out)
             elif isinstance(item, Discard):
-                run_step()
+                self._run(step, out)
                 self.graph.discard(item.plan_ids, item.partition)
             elif isinstance(item, Progress):
-                run_step()
+                self._run(step, out)
                 if item.watermark > self.watermark:
                     self.watermark = item.watermark
                     out.alerts.extend(self._alerts(self.graph.advance(item.watermark)))
                     out.progress = Progress(self.watermark, "matcher")
             else:
                 raise TypeError(f"matcher cannot process {type(item).__name__}")
-        run_step()
+        self._run(step, out)
         self.alerts_emitted += len(out.alerts)
         return out
+
+    def _add(self, item: RoutedTransaction, step: _Step, out: MatcherOutput) -> None:
+        """Add a transaction to the step at its ts (running the step before
+        when the ts moves on or a context window ended before it)."""
+        if step.ts is not None and item.txn.ts != step.ts:
+            self._run(step, out)
+        if item.discard:
+            # The window ended before this transaction: drop first.
+            self._run(step, out)
+            self.graph.discard(item.discard, item.txn.partition)
+        step.ts = item.txn.ts
+        step.items.append((item.txn, frozenset(item.active)))
+        if item.muted or item.txn.partition in self.muted:
+            self.muted[item.txn.partition] = frozenset(item.muted)
+
+    def _run(self, step: _Step, out: MatcherOutput) -> None:
+        if step.ts is not None:
+            for txn, _ in step.items:  # alerts of this step were triggered by it
+                self.ingest[txn.partition] = max(
+                    (e.get("_ingest_ms", 0) for e in txn.events), default=0)
+            out.alerts.extend(self._alerts(self.graph.step(step.ts, step.items)))
+        step.ts, step.items = None, []
 
     def snapshot(self) -> dict[str, Any]:
         """Plain data (services/store/state_format.py), queries by identity."""

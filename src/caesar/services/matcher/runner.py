@@ -4,13 +4,15 @@ progress to the progress topic."""
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from caesar.bus.records import OutRecord, Record, TopicPartition
 from caesar.plans.execution import ExecutionPlan
 from caesar.services.common.config import ServiceConfig
+from caesar.services.common.latency import LatencyHistogram
 from caesar.services.common.messages import (
     Alert,
     DeadLetter,
@@ -49,6 +51,8 @@ class OutputEncoder:
     def __init__(self, cfg: ServiceConfig) -> None:
         self.cfg, self.codec = cfg, cfg.codec
         self._by_plan: dict[int, dict[str, tuple[str, list[str]]]] = {}
+        # Input Kafka timestamp -> alert encoded: the pipeline's end-to-end latency.
+        self.latency = LatencyHistogram()
 
     def _schemas(self, plan: ExecutionPlan) -> dict[str, tuple[str, list[str]]]:
         """Event type -> (schema name, fields) of the plan's output schemas."""
@@ -56,14 +60,17 @@ class OutputEncoder:
         if found is None:
             repo = self.codec.repository
             found = self._by_plan[id(plan)] = {
-                etype: (name, [f["name"] for f in repo.get(name).raw["fields"]])
+                etype: (name, repo.get(name).field_names())
                 for etype, name in register_model_schemas(repo, plan).items()}
         return found
 
     def encode(self, alerts: list[Alert], plan: ExecutionPlan | None = None) -> list[OutRecord]:
         schemas = self._schemas(plan or self.cfg.plan)
         out: list[OutRecord] = []
+        now = time.time() * 1000
         for a in alerts:
+            if a.ingest_ms:
+                self.latency.observe(now - a.ingest_ms)
             key = a.key.encode()
             generic = self.codec.encode(DERIVED, alert_record(a))
             out.append(OutRecord(self.cfg.topics.alerts, generic, key))
@@ -106,7 +113,9 @@ class MatcherHandler:
         by_partition: dict[int, list[RoutedTransaction | Discard | Progress | PlanSwitch]] = \
             defaultdict(list)
         for r in records:
-            schema, value = self.codec.decode(r.value or b"")
+            if r.value is None:  # a tombstone: the services never write one here
+                continue
+            schema, value = self.codec.decode(r.value)
             if schema == ROUTED:
                 item, seq = routed_from(value)
                 part = item.txn.partition if isinstance(item, RoutedTransaction) else item.partition
@@ -122,7 +131,8 @@ class MatcherHandler:
             out = outputs[j] = []
             for chunk, switch in segments(items):
                 if chunk:
-                    result = self.procs[j].process(chunk)
+                    result = self.procs[j].process(
+                        cast(list[RoutedTransaction | Discard | Progress], chunk))
                     out += self.outputs.encode(result.alerts, self.plans.plan(j))
                     if result.progress is not None:
                         out.append(OutRecord(self.cfg.topics.progress, self.codec.encode(

@@ -88,13 +88,12 @@ class StageGraph:
         ids = [plan_id(s) for s in self.stages]
         if len(set(ids)) != len(ids):
             raise PlanError(f"duplicate plan ids among stages: {ids}")
-        self._patterns = [s for s in self.stages if isinstance(s.plan, PatternPlan)]
+        patterns = [s.plan for s in self.stages if isinstance(s.plan, PatternPlan)]
         self._schemas = dict(self.schemas)
-        for s in self._patterns:
-            for t, cols in s.plan.schemas.items():
+        for p in patterns:
+            for t, cols in p.schemas.items():
                 self._schemas.setdefault(t, dict(cols))
-        self.engine: PatternEngine | None = (
-            self.engine_factory([s.plan for s in self._patterns]) if self._patterns else None)
+        self.engine: PatternEngine | None = self.engine_factory(patterns) if patterns else None
         self.aggregates: dict[str, AggregateExecutor] = {
             plan_id(s): AggregateExecutor(s.plan, self.strings)
             for s in self.stages if isinstance(s.plan, AggregatePlan)}
@@ -184,11 +183,10 @@ class StageGraph:
                 out.append(StageOutput(self._by_id[pid], rec, row["_window_start"], row["ts"]))
         if self.engine is not None and watermark < END_OF_TIME:
             floor = max(self._time, -(2**62))
-            for ev in self.engine.advance(watermark):
-                out.append(self._derived(ev, clamp=floor))
+            out.extend(self._derived(ev, clamp=floor) for ev in self.engine.advance(watermark))
         elif self.engine is not None:
-            for ev in self.engine.advance(END_OF_TIME):
-                out.append(self._derived(ev, clamp=self._time))
+            out.extend(self._derived(ev, clamp=self._time)
+                       for ev in self.engine.advance(END_OF_TIME))
         return out
 
     def _derived(self, ev: DerivedEvent, clamp: int | None = None) -> StageOutput:
@@ -215,40 +213,44 @@ class StageGraph:
             available[r["type"]].append(r)
         outputs: list[StageOutput] = []
         pending: list[str] = []  # pattern stages waiting for one engine call
-        pending_types: set[str] = set()
-
-        def flush() -> None:
-            if not pending:
-                return
-            new = self._call_engine(pending, available)
-            for o in new:
-                available[o.record["type"]].append(o.record)
-            outputs.extend(new)
-            pending.clear()
-            pending_types.clear()
-
+        pending_types: set[str] = set()  # what they produce
         for stage in self.stages:
             pid = plan_id(stage)
             if pid not in active:
                 continue
             needs = self._consumes[pid]
             if needs & pending_types:
-                flush()
+                outputs += self._flush(pending, available)
+                pending_types.clear()
             if not any(available.get(t) for t in needs):
                 continue
             if isinstance(stage.plan, AggregatePlan):
-                src = available[stage.plan.source_type]
-                self.aggregates[pid].add(
-                    src, np.fromiter((r["_ts"] for r in src), np.int64, len(src)),
-                    np.fromiter((r["_p"] for r in src), np.int64, len(src)),
-                    {r["_p"]: r["_key"] for r in src})
+                self._aggregate(pid, available[stage.plan.source_type])
             else:
                 pending.append(pid)
                 produced = self._produces[pid]
                 if produced is not None:
                     pending_types.add(produced)
-        flush()
+        outputs += self._flush(pending, available)
         return outputs
+
+    def _flush(self, pending: list[str], available: dict[str, list[Record]]
+               ) -> list[StageOutput]:
+        """Run the waiting pattern stages in one engine call; what they derive
+        is available to the stages after them."""
+        if not pending:
+            return []
+        new = self._call_engine(pending, available)
+        for o in new:
+            available[o.record["type"]].append(o.record)
+        pending.clear()
+        return new
+
+    def _aggregate(self, pid: str, src: list[Record]) -> None:
+        self.aggregates[pid].add(
+            src, np.fromiter((r["_ts"] for r in src), np.int64, len(src)),
+            np.fromiter((r["_p"] for r in src), np.int64, len(src)),
+            {r["_p"]: r["_key"] for r in src})
 
     def _call_engine(self, plan_ids: list[str], available: Mapping[str, list[Record]]
                      ) -> list[StageOutput]:

@@ -17,7 +17,7 @@ from caesar.services.common.messages import (
     RoutedTransaction,
     Transaction,
 )
-from caesar.services.common.replay import SeqFilter, owned
+from caesar.services.common.replay import SeqFilter, owned, owned_by
 from caesar.services.common.switching import PartitionPlans
 from caesar.services.common.wire import (
     CHANGE,
@@ -70,8 +70,10 @@ class RouterHandler:
     def handle(self, records: Sequence[Record]) -> dict[int, list[OutRecord]]:
         by_partition: dict[int, list[tuple[str, Item]]] = defaultdict(list)
         for r in records:
+            if r.value is None:  # a tombstone: the services never write one here
+                continue
             side = TXN_SIDE if r.topic == self.cfg.topics.transactions else CHANGE_SIDE
-            schema, value = self.codec.decode(r.value or b"")
+            schema, value = self.codec.decode(r.value)
             if schema == TXN:
                 txn, seq = txn_from(value)
                 self.owner[txn.partition] = r.partition
@@ -150,7 +152,7 @@ class RouterHandler:
                 "held": [[side, _item_data(item)] for side, item in self.held.get(j, [])],
                 "seen_txn": pairs(owned(self.seen_txn.last, self.owner, j)),
                 "seen_change": pairs(owned(self.seen_change.last, self.owner, j)),
-                "txn_seq": pairs(owned(self.txn_seq, self.owner, j, key=lambda k: k[0]))}
+                "txn_seq": pairs(owned_by(self.txn_seq, self.owner, j, lambda k: k[0]))}
 
     def restore_partition(self, j: int, state: Any) -> None:
         self.plans.restore(j, state.get("plan"), state["proc"])

@@ -32,7 +32,7 @@ with the reason. Nothing is dropped silently.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,8 +58,55 @@ DEFAULT_MAX_AHEAD_MS = 24 * 3600 * 1000  # one day of event time
 def default_max_ahead(plan: ExecutionPlan) -> int:
     """One day of event time in the model's ticks."""
     return max(1, DEFAULT_MAX_AHEAD_MS // max(1, plan.time_unit_ms))
+
+
 _PY_TYPES: dict[str, tuple[type, ...]] = {
     "int": (int,), "float": (float, int), "string": (str,), "bool": (bool,)}
+
+
+def event_problem(etype: EventTypeDef, value: Mapping[str, Any],
+                  partition_by: Sequence[str]) -> str:
+    """Why `value` is not a valid `etype` event ("" when it is): the timestamp
+    must be a 64-bit int inside event time, the partition attributes present,
+    every field of its declared type (integers in 64 bits, floats finite) and
+    within the type's checks (NOT NULL, BETWEEN). The Spark jobs check their
+    rows with it too, so what they accept the scheduler accepts."""
+    ts = value.get(etype.ts_field)
+    if not isinstance(ts, int) or isinstance(ts, bool):
+        return f"{etype.name}: timestamp field {etype.ts_field!r} must be an int, got {ts!r}"
+    if not NEVER < ts < END_OF_TIME:
+        return f"{etype.name}.{etype.ts_field}: timestamp {ts} is out of range"
+    for attr, kind in etype.fields.items():
+        problem = _field_problem(etype, attr, kind, value.get(attr), partition_by)
+        if problem:
+            return problem
+    return ""
+
+
+def _field_problem(etype: EventTypeDef, attr: str, kind: str, v: Any,
+                   partition_by: Sequence[str]) -> str:
+    check = etype.checks.get(attr)
+    if v is None:
+        if attr in partition_by:
+            return f"{etype.name}: partition attribute {attr!r} is missing"
+        if check is not None and check.not_null:
+            return f"{etype.name}.{attr}: is null (declared NOT NULL)"
+        return ""
+    ok = isinstance(v, _PY_TYPES.get(kind, (object,))) and not (
+        kind in ("int", "float") and isinstance(v, bool)) and not (
+        kind == "float" and isinstance(v, float) and not math.isfinite(v))
+    if not ok:
+        return f"{etype.name}.{attr}: expected {kind}, got {type(v).__name__} {v!r}"
+    if isinstance(v, int) and not INT64[0] <= v <= INT64[1]:
+        return f"{etype.name}.{attr}: {v} does not fit a 64-bit int"
+    if check is None or isinstance(v, str | bool):
+        return ""
+    between = f"(BETWEEN {check.low} AND {check.high})"
+    if check.low is not None and v < check.low:
+        return f"{etype.name}.{attr}: {v} is below {check.low} {between}"
+    if check.high is not None and v > check.high:
+        return f"{etype.name}.{attr}: {v} is above {check.high} {between}"
+    return ""
 
 
 @dataclass
@@ -100,6 +147,7 @@ class SchedulerProcessor:
         self.ahead: list[tuple[InputRecord, int]] = []
         self.released = 0
         self.dead = 0
+        self.dead_by_reason: Counter[str] = Counter()
 
     # ------------------------------------------------------------ input
     def process(self, records: Sequence[InputRecord]) -> SchedulerOutput:
@@ -211,44 +259,12 @@ class SchedulerProcessor:
             return None, "unknown_type", (
                 f"cannot tell the event type: no field {self.type_field!r} and topic {topic!r} "
                 f"carries {[c.name for c in declared] or 'no declared type'}")
-        problem = self._field_problem(etype, value)
+        problem = event_problem(etype, value, self.plan.partition_by)
         return (None, "schema", problem) if problem else (etype, "", "")
-
-    def _field_problem(self, etype: EventTypeDef, value: Mapping[str, Any]) -> str:
-        ts = value.get(etype.ts_field)
-        if not isinstance(ts, int) or isinstance(ts, bool):
-            return f"{etype.name}: timestamp field {etype.ts_field!r} must be an int, got {ts!r}"
-        if not INT64[0] <= ts <= INT64[1] or not NEVER < ts < END_OF_TIME:
-            return f"{etype.name}.{etype.ts_field}: timestamp {ts} is out of range"
-        for attr, kind in etype.fields.items():
-            v = value.get(attr)
-            check = etype.checks.get(attr)
-            if v is None:
-                if attr in self.plan.partition_by:
-                    return f"{etype.name}: partition attribute {attr!r} is missing"
-                if check is not None and check.not_null:
-                    return f"{etype.name}.{attr}: is null (declared NOT NULL)"
-                continue
-            ok = isinstance(v, _PY_TYPES.get(kind, (object,)))
-            if kind in ("int", "float") and isinstance(v, bool):
-                ok = False
-            if kind == "float" and isinstance(v, float) and not math.isfinite(v):
-                ok = False
-            if not ok:
-                return f"{etype.name}.{attr}: expected {kind}, got {type(v).__name__} {v!r}"
-            if isinstance(v, int) and not INT64[0] <= v <= INT64[1]:
-                return f"{etype.name}.{attr}: {v} does not fit in 64 bits"
-            if check is not None and not isinstance(v, str | bool):
-                if check.low is not None and v < check.low:
-                    return f"{etype.name}.{attr}: {v} is below {check.low} (BETWEEN " \
-                           f"{check.low} AND {check.high})"
-                if check.high is not None and v > check.high:
-                    return f"{etype.name}.{attr}: {v} is above {check.high} (BETWEEN " \
-                           f"{check.low} AND {check.high})"
-        return ""
 
     def _dead(self, out: SchedulerOutput, rec: InputRecord, reason: str, detail: str) -> None:
         self.dead += 1
+        self.dead_by_reason[reason] += 1
         out.dead_letters.append(dead_letter_of(rec, reason, detail))
 
     # ------------------------------------------------------------ output

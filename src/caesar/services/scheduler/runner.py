@@ -154,9 +154,9 @@ class SchedulerHandler:
                 out.append(OutRecord(topic, self.codec.encode(
                     PROGRESS, progress_record(item, self.cfg.actor_id, j)), b"__progress__",
                     partition=j))
-        for d in result.dead_letters:
-            out.append(OutRecord(self.cfg.topics.dead_letters,
-                                 self.codec.encode(DEAD, dead_record(d, "scheduler")), d.key))
+        out.extend(OutRecord(self.cfg.topics.dead_letters,
+                             self.codec.encode(DEAD, dead_record(d, "scheduler")), d.key)
+                   for d in result.dead_letters)
         return out
 
     def snapshot_partition(self, j: int) -> Any:

@@ -63,6 +63,7 @@ class StateStore:
         self._chunks: dict[int, int] = {}  # partition -> chunks of its last checkpoint
         self.epoch: dict[int, int] = {}
         self.bytes_written = 0
+        self.last_bytes = 0  # size of the newest state written (compressed), for metrics
 
     # ------------------------------------------------------------ write
     def write(self, producer: BusProducer, j: int, state: Any,
@@ -70,6 +71,7 @@ class StateStore:
         """Queue partition j's checkpoint into the producer's open transaction;
         returns its size in bytes."""
         blob = zlib.compress(pack(state), 1)
+        self.last_bytes = len(blob)
         chunks = [blob[i:i + CHUNK_BYTES] for i in range(0, len(blob), CHUNK_BYTES)] or [b""]
         offsets = [{"topic": tp.topic, "partition": tp.partition, "offset": off}
                    for tp, off in sorted(covers.items())]
