@@ -52,6 +52,7 @@ def _pct(values: list[float], p: float) -> float:
 def replay_level(xways: int, *, duration_s: int, cars: int, seed: int, pace: float,
                  poll_timeout_s: float, broker_port: int, ray_port: int,
                  spark_out: Path | None, log: Any = print) -> dict[str, Any]:
+    os.environ["RAY_AUTH_MODE"] = "token"  # as the head (src/caesar/runtime/ray_local.py)
     import ray
 
     from caesar.bus.kafka import KafkaBus
@@ -95,7 +96,6 @@ def replay_level(xways: int, *, duration_s: int, cars: int, seed: int, pace: flo
     bus = KafkaBus(settings.kafka)
     dep = consumer = spark = None
     try:
-        os.environ["RAY_AUTH_MODE"] = "disabled"  # as the head (see src/caesar/examples/linear_road/demo.py)
         ray.init(address=runtime.ray().address, namespace=settings.ray.namespace,
                  include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
         dep = Deployment(plan, settings)

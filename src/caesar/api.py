@@ -204,6 +204,9 @@ def deploy(model: Model, settings: Settings | None = None,
     (`caesar deploy` from Python). Connects to Ray at `settings.ray.address`
     (or starts a local one) unless `ray.init` was called; returns the running
     deployment: `stats()`, `stop()`. Options: `allowance`, `group_prefix`."""
+    from caesar.runtime.ray_local import use_token_auth
+
+    use_token_auth()
     import ray
 
     from caesar.services.ray_runtime.deployment import Deployment
@@ -226,6 +229,9 @@ def update(model: Model, settings: Settings | None = None, *,
     empty; UpgradeError names a query whose state cannot carry over. Returns
     what happened to the queries. (`deployment.update(model.plan)` does the
     same on a Deployment this process started.)"""
+    from caesar.runtime.ray_local import use_token_auth
+
+    use_token_auth()
     import ray
 
     from caesar.services.ray_runtime.deployment import Deployment

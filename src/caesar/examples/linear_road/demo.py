@@ -43,11 +43,10 @@ def register(app: typer.Typer) -> None:
             help="print the latency per hop, read back from the topics")] = True,
     ) -> None:
         """Run Linear Road end to end and print the validation (zero differences expected)."""
-        # The demo's head runs without token auth (src/caesar/runtime/ray_local.py); a
-        # RAY_AUTH_MODE=token inherited from a parent that ran its own ray.init() (a
-        # pytest session) would make Ray cancel this driver's actors. Ray reads it on
+        # The demo's head runs with token auth (src/caesar/runtime/ray_local.py), and so
+        # must this driver, whatever a parent left in the environment. Ray reads it on
         # import, so before the import.
-        os.environ["RAY_AUTH_MODE"] = "disabled"
+        os.environ["RAY_AUTH_MODE"] = "token"
         import ray
 
         from caesar.examples.linear_road.consume_alerts import DEFAULT_TOPICS, AlertConsumer

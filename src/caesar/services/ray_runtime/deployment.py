@@ -22,6 +22,7 @@ from typing import Any
 from caesar.errors import RuntimeEnvironmentError
 from caesar.logs import settings_from_env
 from caesar.plans.execution import ExecutionPlan
+from caesar.runtime.ray_local import use_token_auth
 from caesar.services.common.config import RunnerOptions, ServiceConfig
 from caesar.services.common.plans import UpgradeError, UpgradePlan, check_upgrade, publish_plan
 from caesar.services.wiring import SERVICES, service_topics
@@ -187,6 +188,7 @@ def deploy_model(plan: ExecutionPlan, *, model_text: str, settings_file: Path | 
                  ray_address: str | None, run_for: float, console: Any,
                  options: RunnerOptions | None = None, observe_host: str = "127.0.0.1",
                  observe_port: int = 9464) -> None:
+    use_token_auth()
     import ray
 
     from caesar.settings import load_settings
@@ -233,6 +235,7 @@ def deploy_model(plan: ExecutionPlan, *, model_text: str, settings_file: Path | 
 def update_model(plan: ExecutionPlan, *, settings_file: Path | None, ray_address: str | None,
                  prefix: str, console: Any) -> UpgradePlan:
     """`caesar deploy --update MODEL`: attach to the running deployment, swap its model."""
+    use_token_auth()
     import ray
 
     from caesar.settings import load_settings
