@@ -102,6 +102,8 @@ class ServiceLoop:
         self._owner = {tp: j for j in self.partitions
                        for tp in self.handler.partition_inputs(j)}
         self._failed_commits = 0
+        self._positions_seen: dict[TopicPartition, int | None] = {}
+        self._positions_at = 0.0
 
     def transactional_id(self, j: int) -> str:
         return f"{self.transactional_prefix}-{j}"
@@ -153,7 +155,7 @@ class ServiceLoop:
         """Records in the inputs not handled yet (end offsets - positions; the
         consumer's position counts transaction markers it has skipped)."""
         end = self.bus.end_offsets(self.inputs)
-        seen = self.consumer.position(self.inputs) if self.consumer is not None else {}
+        seen = self._positions_seen  # (the consumer is not to be called from other threads)
         return sum(max(0, end[tp] - max(self.positions.get(tp, 0), seen.get(tp) or 0))
                    for tp in self.inputs)
 
@@ -181,6 +183,9 @@ class ServiceLoop:
                     return 0
                 produced += len(out)
         records = self.consumer.poll(self.batch_size, self.poll_timeout_s)
+        if time.monotonic() - self._positions_at > 1.0:  # for lag(), read by other threads
+            self._positions_seen = self.consumer.position(self.inputs)
+            self._positions_at = time.monotonic()
         if records:
             self.stats.hop_ms.observe(time.time() * 1000 - min(r.timestamp_ms for r in records))
             outputs = self.handler.handle(records)
