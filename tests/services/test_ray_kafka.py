@@ -88,9 +88,14 @@ def test_killed_actor_is_restarted_and_alerts_are_complete(
     dep.start()
     try:
         produce_inputs(kafka_bus, cfg, events[:800])
+        # Kill only once the matcher has committed a transaction (an alert is
+        # visible to read-committed readers only then, with the changelog of
+        # its partition): then the restart has a checkpoint to restore.
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not read_alerts(kafka_bus, cfg):
+        while time.monotonic() < deadline and not (
+                read_alerts(kafka_bus, cfg) and dep.stats()["matcher"][0]["commits"]):
             time.sleep(0.5)
+        assert dep.stats()["matcher"][0]["commits"], "the matcher committed nothing in 60 s"
         for service in ("matcher", "deriver"):
             dep.kill(service)
         produce_inputs(kafka_bus, cfg, events[800:], end=True)
