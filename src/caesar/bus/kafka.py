@@ -378,32 +378,11 @@ class KafkaConsumer:
     def poll(self, max_records: int, timeout_s: float) -> list[Record]:
         if self._closed:
             raise BusError("consumer is closed")
-        # librdkafka's consume() waits until it has max_records or the timeout
-        # passed; take what is already fetched, and block only for the first record.
-        consumer = self._consumer
-        msgs = consumer.consume(num_messages=max_records, timeout=0)
-        if not msgs:
-            first = consumer.poll(timeout_s)
-            if first is None:
-                return []
-            msgs = [first]
-            if max_records > 1:
-                msgs += consumer.consume(num_messages=max_records - 1, timeout=0)
         out: list[Record] = []
-        for m in msgs:
+        for m in self._fetch(max_records, timeout_s):
             err = m.error()
             if err is not None:
-                # librdkafka reports transient conditions in-band (coordinator moves,
-                # a topic not created yet) and recovers by itself, as the Java client
-                # does: remember them. Fail only on what never heals.
-                if err.fatal() or err.code() in _PERMANENT:
-                    raise BusError(f"consuming {m.topic()}: {err.str()}")
-                if err.code() == KafkaError._PARTITION_EOF:
-                    topic, part, end = m.topic(), m.partition(), m.offset()
-                    if topic is not None and part is not None and end is not None:
-                        self._eof[TopicPartition(topic, part)] = end
-                elif err.code() not in _BENIGN:
-                    self.last_error = err.str()
+                self._in_band(m, err)
                 continue
             topic, partition, offset = m.topic(), m.partition(), m.offset()
             # librdkafka sets these on every message that is not an error.
@@ -415,6 +394,33 @@ class KafkaConsumer:
         for r in out:
             consumed[TopicPartition(r.topic, r.partition)] = r.offset + 1
         return out
+
+    def _fetch(self, max_records: int, timeout_s: float) -> list[Any]:
+        """librdkafka's consume() waits until it has max_records or the timeout
+        passed; take what is already fetched, and block only for the first record."""
+        consumer = self._consumer
+        msgs = consumer.consume(num_messages=max_records, timeout=0)
+        if msgs:
+            return list(msgs)
+        first = consumer.poll(timeout_s)
+        if first is None:
+            return []
+        if max_records > 1:
+            return [first, *consumer.consume(num_messages=max_records - 1, timeout=0)]
+        return [first]
+
+    def _in_band(self, m: Any, err: Any) -> None:
+        """librdkafka reports transient conditions in-band (coordinator moves,
+        a topic not created yet) and recovers by itself, as the Java client
+        does: remember them. Fail only on what never heals."""
+        if err.fatal() or err.code() in _PERMANENT:
+            raise BusError(f"consuming {m.topic()}: {err.str()}")
+        if err.code() == KafkaError._PARTITION_EOF:
+            topic, part, end = m.topic(), m.partition(), m.offset()
+            if topic is not None and part is not None and end is not None:
+                self._eof[TopicPartition(topic, part)] = end
+        elif err.code() not in _BENIGN:
+            self.last_error = err.str()
 
     def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
         chosen = dict(self._consumed) if offsets is None else dict(offsets)

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -52,6 +52,22 @@ def load_plan(model: Path) -> ExecutionPlan:
     return compile_model(model)
 
 
+def _run_on_memory_bus(plan: ExecutionPlan, events: Any, allowance: int, engine: EngineChoice,
+                       as_json: bool) -> None:
+    """`caesar run --bus memory`: the service runners over the in-memory bus."""
+    from caesar.services.embedded.bus_pipeline import run_on_memory_bus
+
+    started = time.perf_counter()
+    alerts, dead = run_on_memory_bus(plan, events, allowance=allowance,
+                                     engine_factory=_engine(engine))
+    _printer(as_json)(sorted(alerts, key=lambda a: (a.end_ts, a.key, a.event_type)))
+    for d in dead[:MAX_DEAD_SHOWN]:
+        err.print(f"dead letter ({d['reason']}) offset {d['offset']}: {d['detail']}",
+                  markup=False, highlight=False)
+    err.print(f"{len(alerts)} alerts, {len(dead)} dead letters in "
+              f"{time.perf_counter() - started:.2f}s (in-memory bus)")
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def run(
@@ -76,17 +92,7 @@ def register(app: typer.Typer) -> None:
 
         plan = load_plan(model)
         if bus == "memory":
-            from caesar.services.embedded.bus_pipeline import run_on_memory_bus
-
-            started = time.perf_counter()
-            alerts, dead = run_on_memory_bus(plan, read_events(input, plan, fmt),
-                                             allowance=allowance, engine_factory=_engine(engine))
-            _printer(as_json)(sorted(alerts, key=lambda a: (a.end_ts, a.key, a.event_type)))
-            for d in dead[:MAX_DEAD_SHOWN]:
-                err.print(f"dead letter ({d['reason']}) offset {d['offset']}: {d['detail']}",
-                          markup=False, highlight=False)
-            err.print(f"{len(alerts)} alerts, {len(dead)} dead letters in "
-                      f"{time.perf_counter() - started:.2f}s (in-memory bus)")
+            _run_on_memory_bus(plan, read_events(input, plan, fmt), allowance, engine, as_json)
             return
         pipe = EmbeddedPipeline(plan, allowance=allowance, engine_factory=_engine(engine),
                                 batch_size=batch_size)

@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Generic, NoReturn, TypedDict, TypeVar
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, v_args
 from lark.exceptions import (
     LarkError,
     UnexpectedCharacters,
@@ -27,6 +27,7 @@ from caesar.language.errors import (
     NumberRangeError,
     ReservedFeatureError,
 )
+from caesar.language.temporal_parse import TemporalTransforms
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")
 INT64_MAX = 2**63 - 1
@@ -47,6 +48,7 @@ TERMINAL_NAMES = {
     "TYPE_NAME": "a type (INT, FLOAT, STRING, BOOL)", "ACTION": "INITIATE, SWITCH or TERMINATE",
     "DEFAULT": "DEFAULT", "RESERVED": "a reserved keyword", "$END": "end of model",
     "AT": "'@'",
+    "ALT": "';' and another relation", "EDGE": "START or END",
 }
 
 
@@ -151,7 +153,7 @@ def _too_deep(file: str) -> LanguageError:
 def _reserved(token: Token, file: str, text: str) -> LanguageError:
     return ReservedFeatureError(
         f"{str(token).upper()} is reserved for a planned feature "
-        "(TPStream situations, ACEP rules and shared tables; see docs/language.md)",
+        "(ACEP rules and shared tables; see docs/language.md)",
         SourcePosition(file, token.line or 1, token.column or 1), text, found=repr(str(token)))
 
 
@@ -188,7 +190,9 @@ HEADER_DECLARATIONS = {"model": "MODEL", "time_unit": "TIME UNIT", "strategy": "
 
 
 @v_args(meta=True)
-class _ToAst(Transformer[Token, ast.Model]):
+class _ToAst(TemporalTransforms):
+    _tagged = _Tagged
+
     def __init__(self, file: str, text: str) -> None:
         super().__init__()
         self.file = file
@@ -215,6 +219,7 @@ class _ToAst(Transformer[Token, ast.Model]):
             events=tuple(i for i in items if isinstance(i, ast.EventDecl)),
             contexts=tuple(i for i in items if isinstance(i, ast.ContextBlock)),
             queries=tuple(i for i in items if isinstance(i, ast.Query)),
+            situations=tuple(i for i in items if isinstance(i, ast.SituationDef)),
             file=self.file, source=self.text, pos=self._pos(meta),
             strategy_pos=strategy.pos if strategy else ast.NOWHERE,
             partition_pos=partition.pos if partition else ast.NOWHERE)
@@ -284,7 +289,7 @@ class _ToAst(Transformer[Token, ast.Model]):
     def not_null(self, meta: Meta, children: Children) -> _Tagged[bool]:
         return _Tagged("not_null", True, self._pos(meta))
 
-    def between(self, meta: Meta, children: Children) -> _Tagged[tuple[float, float]]:
+    def field_between(self, meta: Meta, children: Children) -> _Tagged[tuple[float, float]]:
         return _Tagged("between", (children[0], children[1]), self._pos(meta))
 
     def number(self, meta: Meta, children: Children) -> int | float:

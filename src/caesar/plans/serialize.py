@@ -26,12 +26,13 @@ from caesar.plans.execution import (
     TransitionStage,
 )
 from caesar.plans.pattern import Output, OutputField, PatternComponent, PatternPlan
+from caesar.plans.temporal import SituationSpec, TemporalConstraint, TemporalPlan
 
 PLAN_FORMAT = 1
 _CLASSES: dict[str, type] = {c.__name__: c for c in (
     ExecutionPlan, EventTypeDef, FieldCheck, ContextDef, Stage, TransitionStage, PatternPlan,
-    PatternComponent, Output, OutputField, AggregatePlan, AggregateSpec,
-    ir.Const, ir.Attr, ir.Unary, ir.Binary, ir.Call, ir.Agg)}
+    PatternComponent, Output, OutputField, AggregatePlan, AggregateSpec, TemporalPlan,
+    SituationSpec, TemporalConstraint, ir.Const, ir.Attr, ir.Unary, ir.Binary, ir.Call, ir.Agg)}
 
 
 def to_data(value: Any) -> Any:
@@ -99,7 +100,7 @@ def plan_version(plan: ExecutionPlan) -> str:
     return _digest(to_data(plan))
 
 
-def state_fingerprint(plan: PatternPlan | AggregatePlan) -> str:
+def state_fingerprint(plan: PatternPlan | AggregatePlan | TemporalPlan) -> str:
     """Fingerprint of what a query's state depends on: its compiled plan
     without its id (a renamed but unchanged query keeps its state)."""
     # (schemas included: they fix the column layout of the events it stores)

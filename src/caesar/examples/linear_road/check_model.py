@@ -14,13 +14,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from caesar.examples.linear_road import oracle
 from caesar.examples.linear_road.generator import generate
 from caesar.examples.linear_road.partitioning import wire_records
 from caesar.examples.linear_road.records import PositionReport, read_lr
+
+if TYPE_CHECKING:
+    from caesar.services.common.messages import Alert
 
 MODEL = Path(__file__).resolve().parent / "model.caesar"
 OUTPUTS = {"TollNotification": oracle.TOLL_FIELDS, "AccidentAlert": oracle.ALERT_FIELDS}
@@ -37,7 +41,7 @@ def run_model(reports: list[PositionReport], model: Path = MODEL, fanout: bool =
     pipe = EmbeddedPipeline(plan, batch_size=batch_size)
     outputs: dict[str, list[dict[str, Any]]] = {name: [] for name in OUTPUTS}
 
-    def keep(alerts) -> None:
+    def keep(alerts: list[Alert]) -> None:
         for alert in alerts:
             if alert.event_type in outputs:
                 outputs[alert.event_type].append(
@@ -59,7 +63,7 @@ def run_model(reports: list[PositionReport], model: Path = MODEL, fanout: bool =
     return outputs
 
 
-def diff(expected: list[tuple], actual: list[dict[str, Any]], fields: tuple[str, ...]
+def diff(expected: Sequence[tuple[Any, ...]], actual: list[dict[str, Any]], fields: tuple[str, ...]
          ) -> dict[str, Any]:
     want = {(row[0], row[1]): row for row in expected}
     got_counts = Counter((a["vid"], a["time"]) for a in actual)

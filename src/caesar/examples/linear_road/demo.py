@@ -14,11 +14,14 @@ import shutil
 import time
 from importlib.resources import files
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from caesar.errors import CaesarError
+
+if TYPE_CHECKING:
+    from caesar.settings import Settings
 
 MODEL = Path(str(files("caesar.examples.linear_road") / "model.caesar"))
 
@@ -137,7 +140,7 @@ def register(app: typer.Typer) -> None:
             raise CaesarError("validation found differences (see above)")
 
 
-def _hop_breakdown(settings, out: Path) -> str:
+def _hop_breakdown(settings: Settings, out: Path) -> str:
     """Where the latency went: input wait, each service, Spark (src/caesar/examples/linear_road/hops.py)."""
     from caesar.bus.kafka import KafkaBus
     from caesar.codecs import make_codec

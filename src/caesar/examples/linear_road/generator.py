@@ -219,6 +219,7 @@ def _maybe_crash(car: _Car, t: int, speed: int, road: _Road,
                 # 1 report to get there, 4 to count as stopped, then the accident lasts.
                 acc.release = t + REPORT_INTERVAL * 5 + acc.stop_s
                 car.stopped_until = acc.release
+                assert acc.first_car is not None  # set with acc.pos
                 acc.first_car.stopped_until = acc.release
                 acc.done = True  # one accident per schedule entry
                 return False

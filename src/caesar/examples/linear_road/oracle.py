@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from caesar.examples.linear_road.records import EXIT_LANE, SEGMENT_FEET, PositionReport, minute
@@ -65,26 +65,27 @@ def stopped_intervals(reports: Iterable[PositionReport]
     by_car: dict[int, list[PositionReport]] = defaultdict(list)
     for r in sorted(reports, key=lambda r: (r.vid, r.time)):
         by_car[r.vid].append(r)
-    out = []
+    out: list[tuple[tuple[int, int, int, int], int, float]] = []
     for car_reports in by_car.values():
-        run_pos, run_len, start = None, 0, None
+        run_pos: tuple[int, int, int, int] | None = None
+        run_len, start = 0, None
         for r in car_reports:
             here = (r.xway, r.dir, r.lane, r.pos)
             if r.spd == 0 and here == run_pos:
                 run_len += 1
             elif r.spd == 0:
-                if start is not None:
+                if start is not None and run_pos is not None:
                     out.append((run_pos, start, r.time))
                 run_pos, run_len, start = here, 1, None
                 continue
             else:
-                if start is not None:
+                if start is not None and run_pos is not None:
                     out.append((run_pos, start, r.time))
                 run_pos, run_len, start = None, 0, None
                 continue
             if run_len == 4:
                 start = r.time
-        if start is not None:
+        if start is not None and run_pos is not None:
             out.append((run_pos, start, INF))
     return out
 
@@ -111,37 +112,45 @@ def accidents(reports: Iterable[PositionReport]) -> list[Accident]:
     return sorted(found, key=lambda a: (a.detected, a.xway, a.dir, a.pos))
 
 
-def expected_outputs(reports: Iterable[PositionReport]) -> Expected:
-    reports = sorted(reports, key=lambda r: (r.time, r.vid))
-    cars: dict[tuple[int, int, int, int], set[int]] = defaultdict(set)
-    speed: dict[tuple[int, int, int, int], list[int]] = defaultdict(lambda: [0, 0])
-    for r in reports:
-        key = (r.xway, r.dir, r.seg, minute(r.time))
-        cars[key].add(r.vid)
-        speed[key][0] += r.spd
-        speed[key][1] += 1
+@dataclass
+class _SegmentMinutes:
+    """Per (xway, dir, seg, minute): the cars reporting there and their speeds."""
 
-    def lav(x: int, d: int, s: int, m: int) -> int:
+    cars: dict[tuple[int, int, int, int], set[int]] = field(
+        default_factory=lambda: defaultdict(set))
+    speed: dict[tuple[int, int, int, int], list[int]] = field(
+        default_factory=lambda: defaultdict(lambda: [0, 0]))  # sum, count
+
+    def add(self, r: PositionReport) -> None:
+        key = (r.xway, r.dir, r.seg, minute(r.time))
+        self.cars[key].add(r.vid)
+        self.speed[key][0] += r.spd
+        self.speed[key][1] += 1
+
+    def lav(self, x: int, d: int, s: int, m: int) -> int:
+        """Latest average velocity: the mean speed over minutes m-5 .. m-1."""
         total = n = 0
         for k in range(m - 5, m):
-            got = speed.get((x, d, s, k))
+            got = self.speed.get((x, d, s, k))
             if got:
                 total += got[0]
                 n += got[1]
         return total // n if n else 0
 
+
+def expected_outputs(reports: Iterable[PositionReport]) -> Expected:
+    reports = sorted(reports, key=lambda r: (r.time, r.vid))
+    stats = _SegmentMinutes()
+    for r in reports:
+        stats.add(r)
     found = accidents(reports)
     by_road: dict[tuple[int, int], list[Accident]] = defaultdict(list)
     for acc in found:
         by_road[(acc.xway, acc.dir)].append(acc)
-
-    congested = 0
-    for (x, d, s, m), vids in cars.items():
-        nxt = m + 1
-        if len(vids) > 50 and lav(x, d, s, nxt) < 40:
-            congested += 1
-
-    tolls, alerts = [], []
+    congested = sum(1 for (x, d, s, m), vids in stats.cars.items()
+                    if len(vids) > 50 and stats.lav(x, d, s, m + 1) < 40)
+    tolls: list[TollRow] = []
+    alerts: list[AlertRow] = []
     previous: dict[int, PositionReport] = {}
     for r in reports:
         prev = previous.get(r.vid)
@@ -150,19 +159,29 @@ def expected_outputs(reports: Iterable[PositionReport]) -> Expected:
             prev is None or (prev.xway, prev.dir, prev.seg) != (r.xway, r.dir, r.seg))
         if not entering:
             continue
-        m = minute(r.time)
-        near = [acc for acc in by_road[(r.xway, r.dir)]
-                if 0 <= (acc.seg - r.seg) * (1 if r.dir == 0 else -1) <= 4
-                and r.time <= acc.cleared]
-        zeroing = [acc for acc in near if acc.detected < r.time]
-        alerting = [acc for acc in near if m > minute(acc.detected)]
-        if alerting:
-            nearest = min(alerting, key=lambda a: abs(a.seg - r.seg))
-            alerts.append(AlertRow(r.vid, r.time, r.xway, r.dir, r.seg, nearest.seg))
-        n_cars = len(cars.get((r.xway, r.dir, r.seg, m - 1), ()))
-        average = lav(r.xway, r.dir, r.seg, m)
-        toll = 0
-        if not zeroing and n_cars > 50 and average < 40:
-            toll = 2 * (n_cars - 50) ** 2
-        tolls.append(TollRow(r.vid, r.time, r.xway, r.dir, r.seg, average, toll))
+        alert, toll = _on_entry(r, stats, by_road[(r.xway, r.dir)])
+        if alert is not None:
+            alerts.append(alert)
+        tolls.append(toll)
     return Expected(tolls, alerts, found, congested)
+
+
+def _on_entry(r: PositionReport, stats: _SegmentMinutes, road_accidents: list[Accident]
+              ) -> tuple[AlertRow | None, TollRow]:
+    """A car entering a segment: the accident alert it gets, if any, and its toll."""
+    m = minute(r.time)
+    near = [acc for acc in road_accidents
+            if 0 <= (acc.seg - r.seg) * (1 if r.dir == 0 else -1) <= 4
+            and r.time <= acc.cleared]
+    zeroing = [acc for acc in near if acc.detected < r.time]
+    alerting = [acc for acc in near if m > minute(acc.detected)]
+    alert = None
+    if alerting:
+        nearest = min(alerting, key=lambda a: abs(a.seg - r.seg))
+        alert = AlertRow(r.vid, r.time, r.xway, r.dir, r.seg, nearest.seg)
+    n_cars = len(stats.cars.get((r.xway, r.dir, r.seg, m - 1), ()))
+    average = stats.lav(r.xway, r.dir, r.seg, m)
+    toll = 0
+    if not zeroing and n_cars > 50 and average < 40:
+        toll = 2 * (n_cars - 50) ** 2
+    return alert, TollRow(r.vid, r.time, r.xway, r.dir, r.seg, average, toll)

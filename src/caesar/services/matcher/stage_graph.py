@@ -27,12 +27,14 @@ from caesar.plans.engine import DerivedEvent, PatternEngine
 from caesar.plans.execution import Stage
 from caesar.plans.pattern import PatternPlan
 from caesar.plans.serialize import stage_identity, state_fingerprint
+from caesar.plans.temporal import TemporalPlan
 from caesar.services.common.config import EngineFactory
 from caesar.services.common.messages import (
     END_OF_TIME,
     Transaction,
 )
 from caesar.services.matcher.aggregate import AggregateExecutor
+from caesar.services.matcher.engines import build_engine, engine_state_format
 from caesar.services.store.state_format import StateCompatibilityError
 
 STATE_FORMAT = 1  # layout of snapshot()
@@ -55,6 +57,8 @@ def consumed_types(stage: Stage) -> frozenset[str]:
     plan = stage.plan
     if isinstance(plan, AggregatePlan):
         return frozenset({plan.source_type})
+    if isinstance(plan, TemporalPlan):
+        return frozenset(plan.source_types)
     return frozenset(t for c in plan.components for t in c.types)
 
 
@@ -88,12 +92,14 @@ class StageGraph:
         ids = [plan_id(s) for s in self.stages]
         if len(set(ids)) != len(ids):
             raise PlanError(f"duplicate plan ids among stages: {ids}")
-        patterns = [s.plan for s in self.stages if isinstance(s.plan, PatternPlan)]
+        patterns = [s.plan for s in self.stages if isinstance(s.plan, PatternPlan | TemporalPlan)]
         self._schemas = dict(self.schemas)
         for p in patterns:
             for t, cols in p.schemas.items():
                 self._schemas.setdefault(t, dict(cols))
-        self.engine: PatternEngine | None = self.engine_factory(patterns) if patterns else None
+        # SEQ plans on the factory's engine, TPStream plans on the temporal engine
+        self.engine: PatternEngine | None = \
+            build_engine(self.engine_factory, patterns) if patterns else None
         self.aggregates: dict[str, AggregateExecutor] = {
             plan_id(s): AggregateExecutor(s.plan, self.strings)
             for s in self.stages if isinstance(s.plan, AggregatePlan)}
@@ -169,7 +175,7 @@ class StageGraph:
 
     def discard(self, plan_ids: Iterable[str], partition: int) -> None:
         ids = [p for p in plan_ids if p in self._by_id and
-               isinstance(self._by_id[p].plan, PatternPlan)]
+               isinstance(self._by_id[p].plan, PatternPlan | TemporalPlan)]
         if ids and self.engine is not None:
             self.engine.discard(ids, partition)
 
@@ -313,34 +319,15 @@ class StageGraph:
         identity of a query with the very same plan); a stored query this plan
         does not have is dropped; a query whose plan changed while it holds
         state is refused (StateCompatibilityError names it)."""
-        if state.get("format") != STATE_FORMAT:
-            raise StateCompatibilityError(f"stage state format {state.get('format')} is not "
-                                          f"{STATE_FORMAT}")
-        if self.engine is not None and state["engine_format"] != _engine_format(self.engine):
-            raise StateCompatibilityError(
-                f"the pattern engine's state format {state['engine_format']} is not "
-                f"{_engine_format(self.engine)} (written by another engine version)")
-        for i, text in enumerate(state["strings"]):
-            if self.strings.code(text) != i:  # stored rows hold these codes
-                raise StateCompatibilityError("restoring into a graph that interned other "
-                                              "strings first")
+        self._check_format(state)
         self._seq, self._time = int(state["seq"]), int(state["time"])
         by_identity = {ident: pid for pid, ident in self._identity.items()}
         stored = dict(state["queries"])
         renamed = _renames(stored, by_identity, self._fingerprint)
         engine_state: dict[int, dict[str, Any]] = defaultdict(dict)
         for ident, entry in stored.items():
-            pid = by_identity.get(ident) or renamed.get(ident)
+            pid = self._carried(ident, entry, by_identity.get(ident) or renamed.get(ident))
             if pid is None:
-                if _holds(entry["state"]):
-                    log.info("query %s is no longer in the model: its state is dropped", ident)
-                continue
-            if entry["plan"] != self._fingerprint[pid]:
-                if _holds(entry["state"]):
-                    raise StateCompatibilityError(
-                        f"query {self._identity[pid]}: its plan changed, and the state it holds "
-                        "was written by the old plan; keep the query as it was, or give the "
-                        "changed query a new name so that it starts empty")
                 continue
             if pid in self.aggregates:
                 self.aggregates[pid].restore(entry["state"])
@@ -359,14 +346,38 @@ class StageGraph:
                                        for ts, a in h] for p, h in state["history"]})
 
 
-def _engine_format(engine: PatternEngine | None) -> str:
-    """Which engine wrote the state, in which layout (engine module's STATE_FORMAT)."""
-    if engine is None:
-        return ""
-    import sys
+    def _check_format(self, state: Mapping[str, Any]) -> None:
+        if state.get("format") != STATE_FORMAT:
+            raise StateCompatibilityError(f"stage state format {state.get('format')} is not "
+                                          f"{STATE_FORMAT}")
+        if self.engine is not None and state["engine_format"] != _engine_format(self.engine):
+            raise StateCompatibilityError(
+                f"the pattern engine's state format {state['engine_format']} is not "
+                f"{_engine_format(self.engine)} (written by another engine version)")
+        for i, text in enumerate(state["strings"]):
+            if self.strings.code(text) != i:  # stored rows hold these codes
+                raise StateCompatibilityError("restoring into a graph that interned other "
+                                              "strings first")
 
-    fmt = getattr(sys.modules.get(type(engine).__module__), "STATE_FORMAT", 1)
-    return f"{type(engine).__name__}/{fmt}"
+    def _carried(self, ident: str, entry: Mapping[str, Any], pid: str | None) -> str | None:
+        """The plan id a stored query's state goes to; None when it is dropped
+        (the query left the model, or it changed while holding nothing)."""
+        if pid is None:
+            if _holds(entry["state"]):
+                log.info("query %s is no longer in the model: its state is dropped", ident)
+            return None
+        if entry["plan"] != self._fingerprint[pid]:
+            if _holds(entry["state"]):
+                raise StateCompatibilityError(
+                    f"query {self._identity[pid]}: its plan changed, and the state it holds "
+                    "was written by the old plan; keep the query as it was, or give the "
+                    "changed query a new name so that it starts empty")
+            return None
+        return pid
+
+
+def _engine_format(engine: PatternEngine | None) -> str:
+    return engine_state_format(engine)
 
 
 def _holds(state: Any) -> bool:

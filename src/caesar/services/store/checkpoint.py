@@ -136,22 +136,7 @@ class StateStore:
               ) -> tuple[Any, dict[TopicPartition, int]] | None:
         """The newest complete checkpoint found reading from `start`; None when
         the window holds no header or not all of its chunks."""
-        header: Record | None = None
-        chunks: dict[bytes, Record] = {}
-        head_key = str(j).encode()
-        try:
-            for batch in read_to_end(self.bus, [tp], {tp: start},
-                                     timeout_s=self.restore_timeout_s):
-                for rec in batch:
-                    if rec.key == head_key:
-                        header = rec if rec.value is not None else None
-                    elif rec.key is not None:
-                        if rec.value is None:
-                            chunks.pop(rec.key, None)
-                        else:
-                            chunks[rec.key] = rec
-        except BusError as exc:
-            raise StoreError(f"{self.service}: restoring {tp.topic}[{j}]: {exc}") from exc
+        header, chunks = self._read_window(tp, j, start)
         if header is None:
             return None
         record = self._decode(header.value)
@@ -182,6 +167,27 @@ class StateStore:
         covers = {TopicPartition(o["topic"], o["partition"]): o["offset"]
                   for o in record["covers"]}
         return state, covers
+
+    def _read_window(self, tp: TopicPartition, j: int, start: int
+                     ) -> tuple[Record | None, dict[bytes, Record]]:
+        """The last header of partition j from `start` on, and the chunks
+        (tombstones applied) seen up to the end."""
+        header: Record | None = None
+        chunks: dict[bytes, Record] = {}
+        head_key = str(j).encode()
+        try:
+            for batch in read_to_end(self.bus, [tp], {tp: start},
+                                     timeout_s=self.restore_timeout_s):
+                for rec in batch:
+                    if rec.key == head_key:
+                        header = rec if rec.value is not None else None
+                    elif rec.key is not None and rec.value is None:
+                        chunks.pop(rec.key, None)
+                    elif rec.key is not None:
+                        chunks[rec.key] = rec
+        except BusError as exc:
+            raise StoreError(f"{self.service}: restoring {tp.topic}[{j}]: {exc}") from exc
+        return header, chunks
 
     def _decode(self, value: bytes | None) -> dict[str, Any]:
         try:
