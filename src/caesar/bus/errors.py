@@ -21,3 +21,9 @@ class TransactionAbortedError(BusError):
 class ProducerFencedError(BusError):
     """A newer producer with the same transactional id took over (or the
     producer hit a fatal error): this producer can do nothing more."""
+
+
+class ProducerStuckError(ProducerFencedError):
+    """A transactional call did not return in time (librdkafka can block past
+    its own timeout when the coordinator went away): the producer is given
+    up and replaced; the new instance's init_transactions fences it."""

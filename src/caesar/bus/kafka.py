@@ -23,6 +23,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, Resourc
 from caesar.bus.errors import (
     BusError,
     ProducerFencedError,
+    ProducerStuckError,
     TransactionAbortedError,
     UnknownTopicError,
 )
@@ -220,6 +221,7 @@ class KafkaProducer:
         self._producer = Producer(conf)
         self._errors: list[str] = []
         self.transactional = transactional_id is not None
+        self.transactional_id = transactional_id
         if transactional_id is not None:
             # Fences an older producer with this id and aborts its open transaction.
             self._txn_call(self._producer.init_transactions, timeout_s,
@@ -262,10 +264,10 @@ class KafkaProducer:
             raise BusError(f"{len(errors)} records failed delivery, first: {errors[0]}")
 
     # transactions ------------------------------------------------------
-    def _txn_call(self, call: Any, *args: Any, what: str) -> None:
+    def _txn_call(self, call: Any, *args: Any, what: str, retry_s: float = 120.0) -> None:
         """Run a transaction API call, retrying what librdkafka says is retriable
         and mapping the rest to TransactionAbortedError / ProducerFencedError."""
-        deadline = time.monotonic() + 120.0
+        deadline = time.monotonic() + retry_s
         while True:
             try:
                 call(*args)
@@ -295,8 +297,33 @@ class KafkaProducer:
             return
         tps = [KTopicPartition(tp[0], tp[1], off) for tp, off in offsets.items()]
         meta = consumer._consumer.consumer_group_metadata()  # type: ignore[attr-defined]
-        self._txn_call(self._producer.send_offsets_to_transaction, tps, meta, timeout_s,
-                       what="sending offsets to the transaction")
+        self._bounded(self._producer.send_offsets_to_transaction, tps, meta, timeout_s,
+                      what="sending offsets to the transaction", within_s=2 * timeout_s)
+
+    def _bounded(self, call: Any, *args: Any, what: str, within_s: float) -> None:
+        """_txn_call in a helper thread, given up after `within_s`: librdkafka's
+        send_offsets_to_transaction can block forever, past its own timeout,
+        when the group coordinator went away (a broker restart;
+        confluentinc/librdkafka#5456, #5511). Then this producer is unusable:
+        ProducerStuckError, and the loop replaces it (the new instance fences
+        this one and aborts its transaction). The blocked thread is left behind."""
+        done = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                self._txn_call(call, *args, what=what, retry_s=within_s / 2)
+            except BaseException as exc:  # noqa: BLE001 - re-raised by the caller
+                failure.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name=f"txn-{self.transactional_id}", daemon=True).start()
+        if not done.wait(within_s):
+            raise ProducerStuckError(f"{what}: no answer within {within_s:.0f} s (the "
+                                     "coordinator moved or restarted); replacing the producer")
+        if failure:
+            raise failure[0]
 
     def commit_transaction(self, timeout_s: float = 30.0) -> None:
         self._txn_call(self._producer.commit_transaction, timeout_s,
