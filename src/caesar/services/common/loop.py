@@ -243,7 +243,7 @@ class ServiceLoop:
                     size += self.store.write(producer, j, self.handler.snapshot_partition(j),
                                              covers, ts)
                 # 3. its input offsets, in the same transaction
-                producer.send_offsets_to_transaction(covers, self.consumer)
+                producer.send_offsets_to_transaction(covers, self.consumer, timeout_s=10.0)
                 # 4. all of it visible at once
                 producer.commit_transaction()
                 self._open.discard(j)
