@@ -54,6 +54,23 @@ class DeriverHandler:
         return [TopicPartition(self.cfg.topics.transactions, j)]
 
     def handle(self, records: Sequence[Record]) -> dict[int, list[OutRecord]]:
+        outputs: dict[int, list[OutRecord]] = {}
+        topic = self.cfg.topics.context_changes
+        for j, items in self._decode(records).items():
+            out = outputs[j] = []
+            for chunk, switch in segments(items):
+                if chunk:
+                    self._derive(j, cast(list[Transaction | Progress], chunk), out)
+                if switch is not None:  # pass the model upgrade on, after the old plan's work
+                    self.plans.switch(j, switch.plan)
+                    out.append(OutRecord(topic, self.codec.encode(
+                        SWITCH, switch_record(switch, self.cfg.actor_id, j)), SWITCH_KEY,
+                        partition=j))
+        return outputs
+
+    def _decode(self, records: Sequence[Record]
+                ) -> dict[int, list[Transaction | Progress | PlanSwitch]]:
+        """The fresh inputs per Kafka partition (replayed ones dropped)."""
         by_partition: dict[int, list[Transaction | Progress | PlanSwitch]] = defaultdict(list)
         for r in records:
             if r.value is None:  # a tombstone: the services never write one here
@@ -68,19 +85,7 @@ class DeriverHandler:
                 by_partition[r.partition].append(progress_from(value))
             elif schema == SWITCH:
                 by_partition[r.partition].append(switch_from(value))
-        outputs: dict[int, list[OutRecord]] = {}
-        topic = self.cfg.topics.context_changes
-        for j, items in by_partition.items():
-            out = outputs[j] = []
-            for chunk, switch in segments(items):
-                if chunk:
-                    self._derive(j, cast(list[Transaction | Progress], chunk), out)
-                if switch is not None:  # pass the model upgrade on, after the old plan's work
-                    self.plans.switch(j, switch.plan)
-                    out.append(OutRecord(topic, self.codec.encode(
-                        SWITCH, switch_record(switch, self.cfg.actor_id, j)), SWITCH_KEY,
-                        partition=j))
-        return outputs
+        return by_partition
 
     def _derive(self, j: int, items: list[Transaction | Progress], out: list[OutRecord]) -> None:
         topic = self.cfg.topics.context_changes

@@ -110,6 +110,25 @@ class MatcherHandler:
         return [TopicPartition(self.cfg.routed_topic, j)]
 
     def handle(self, records: Sequence[Record]) -> dict[int, list[OutRecord]]:
+        outputs: dict[int, list[OutRecord]] = {}
+        for j, items in self._decode(records).items():
+            out = outputs[j] = []
+            for chunk, switch in segments(items):
+                if chunk:
+                    result = self.procs[j].process(
+                        cast(list[RoutedTransaction | Discard | Progress], chunk))
+                    out += self.outputs.encode(result.alerts, self.plans.plan(j))
+                    if result.progress is not None:
+                        out.append(OutRecord(self.cfg.topics.progress, self.codec.encode(
+                            PROGRESS, progress_record(result.progress, self.cfg.actor_id, j)),
+                            b"__progress__", partition=j))
+                if switch is not None:
+                    self.plans.switch(j, switch.plan)
+        return outputs
+
+    def _decode(self, records: Sequence[Record]
+                ) -> dict[int, list[RoutedTransaction | Discard | Progress | PlanSwitch]]:
+        """The fresh inputs per Kafka partition (replayed ones dropped)."""
         by_partition: dict[int, list[RoutedTransaction | Discard | Progress | PlanSwitch]] = \
             defaultdict(list)
         for r in records:
@@ -126,21 +145,7 @@ class MatcherHandler:
                 by_partition[r.partition].append(progress_from(value))
             elif schema == SWITCH:
                 by_partition[r.partition].append(switch_from(value))
-        outputs: dict[int, list[OutRecord]] = {}
-        for j, items in by_partition.items():
-            out = outputs[j] = []
-            for chunk, switch in segments(items):
-                if chunk:
-                    result = self.procs[j].process(
-                        cast(list[RoutedTransaction | Discard | Progress], chunk))
-                    out += self.outputs.encode(result.alerts, self.plans.plan(j))
-                    if result.progress is not None:
-                        out.append(OutRecord(self.cfg.topics.progress, self.codec.encode(
-                            PROGRESS, progress_record(result.progress, self.cfg.actor_id, j)),
-                            b"__progress__", partition=j))
-                if switch is not None:
-                    self.plans.switch(j, switch.plan)
-        return outputs
+        return by_partition
 
     def plan_versions(self) -> dict[int, str]:
         return dict(self.plans.versions)

@@ -68,6 +68,14 @@ class RouterHandler:
         return [TopicPartition(t.transactions, j), TopicPartition(t.context_changes, j)]
 
     def handle(self, records: Sequence[Record]) -> dict[int, list[OutRecord]]:
+        outputs = {j: self._partition(j, items) for j, items in self._decode(records).items()}
+        # Transactions never routed (skipped) leave their seq behind: forget old ones.
+        if len(self.txn_seq) > 100_000:
+            self.txn_seq.clear()
+        return outputs
+
+    def _decode(self, records: Sequence[Record]) -> dict[int, list[tuple[str, Item]]]:
+        """The fresh inputs per Kafka partition, with the input they came from."""
         by_partition: dict[int, list[tuple[str, Item]]] = defaultdict(list)
         for r in records:
             if r.value is None:  # a tombstone: the services never write one here
@@ -89,13 +97,7 @@ class RouterHandler:
                 by_partition[r.partition].append((side, progress_from(value)))
             elif schema == SWITCH:
                 by_partition[r.partition].append((side, switch_from(value)))
-        outputs: dict[int, list[OutRecord]] = {}
-        for j, items in by_partition.items():
-            outputs[j] = self._partition(j, items)
-        # Transactions never routed (skipped) leave their seq behind: forget old ones.
-        if len(self.txn_seq) > 100_000:
-            self.txn_seq.clear()
-        return outputs
+        return by_partition
 
     def _partition(self, j: int, items: list[tuple[str, Item]]) -> list[OutRecord]:
         out: list[OutRecord] = []
