@@ -237,12 +237,7 @@ class FaultLab:
         assert pid is not None
         if kind == "broker-kill":
             os.kill(pid, signal.SIGKILL)
-            deadline = time.monotonic() + 30
-            while port_open(self.broker.config.port) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            self.broker.pid_file.unlink(missing_ok=True)
-            self.broker._process = None
-            self.broker.start(timeout_s=120)
+            self._restart_broker()
             return time.monotonic()
         if kind == "broker-pause":
             os.kill(pid, signal.SIGSTOP)
@@ -250,6 +245,23 @@ class FaultLab:
             os.kill(pid, signal.SIGCONT)
             return time.monotonic()
         raise ValueError(f"unknown fault {kind!r}")
+
+    def _restart_broker(self) -> None:
+        """Start the killed broker again on its data and ports. A JVM killed on
+        a loaded machine can take a while to go, and its ports with it."""
+        process = self.broker._process
+        if process is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=120)  # reaped
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if not port_open(self.broker.config.port) and \
+                    not port_open(self.broker.config.controller_port):
+                break
+            time.sleep(0.2)
+        self.broker.pid_file.unlink(missing_ok=True)
+        self.broker._process = None
+        self.broker.start(timeout_s=120)
 
 
 class Driver:

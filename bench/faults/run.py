@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import random
 import shutil
 import tempfile
@@ -87,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cars", type=int, default=150, help="car trips per direction")
     ap.add_argument("--speed", type=float, default=6.0, help="simulated s per wall s")
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the runs already in OUT/faults.json, run the rest")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     stream = Stream.make(args.duration, args.cars, args.seed)
@@ -95,12 +98,26 @@ def main(argv: list[str] | None = None) -> int:
           f"alerts, {input_s:.0f} s of input per run", flush=True)
     work = Path(tempfile.mkdtemp(prefix="caesar-faults-"))
     results: list[RunResult] = []
+    saved = args.out / "faults.json"
+    if args.resume and saved.exists():  # the same schedule, from the first run not saved
+        results = [RunResult(**r) for r in json.loads(saved.read_text())]
+        print(f"resuming after run {len(results) - 1}", flush=True)
     started = time.monotonic()
     try:
         with FaultLab(work, log=lambda m: print(m, flush=True)) as lab:
             runs = [(None, 0.0), *schedule(args.runs, args.seed, input_s)]
             for i, (kind, at) in enumerate(runs):
-                r = lab.run(i, kind, stream, speed=args.speed, seed=args.seed, fault_at_s=at)
+                if i < len(results):
+                    continue
+                try:
+                    r = lab.run(i, kind, stream, speed=args.speed, seed=args.seed,
+                                fault_at_s=at)
+                except Exception as exc:  # noqa: BLE001 - a failed run is a result too
+                    r = RunResult(i, kind or "none", args.seed, at, 0.0, None,
+                                  sum(stream.expected.values()), 0,
+                                  sum(stream.expected.values()), 0,
+                                  note=f"the run failed: {type(exc).__name__}: {exc}")
+                    print(r.note, flush=True)
                 results.append(r)
                 print(f"run {i} {r.kind}: lost {r.lost}, duplicated {r.duplicated}, "
                       f"stuck {r.stuck or 0}, recovery {r.recovery_s} s "
