@@ -16,7 +16,7 @@ both services.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from caesar.language.algebra import AGG, CW, CX, FI, PR, SIT, TP, AlgebraPlan, Op, P, Stream
 from caesar.language.checked import Action, CheckedModel, marker_type
@@ -28,6 +28,7 @@ from caesar.plans.execution import (
     ContextDef,
     EventTypeDef,
     ExecutionPlan,
+    OutputRate,
     Stage,
     TransitionStage,
 )
@@ -44,6 +45,7 @@ class _Query:
     deps: list[str] = field(default_factory=list)
     transition: tuple[Action, str] | None = None
     key_fields: tuple[str, ...] = ()  # KEYED BY of a transition: its output fields
+    output_rate: OutputRate | None = None  # OUTPUT ... EVERY of its projection
 
 
 def output_topic(model: CheckedModel, event_type: str) -> str:
@@ -83,6 +85,7 @@ class _Extractor:
         else:
             contexts = set(self.all_contexts)
         self._record(leaf.qid, plan, contexts, inputs.deps, above.cx)
+        self.queries[leaf.qid].output_rate = above.pr.output_rate if above.pr else None
         return leaf.qid
 
     def _record(self, qid: str, plan: PatternPlan | AggregatePlan | TemporalPlan,
@@ -129,8 +132,7 @@ class _Extractor:
             it = None
             for e in iteration:
                 it = e if it is None else ir.Binary("AND", it, e)
-            comps.append(type(comp)(var=comp.var, types=comp.types, negated=comp.negated,
-                                    kleene=comp.kleene, iteration_filter=it))
+            comps.append(replace(comp, iteration_filter=it))
         where.extend(above.conjuncts)
         if above.cx is not None:
             cx = above.cx
@@ -140,10 +142,16 @@ class _Extractor:
             assert above.pr is not None
             pr = above.pr
             output = Output(pr.event_type, tuple(OutputField(n, e) for n, e in pr.fields))
+        timeout = None
+        if node.timeout is not None:
+            timeout = Output(node.timeout[0],
+                             tuple(OutputField(n, e) for n, e in node.timeout[1]))
         return PatternPlan(
             plan_id=node.qid, components=tuple(comps), where=tuple(dict.fromkeys(where)),
             equivalence=node.equivalence, within=node.within, strategy=node.strategy,
-            output=output, schemas=self.schemas(dict.fromkeys(types)))
+            output=output, schemas=self.schemas(dict.fromkeys(types)),
+            alternatives=node.alternatives, skip=node.skip, skip_var=node.skip_var,
+            timeout=timeout, equivalence_negated=node.equivalence_negated)
 
     def _temporal_plan(self, node: TP, above: _Above, inputs: _Inputs) -> TemporalPlan:
         specs = []
@@ -172,7 +180,7 @@ class _Extractor:
             plan_id=node.qid, source_type=stream.types[0], output_type=above.pr.event_type,
             size=node.size, slide=node.slide, group_by=node.group_by,
             aggregates=tuple(AggregateSpec(n, f, a) for n, f, a in node.aggregates),
-            where=tuple(conj), having=tuple(above.conjuncts))
+            where=tuple(conj), having=tuple(above.conjuncts), window=node.window)
 
 
 @dataclass
@@ -258,10 +266,13 @@ def physical_plan(plan: AlgebraPlan) -> ExecutionPlan:
         q = by_service[service].queries[qid]
         feeds_here = any(qid in ex.queries[m].deps for m in members)
         external = q.transition is None and q.output_type not in consumed
-        return Stage(plan=q.plan, contexts=ctx_tuple(q.contexts),
+        plan = q.plan
+        timeout = plan.timeout if isinstance(plan, PatternPlan) else None
+        return Stage(plan=plan, contexts=ctx_tuple(q.contexts),
                      feeds=(q.output_type,) if feeds_here else (),
                      output_topic=output_topic(model, q.output_type) if external else None,
-                     identity=identities.get(qid, qid))
+                     identity=identities.get(qid, qid), output_rate=q.output_rate,
+                     timeout_topic=output_topic(model, timeout.event_type) if timeout else None)
 
     deriver_members = deriver_ids + deriving
     transitions = []

@@ -23,6 +23,7 @@ from caesar.language.checked import (
     CheckedQuery,
     ContextInfo,
     EventType,
+    PatternBody,
     Transition,
     is_action,
 )
@@ -32,12 +33,12 @@ from caesar.language.errors import (
     ModelStructureError,
     ModelTypeError,
     NumberRangeError,
-    PatternError,
     SchemaMismatchError,
     UnknownNameError,
     WindowError,
 )
 from caesar.language.identity import query_identities
+from caesar.language.pattern_features import strategy_name
 from caesar.language.query_checks import check_aggregate, check_pattern, expected_names
 from caesar.language.temporal_checks import (
     ModelSituations,
@@ -48,7 +49,7 @@ from caesar.language.temporal_checks import (
     unknown_source,
 )
 from caesar.plans.execution import FieldCheck
-from caesar.plans.pattern import STRATEGIES, Strategy, is_strategy
+from caesar.plans.pattern import Strategy
 
 MAX_TICKS = 2**62  # windows stay below END_OF_TIME ticks
 UNIT_MS = {"MILLISECONDS": 1, "SECONDS": 1000, "MINUTES": 60_000, "HOURS": 3_600_000,
@@ -196,11 +197,7 @@ class ModelChecker:
                                    found=attr, expected=", ".join(t.fields))
 
     def strategy(self, name: str, pos: SourcePosition) -> Strategy:
-        norm = name.lower()
-        if not is_strategy(norm):
-            raise self.err(PatternError, f"unknown event selection strategy {name}", pos,
-                           found=name, expected=", ".join(STRATEGIES))
-        return norm
+        return strategy_name(self, name, pos)
 
     def ticks(self, d: ast.Duration, what: str) -> int:
         if d.amount <= 0:
@@ -237,22 +234,15 @@ class ModelChecker:
             if q.kind != "window":
                 assert q.derive_type is not None
                 producers.setdefault(q.derive_type, []).append(i)
+        timeouts = {q.timeout.derive_type: i for i, (q, _home) in enumerate(located)
+                    if q.timeout is not None}
         pending = list(range(len(located)))
         done: dict[int, CheckedQuery] = {}
         while pending:
             progress = False
             for i in list(pending):
                 q, home = located[i]
-                inputs = _input_types(q, self.situations.decls)
-                waiting = [t for t in inputs if t not in types]
-                missing = [t for t in inputs if t not in types and t not in producers]
-                if missing:
-                    t = missing[0]
-                    if q.kind == "temporal" or q.temporal is not None:
-                        raise unknown_source(self, q, t, list(types) + list(producers))
-                    raise self.err(UnknownNameError, f"unknown event type {t}", _type_pos(q, t),
-                                   found=t, expected=expected_names(list(types) + list(producers)))
-                if waiting:
+                if not self.inputs_ready(q, types, producers, timeouts):
                     continue
                 checked = self.query(i, q, home, types, names, default, all_contexts)
                 self.register_output(checked, q, types)
@@ -271,6 +261,26 @@ class ModelChecker:
         self.check_independence(result)
         self.check_keyed(result, contexts)
         return result
+
+    def inputs_ready(self, q: ast.Query, types: dict[str, EventType],
+                     producers: dict[str, list[int]], timeouts: dict[str, int]) -> bool:
+        """Are `q`'s input types all known yet? An input no topic and no
+        query provides, or a timeout event, is an error."""
+        inputs = _input_types(q, self.situations.decls)
+        for t in inputs:
+            if t in timeouts:
+                raise self.err(ModelStructureError, f"{t} is the ON TIMEOUT event of "
+                               f"query q{timeouts[t] + 1}: timeout events go to their "
+                               "own topic and feed no other query", _type_pos(q, t),
+                               found=t, expected="a type a DERIVE or a topic provides")
+        missing = [t for t in inputs if t not in types and t not in producers]
+        if missing:
+            t = missing[0]
+            if q.kind == "temporal" or q.temporal is not None:
+                raise unknown_source(self, q, t, list(types) + list(producers))
+            raise self.err(UnknownNameError, f"unknown event type {t}", _type_pos(q, t),
+                           found=t, expected=expected_names(list(types) + list(producers)))
+        return all(t in types for t in inputs)
 
     def check_independence(self, queries: tuple[CheckedQuery, ...]) -> None:
         """Paper assumption (1), section 3.3: a query consumes only events
@@ -294,8 +304,14 @@ class ModelChecker:
     def register_output(self, cq: CheckedQuery, q: ast.Query, types: dict[str, EventType]) -> None:
         if cq.deriving:
             return
-        fields = dict(cq.output_schema)
-        name = cq.output_type
+        body = cq.body
+        if isinstance(body, PatternBody) and body.timeout_type is not None:
+            self.register_type(body.timeout_type, dict(cq.timeout_schema), q, types)
+        self.register_type(cq.output_type, dict(cq.output_schema), q, types)
+
+    def register_type(self, name: str, fields: dict[str, str], q: ast.Query,
+                      types: dict[str, EventType]) -> None:
+        """A type a query derives: new, or as declared (without a topic)."""
         existing = types.get(name)
         if existing is None:
             types[name] = EventType(name, fields, "ts", None, None, True, q.target_pos)

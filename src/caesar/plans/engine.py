@@ -62,6 +62,11 @@ class PatternEngine(Protocol):
         plans for this partition."""
         ...
 
+    def overflows(self) -> dict[str, int]:
+        """{plan id: integer results outside 64 bits so far}; each was
+        treated as a missing value (src/caesar/plans/expr.py)."""
+        ...
+
     def snapshot(self, partition: int) -> dict[str, Any]:
         """{plan id: plain data} of the plans holding state for this partition."""
         ...

@@ -12,6 +12,7 @@ from typing import Literal
 
 from caesar.plans.aggregate import AggregatePlan
 from caesar.plans.pattern import PatternPlan
+from caesar.plans.tables import AcepPlan
 from caesar.plans.temporal import TemporalPlan
 
 Action = Literal["INITIATE", "SWITCH", "TERMINATE"]
@@ -50,6 +51,19 @@ class ContextDef:
 
 
 @dataclass(frozen=True)
+class OutputRate:
+    """Output rate limiting of a stage (Esper's output clause): its outputs
+    are grouped per partition into intervals [k * every, (k+1) * every) of
+    event time. ALL: every output of an interval, released when the interval
+    closes; LAST: only the interval's last output, then; FIRST: the first
+    output of each interval, at once, the rest dropped. Released outputs are
+    stamped with the interval's last tick."""
+
+    kind: Literal["all", "first", "last"]
+    every: int  # ticks
+
+
+@dataclass(frozen=True)
 class Stage:
     """One executable query: a pattern or aggregation plan with the contexts
     it runs in (after push-down: it receives events only while one holds)."""
@@ -64,6 +78,9 @@ class Stage:
     # ("" = the plan id). Its state is stored under it, so reordering the
     # model's queries or adding others never mixes their states up.
     identity: str = ""
+    output_rate: OutputRate | None = None
+    # ON TIMEOUT: the topic its timed-out partial matches go to.
+    timeout_topic: str | None = None
 
 
 @dataclass(frozen=True)
@@ -111,3 +128,6 @@ class ExecutionPlan:
     context_filters: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # Milliseconds per event-time tick (the model's TIME UNIT); 1 = milliseconds.
     time_unit_ms: int = 1
+    # ACEP: shared tables and the rules / table-reading queries run by the
+    # stream-transaction scheduler on the matcher's `_acep_*` outputs.
+    acep: AcepPlan | None = None

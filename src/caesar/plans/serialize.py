@@ -22,17 +22,20 @@ from caesar.plans.execution import (
     EventTypeDef,
     ExecutionPlan,
     FieldCheck,
+    OutputRate,
     Stage,
     TransitionStage,
 )
 from caesar.plans.pattern import Output, OutputField, PatternComponent, PatternPlan
+from caesar.plans.tables import AcepPlan, ActionPlan, ActorPlan, TableRead, TableSchema
 from caesar.plans.temporal import SituationSpec, TemporalConstraint, TemporalPlan
 
 PLAN_FORMAT = 1
 _CLASSES: dict[str, type] = {c.__name__: c for c in (
     ExecutionPlan, EventTypeDef, FieldCheck, ContextDef, Stage, TransitionStage, PatternPlan,
     PatternComponent, Output, OutputField, AggregatePlan, AggregateSpec, TemporalPlan,
-    SituationSpec, TemporalConstraint, ir.Const, ir.Attr, ir.Unary, ir.Binary, ir.Call, ir.Agg)}
+    SituationSpec, TemporalConstraint, OutputRate, AcepPlan, ActionPlan, ActorPlan, TableRead,
+    TableSchema, ir.Const, ir.Attr, ir.Unary, ir.Binary, ir.Call, ir.Agg)}
 
 
 def to_data(value: Any) -> Any:

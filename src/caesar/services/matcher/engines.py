@@ -52,6 +52,10 @@ class EngineSet:
             self.patterns.discard([p for p in plan_ids if p not in self._temporal_ids], partition)
         self.temporal.discard(plan_ids, partition)
 
+    def overflows(self) -> dict[str, int]:
+        # the temporal engine's arithmetic runs in Python (exact, unbounded)
+        return self.patterns.overflows() if self.patterns is not None else {}
+
     # State per plan id, as the pattern engines keep it (StageGraph stores
     # each query's under its identity): the two engines' plans side by side.
     def snapshot(self, partition: int) -> dict[str, Any]:

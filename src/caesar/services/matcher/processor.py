@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from caesar.plans.execution import ExecutionPlan
+from caesar.plans.pattern import PatternPlan
 from caesar.plans.serialize import stage_identity
 from caesar.services.common.config import EngineFactory
 from caesar.services.common.messages import (
@@ -111,7 +112,11 @@ class MatcherProcessor:
     def _alerts(self, outputs: Iterable[StageOutput]) -> list[Alert]:
         alerts = []
         for o in outputs:
-            if o.stage.output_topic is None:
+            topic = o.stage.output_topic
+            timeout = o.stage.plan.timeout if isinstance(o.stage.plan, PatternPlan) else None
+            if timeout is not None and o.record["type"] == timeout.event_type:
+                topic = o.stage.timeout_topic  # ON TIMEOUT events have their own topic
+            if topic is None:
                 continue
             if self.muted and o.stage.plan.plan_id in self.muted.get(o.record["_p"], ()):
                 continue
@@ -120,6 +125,6 @@ class MatcherProcessor:
             alerts.append(Alert(plan_id=stage_identity(o.stage), event_type=o.record["type"],
                                 partition=o.record["_p"], key=o.record["_key"],
                                 start_ts=o.start_ts, end_ts=o.end_ts, fields=fields,
-                                topic=o.stage.output_topic,
+                                topic=topic,
                                 ingest_ms=self.ingest.get(o.record["_p"], 0)))
         return alerts

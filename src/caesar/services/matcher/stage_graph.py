@@ -35,9 +35,12 @@ from caesar.services.common.messages import (
 )
 from caesar.services.matcher.aggregate import AggregateExecutor
 from caesar.services.matcher.engines import build_engine, engine_state_format
+from caesar.services.matcher.output_rate import OutputLimiter
+from caesar.services.matcher.windows import WindowExecutor
+from caesar.services.store import tagged
 from caesar.services.store.state_format import StateCompatibilityError
 
-STATE_FORMAT = 1  # layout of snapshot()
+STATE_FORMAT = 2  # layout of snapshot(); 2: output limiters
 log = logging.getLogger(__name__)
 Record = dict[str, Any]  # event attributes + "type", "_ts", "_p" (partition id), "_key"
 
@@ -100,9 +103,15 @@ class StageGraph:
         # SEQ plans on the factory's engine, TPStream plans on the temporal engine
         self.engine: PatternEngine | None = \
             build_engine(self.engine_factory, patterns) if patterns else None
-        self.aggregates: dict[str, AggregateExecutor] = {
-            plan_id(s): AggregateExecutor(s.plan, self.strings)
+        self.aggregates: dict[str, AggregateExecutor | WindowExecutor] = {
+            plan_id(s): (AggregateExecutor(s.plan, self.strings) if s.plan.window == "time"
+                         else WindowExecutor(s.plan, self.strings))
             for s in self.stages if isinstance(s.plan, AggregatePlan)}
+        # OUTPUT ... EVERY: per stage, what holds its outputs back
+        self.limiters: dict[str, OutputLimiter] = {
+            plan_id(s): OutputLimiter(s.output_rate) for s in self.stages
+            if s.output_rate is not None}
+        self._clock = -(2**62)  # the time of the step being run
         self._by_id = {plan_id(s): s for s in self.stages}
         self._identity = {plan_id(s): stage_identity(s) for s in self.stages}
         self._fingerprint = {plan_id(s): state_fingerprint(s.plan) for s in self.stages}
@@ -116,6 +125,7 @@ class StageGraph:
         self._keys: dict[int, str] = {}
         self._seq = 0
         self._time = -(2**62)
+        self._overflows_seen: dict[str, int] = {}
 
     # ------------------------------------------------------------ driving
     def step(self, ts: int, items: Sequence[tuple[Transaction, frozenset[str]]]
@@ -135,6 +145,7 @@ class StageGraph:
         per_partition: dict[int, list[Record]] = defaultdict(list)
         for txn, _ in items:
             per_partition[txn.partition].extend(event_records(txn))
+        self._clock = ts
         outputs += self._run(per_partition, {t.partition: a for t, a in items})
         self._time = ts
         return outputs
@@ -162,6 +173,7 @@ class StageGraph:
         outputs: list[StageOutput] = []
         for ts in sorted(by_ts):
             parts = by_ts[ts]
+            self._clock = ts
             outputs += self._run(parts, {p: self._active_at(p, ts) for p in parts})
         return outputs
 
@@ -193,6 +205,26 @@ class StageGraph:
         elif self.engine is not None:
             out.extend(self._derived(ev, clamp=self._time)
                        for ev in self.engine.advance(END_OF_TIME))
+        out = self._limit(out)
+        for pid, limiter in self.limiters.items():
+            stage = self._by_id[pid]
+            out.extend(StageOutput(stage, rec, start, end)
+                       for rec, start, end in limiter.advance(watermark))
+        return out
+
+    def _limit(self, outputs: list[StageOutput]) -> list[StageOutput]:
+        """OUTPUT ... EVERY: a limited stage's results pass its limiter (its
+        timeout events do not); what it holds comes out in _release."""
+        if not self.limiters:
+            return outputs
+        out: list[StageOutput] = []
+        for o in outputs:
+            limiter = self.limiters.get(plan_id(o.stage))
+            if limiter is None or o.record["type"] != self._produces[plan_id(o.stage)]:
+                out.append(o)
+                continue
+            out.extend(StageOutput(o.stage, rec, start, end) for rec, start, end in
+                       limiter.offer(o.record["_p"], o.record, o.start_ts, o.end_ts))
         return out
 
     def _derived(self, ev: DerivedEvent, clamp: int | None = None) -> StageOutput:
@@ -246,7 +278,7 @@ class StageGraph:
         is available to the stages after them."""
         if not pending:
             return []
-        new = self._call_engine(pending, available)
+        new = self._limit(self._call_engine(pending, available))
         for o in new:
             available[o.record["type"]].append(o.record)
         pending.clear()
@@ -273,7 +305,24 @@ class StageGraph:
                                         ts_field="_ts", partition_of=_partition_of,
                                         first_seq=self._seq)
         self._seq += len(records)
-        return [self._derived(ev) for ev in self.engine.process(batch, plan_ids)]
+        # results held back by the engine (after-match skip, timeouts) carry
+        # older timestamps: they happen now
+        out = [self._derived(ev, clamp=self._clock)
+               for ev in self.engine.process(batch, plan_ids)]
+        self._report_overflows()
+        return out
+
+    def _report_overflows(self) -> None:
+        """Integer overflows (a value outside 64 bits, made missing) are
+        data problems the user should see: one warning per plan and call."""
+        assert self.engine is not None
+        for pid, count in self.engine.overflows().items():
+            new = count - self._overflows_seen.get(pid, 0)
+            if new > 0:
+                self._overflows_seen[pid] = count
+                log.warning("plan %s: %d integer result(s) outside the 64-bit range were "
+                            "treated as missing (null)", pid, new,
+                            extra={"plan_id": pid, "overflows": new})
 
     # ------------------------------------------------------------ state
     def identities(self, plan_ids: Iterable[str]) -> list[str]:
@@ -311,7 +360,10 @@ class StageGraph:
                 "keys": [[p, k] for p, k in self._keys.items() if p in partitions],
                 "history": [[p, [[ts, sorted(ids[x] for x in a if x in ids)] for ts, a in h]]
                             for p, h in self._history.items() if p in partitions],
-                "queries": queries}
+                "queries": queries,
+                "limiters": [[self._identity[pid], tagged.encode(
+                    (lim.held, lim.seen, lim.closed_before))]
+                    for pid, lim in self.limiters.items()]}
 
     def restore(self, state: Mapping[str, Any]) -> None:
         """The inverse of snapshot(), by query identity: a query of this plan
@@ -344,6 +396,11 @@ class StageGraph:
         self._keys.update({int(p): k for p, k in state["keys"]})
         self._history.update({int(p): [(int(ts), frozenset(ids[x] for x in a if x in ids))
                                        for ts, a in h] for p, h in state["history"]})
+        for ident, data in state["limiters"]:
+            pid = ids.get(ident)
+            if pid in self.limiters:
+                lim = self.limiters[pid]
+                lim.held, lim.seen, lim.closed_before = tagged.decode(data)
 
 
     def _check_format(self, state: Mapping[str, Any]) -> None:
@@ -383,8 +440,8 @@ def _engine_format(engine: PatternEngine | None) -> str:
 def _holds(state: Any) -> bool:
     """Does a stored query state hold anything (an aggregate's open windows,
     an engine's partitions)?"""
-    if isinstance(state, dict):
-        return bool(state.get("slots"))
+    if isinstance(state, dict):  # an aggregate's open windows; a count/session window: any
+        return bool(state.get("slots", True))
     return bool(state)
 
 
