@@ -25,6 +25,10 @@ from caesar.language import compile_model
 from caesar.services.embedded.pipeline import EmbeddedPipeline
 
 MODEL = model_path("linear_road")
+# The same rules without the segment fan-out: partitions per road and
+# direction, contexts per segment (CONTEXTS PER seg).
+PER_SEGMENT = MODEL.with_name("model_per_segment.caesar")
+MODELS = [pytest.param(MODEL, id="fanout"), pytest.param(PER_SEGMENT, id="per_segment")]
 
 
 def overlapping_near_accidents(expected: Expected) -> int:
@@ -36,14 +40,16 @@ def overlapping_near_accidents(expected: Expected) -> int:
                and a.detected < b.cleared and b.detected < a.cleared)
 
 
-def compare(config: GeneratorConfig, *, overlapping: bool = False) -> dict[str, Counter]:
+def compare(config: GeneratorConfig, *, overlapping: bool = False, model=MODEL
+            ) -> dict[str, Counter]:
     reports = list(generate(config))
     expected = expected_outputs(reports)
     if overlapping:
         assert overlapping_near_accidents(expected) > 0
-    values = [record for r in reports for _, record in wire_records(r, fanout=True)]
-    result = EmbeddedPipeline(compile_model(MODEL)).run_values(values,
-                                                                topic="lr-position-reports")
+    plan = compile_model(model)
+    fanout = "pseg" in plan.partition_by
+    values = [record for r in reports for _, record in wire_records(r, fanout=fanout)]
+    result = EmbeddedPipeline(plan).run_values(values, topic="lr-position-reports")
     assert result.dead_letters == []
     got = {"TollNotification": Counter(), "AccidentAlert": Counter()}
     fields = {"TollNotification": TOLL_FIELDS, "AccidentAlert": ALERT_FIELDS}
@@ -64,17 +70,21 @@ def assert_exact(diffs: dict[str, Counter]) -> None:
     assert not shown, f"model differs from the oracle: {shown}"
 
 
-def test_model_equals_oracle_on_a_small_run() -> None:
+@pytest.mark.parametrize("model", MODELS)
+def test_model_equals_oracle_on_a_small_run(model) -> None:
     assert_exact(compare(GeneratorConfig(xways=1, duration_s=600, cars_per_direction=300,
-                                         seed=1)))
+                                         seed=1), model=model))
 
 
 @pytest.mark.slow
-def test_model_equals_oracle_on_a_larger_run() -> None:
+@pytest.mark.parametrize("model", MODELS)
+def test_model_equals_oracle_on_a_larger_run(model) -> None:
     assert_exact(compare(GeneratorConfig(xways=2, duration_s=900, cars_per_direction=400,
-                                         seed=7)))
+                                         seed=7), model=model))
 
 
-def test_model_equals_oracle_with_overlapping_accidents() -> None:
+@pytest.mark.parametrize("model", MODELS)
+def test_model_equals_oracle_with_overlapping_accidents(model) -> None:
     assert_exact(compare(GeneratorConfig(xways=1, duration_s=600, cars_per_direction=300,
-                                         seed=5, accidents_per_direction=3), overlapping=True))
+                                         seed=5, accidents_per_direction=3), overlapping=True,
+                         model=model))

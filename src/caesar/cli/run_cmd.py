@@ -98,11 +98,13 @@ def register(app: typer.Typer) -> None:
             "--tables", help="print the shared tables' rows at the end")] = False,
     ) -> None:
         """Run MODEL on the events in FILE in one process (embedded mode) and print the alerts."""
+        from caesar.services.common.collector import tune_collector
         from caesar.services.common.messages import InputRecord
         from caesar.services.embedded.inputs import read_events
         from caesar.services.embedded.pipeline import EmbeddedPipeline
 
         plan = load_plan(model)
+        tune_collector()
         if bus == "memory" and plan.acep is not None:
             raise CaesarError("shared tables and rules run in the direct embedded pipeline "
                               "(--bus direct), not yet on the service runners")

@@ -283,6 +283,9 @@ class Model:
     pos: SourcePosition = _pos()
     strategy_pos: SourcePosition = _pos()
     partition_pos: SourcePosition = _pos()
+    # CONTEXTS PER: contexts hold per value of these attributes in a partition.
+    context_key: tuple[str, ...] = ()
+    context_key_pos: SourcePosition = _pos()
     situations: tuple[SituationDef, ...] = ()  # model-level SITUATION declarations
     tables: tuple[TableDecl, ...] = ()  # ACEP shared tables
     rules: tuple[RuleDecl, ...] = ()  # ACEP active rules

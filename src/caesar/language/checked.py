@@ -135,6 +135,7 @@ class CheckedModel:
     contexts: tuple[ContextInfo, ...]
     queries: tuple[CheckedQuery, ...]
     source: ast.Model = field(hash=False, compare=False, repr=False)
+    context_key: tuple[str, ...] = ()  # CONTEXTS PER
 
     @property
     def default_context(self) -> str:

@@ -212,6 +212,8 @@ def format_model(m: ast.Model) -> str:
         out.append(f"TIME UNIT {m.time_unit};")
     if m.partition_by:
         out.append("PARTITION BY " + ", ".join(m.partition_by) + ";")
+    if m.context_key:
+        out.append("CONTEXTS PER " + ", ".join(m.context_key) + ";")
     if m.strategy is not None:
         out.append(f"STRATEGY {m.strategy};")
     out.extend(format_event(e) for e in m.events)

@@ -168,7 +168,7 @@ class _CommonClauses(TypedDict, total=False):
 
 # Model-level declarations that may each appear once, with their spelling.
 HEADER_DECLARATIONS = {"model": "MODEL", "time_unit": "TIME UNIT", "strategy": "STRATEGY",
-                       "partition": "PARTITION BY"}
+                       "partition": "PARTITION BY", "context_key": "CONTEXTS PER"}
 
 
 @v_args(meta=True)
@@ -193,6 +193,7 @@ class _ToAst(TemporalTransforms, TableTransforms):
         header = self._header([i for i in items if isinstance(i, _Tagged)])
         name, time_unit = header.get("model"), header.get("time_unit")
         strategy, partition = header.get("strategy"), header.get("partition")
+        context_key = header.get("context_key")
         return ast.Model(
             name=name.value if name else None,
             time_unit=time_unit.value if time_unit else None,
@@ -206,7 +207,9 @@ class _ToAst(TemporalTransforms, TableTransforms):
             rules=tuple(i for i in items if isinstance(i, ast.RuleDecl)),
             file=self.file, source=self.text, pos=self._pos(meta),
             strategy_pos=strategy.pos if strategy else ast.NOWHERE,
-            partition_pos=partition.pos if partition else ast.NOWHERE)
+            partition_pos=partition.pos if partition else ast.NOWHERE,
+            context_key=context_key.value if context_key else (),
+            context_key_pos=context_key.pos if context_key else ast.NOWHERE)
 
     def _header(self, declarations: list[_Tagged[Any]]) -> dict[str, _Tagged[Any]]:
         """The model-level declarations by tag; each may be given once."""
@@ -228,6 +231,9 @@ class _ToAst(TemporalTransforms, TableTransforms):
 
     def partition_decl(self, meta: Meta, children: Children) -> _Tagged[tuple[str, ...]]:
         return _Tagged("partition", children[0], self._pos(meta))
+
+    def context_key_decl(self, meta: Meta, children: Children) -> _Tagged[tuple[str, ...]]:
+        return _Tagged("context_key", children[0], self._pos(meta))
 
     def strategy_decl(self, meta: Meta, children: Children) -> _Tagged[str]:
         name, pos = children[0]

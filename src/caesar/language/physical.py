@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from caesar.language.algebra import AGG, CW, CX, FI, PR, SIT, TP, AlgebraPlan, Op, P, Stream
 from caesar.language.checked import Action, CheckedModel, marker_type
+from caesar.language.errors import LanguageError, ModelStructureError
 from caesar.language.identity import query_identities
 from caesar.language.semantics import UNIT_MS
 from caesar.plans import expr as ir
@@ -137,7 +138,8 @@ class _Extractor:
         if above.cx is not None:
             cx = above.cx
             output = Output(marker_type(cx.action, cx.context),
-                            tuple(OutputField(n, e) for n, e in cx.key))
+                            tuple(OutputField(n, e) for n, e in cx.key) +
+                            self._key_fields(node, cx))
         else:
             assert above.pr is not None
             pr = above.pr
@@ -152,6 +154,32 @@ class _Extractor:
             output=output, schemas=self.schemas(dict.fromkeys(types)),
             alternatives=node.alternatives, skip=node.skip, skip_var=node.skip_var,
             timeout=timeout, equivalence_negated=node.equivalence_negated)
+
+    def _key_fields(self, node: P, cx: CX) -> tuple[OutputField, ...]:
+        """CONTEXTS PER: a transition applies to the key of its last event;
+        its output carries that key."""
+        last = next(c for c in reversed(node.components) if not c.negated)
+        keyed_by = {n for n, _ in cx.key}
+        out = []
+        for a in self.model.context_key:
+            missing = [t for t in last.types if a not in self.model.event_types[t].fields]
+            if missing:
+                raise self.key_error(
+                    node.qid, f"context deriving query {node.qid} ends with "
+                    f"{'/'.join(missing)} {last.var}, which has no attribute {a}: with "
+                    f"CONTEXTS PER {', '.join(self.model.context_key)} a transition applies "
+                    "to the key of its last event",
+                    found=f"{'/'.join(missing)} without {a}",
+                    expected=f"a last event type with attribute {a}")
+            if a not in keyed_by:
+                out.append(OutputField(a, ir.Attr(last.var, a)))
+        return tuple(out)
+
+    def key_error(self, qid: str, message: str, found: str, expected: str) -> LanguageError:
+        q = next((q for q in self.model.queries if q.qid == qid), None)
+        pos = q.source.pos if q is not None else self.model.source.context_key_pos
+        return ModelStructureError(message, pos, self.model.source.source, found=found,
+                                   expected=expected)
 
     def _temporal_plan(self, node: TP, above: _Above, inputs: _Inputs) -> TemporalPlan:
         specs = []
@@ -292,11 +320,48 @@ def physical_plan(plan: AlgebraPlan) -> ExecutionPlan:
     bits = sorted(order)  # the paper keeps the bit vector sorted by context name
     contexts = tuple(ContextDef(c.name, bits.index(c.name), c.default, c.keyed)
                      for c in model.contexts)
-    return ExecutionPlan(
+    result = ExecutionPlan(
         model=model.name, partition_by=model.partition_by, event_types=event_types,
         contexts=contexts,
         deriver_stages=tuple(stage(q, deriver_members, "deriver") for q in deriver_ids),
         transitions=tuple(transitions),
         matcher_stages=tuple(stage(q, matcher_ids, "matcher") for q in matcher_ids),
         context_groups=context_groups, groups=groups,
-        shared=dict(plan.shared), time_unit_ms=UNIT_MS.get(model.time_unit, 1))
+        shared=dict(plan.shared), context_key=model.context_key,
+        time_unit_ms=UNIT_MS.get(model.time_unit, 1))
+    _check_context_key(ex, model, result)
+    return result
+
+
+def _reads(p: PatternPlan | TemporalPlan | AggregatePlan) -> list[str]:
+    """The event types a stage's plan reads."""
+    if isinstance(p, AggregatePlan):
+        return [p.source_type]
+    if isinstance(p, TemporalPlan):
+        return [s.source_type for s in p.situations]
+    return [t for c in p.components for t in c.types]
+
+
+def _check_context_key(ex: _Extractor, model: CheckedModel, plan: ExecutionPlan) -> None:
+    """CONTEXTS PER: a stage that does not run in every context sees only the
+    events of its key, so every type it reads must have the key attributes."""
+    if not model.context_key:
+        return
+    every = set(model.context_names())
+    stages = list(plan.deriver_stages) + [t.stage for t in plan.transitions] + \
+        list(plan.matcher_stages)
+    for stage in stages:
+        if set(stage.contexts) >= every:
+            continue
+        p = stage.plan
+        for t in dict.fromkeys(_reads(p)):
+            fields = model.event_types[t].fields if t in model.event_types else {}
+            missing = [a for a in model.context_key if a not in fields]
+            if missing:
+                raise ex.key_error(
+                    p.plan_id, f"query {p.plan_id} runs in {', '.join(stage.contexts)} only and "
+                    f"reads {t}, which has no attribute {', '.join(missing)}: with CONTEXTS PER "
+                    f"{', '.join(model.context_key)} it sees the events of one key only",
+                    found=f"{t} without {', '.join(missing)}",
+                    expected=f"event types with {', '.join(model.context_key)}, or the query "
+                             "in every context")

@@ -90,6 +90,7 @@ class ModelChecker:
         self.partition(types)
         return CheckedModel(name=m.name or Path(self.file).stem or "model",
                             time_unit=self.time_unit, partition_by=m.partition_by,
+                            context_key=m.context_key,
                             event_types=types, contexts=contexts, queries=checked, source=m)
 
     def event_types(self) -> dict[str, EventType]:
@@ -189,12 +190,34 @@ class ModelChecker:
         return tuple(ContextInfo(b.name, b.default, b.pos, b.keyed) for b in blocks)
 
     def partition(self, types: dict[str, EventType]) -> None:
-        for attr in self.model.partition_by:
+        m = self.model
+        for attr in m.partition_by:
             for t in types.values():
                 if t.topic is not None and attr not in t.fields:
                     raise self.err(UnknownNameError, f"PARTITION BY attribute {attr} is missing from "
-                                   f"input event type {t.name}", self.model.partition_pos,
+                                   f"input event type {t.name}", m.partition_pos,
                                    found=attr, expected=", ".join(t.fields))
+        if m.context_key and not m.partition_by:
+            raise self.err(ModelStructureError, "CONTEXTS PER needs a PARTITION BY: contexts hold "
+                           "per key inside a stream partition", m.context_key_pos,
+                           found="CONTEXTS PER without PARTITION BY",
+                           expected="PARTITION BY <attributes> before CONTEXTS PER")
+        for attr in m.context_key:
+            if attr in m.partition_by:
+                raise self.err(ModelStructureError, f"{attr} is in PARTITION BY already; CONTEXTS "
+                               "PER names attributes that divide a partition further",
+                               m.context_key_pos, found=attr,
+                               expected="attributes not in PARTITION BY")
+            for t in types.values():
+                if t.topic is not None and attr not in t.fields:
+                    raise self.err(UnknownNameError, f"CONTEXTS PER attribute {attr} is missing "
+                                   f"from input event type {t.name}", m.context_key_pos,
+                                   found=attr, expected=", ".join(t.fields))
+                if attr in t.fields and t.fields[attr] == "float":
+                    raise self.err(ModelTypeError, f"CONTEXTS PER attribute {attr} of {t.name} "
+                                   "is FLOAT; a context key must be INT, STRING or BOOL",
+                                   m.context_key_pos, found="float",
+                                   expected="int, string or bool")
 
     def strategy(self, name: str, pos: SourcePosition) -> Strategy:
         return strategy_name(self, name, pos)

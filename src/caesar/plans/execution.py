@@ -131,3 +131,14 @@ class ExecutionPlan:
     # ACEP: shared tables and the rules / table-reading queries run by the
     # stream-transaction scheduler on the matcher's `_acep_*` outputs.
     acep: AcepPlan | None = None
+    # CONTEXTS PER: contexts hold per (stream partition, these attributes).
+    # Transactions and context vectors are kept per such "context partition"
+    # (partition_by + context_key); the stages that run in every context see
+    # the whole stream partition (partition_by), the others only their key's
+    # events. A transition's output carries the key of its last event.
+    context_key: tuple[str, ...] = ()
+
+    @property
+    def transaction_key(self) -> tuple[str, ...]:
+        """The attributes a stream transaction (and a context vector) is kept per."""
+        return self.partition_by + self.context_key

@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from caesar.bus.records import OutRecord, Record, TopicPartition
+from caesar.services.common.columnar import batch_from
 from caesar.services.common.config import ServiceConfig
-from caesar.services.common.messages import PlanSwitch, Progress, Transaction
+from caesar.services.common.messages import PlanSwitch, Progress, TxnBatch
 from caesar.services.common.replay import SeqFilter, owned
 from caesar.services.common.switching import PartitionPlans, segments
 from caesar.services.common.wire import (
@@ -19,13 +20,12 @@ from caesar.services.common.wire import (
     PROGRESS,
     SWITCH,
     SWITCH_KEY,
-    TXN,
+    TXN_BATCH,
     change_record,
     progress_from,
     progress_record,
     switch_from,
     switch_record,
-    txn_from,
 )
 from caesar.services.deriver.processor import DeriverProcessor
 from caesar.services.matcher.runner import OutputEncoder
@@ -42,7 +42,7 @@ class DeriverHandler:
         factory = cfg.engine_factory or default_engine_factory
         self.plans = PartitionPlans(cfg, lambda plan: DeriverProcessor(plan, factory))
         self.procs = self.plans.procs
-        self.seen = SeqFilter()
+        self.seen = SeqFilter()  # per Kafka partition: transaction batches
         self.outputs = OutputEncoder(cfg)
         self.change_seq: dict[int, int] = defaultdict(int)
         self.owner: dict[int, int] = {}  # stream partition -> Kafka partition
@@ -60,7 +60,7 @@ class DeriverHandler:
             out = outputs[j] = []
             for chunk, switch in segments(items):
                 if chunk:
-                    self._derive(j, cast(list[Transaction | Progress], chunk), out)
+                    self._derive(j, cast(list[TxnBatch | Progress], chunk), out)
                 if switch is not None:  # pass the model upgrade on, after the old plan's work
                     self.plans.switch(j, switch.plan)
                     out.append(OutRecord(topic, self.codec.encode(
@@ -69,25 +69,24 @@ class DeriverHandler:
         return outputs
 
     def _decode(self, records: Sequence[Record]
-                ) -> dict[int, list[Transaction | Progress | PlanSwitch]]:
-        """The fresh inputs per Kafka partition (replayed ones dropped)."""
-        by_partition: dict[int, list[Transaction | Progress | PlanSwitch]] = defaultdict(list)
+                ) -> dict[int, list[TxnBatch | Progress | PlanSwitch]]:
+        """The fresh inputs per Kafka partition (replayed batches dropped)."""
+        by_partition: dict[int, list[TxnBatch | Progress | PlanSwitch]] = defaultdict(list)
         for r in records:
             if r.value is None:  # a tombstone: the services never write one here
                 continue
             schema, value = self.codec.decode(r.value)
-            if schema == TXN:
-                txn, seq = txn_from(value)
-                self.owner[txn.partition] = r.partition
-                if self.seen.fresh(txn.partition, seq):
-                    by_partition[r.partition].append(txn)
+            if schema == TXN_BATCH:
+                if self.seen.fresh(r.partition, value["seq"]):
+                    batch, _ = batch_from(value, self.procs[r.partition].graph.strings)
+                    by_partition[r.partition].append(batch)
             elif schema == PROGRESS:
                 by_partition[r.partition].append(progress_from(value))
             elif schema == SWITCH:
                 by_partition[r.partition].append(switch_from(value))
         return by_partition
 
-    def _derive(self, j: int, items: list[Transaction | Progress], out: list[OutRecord]) -> None:
+    def _derive(self, j: int, items: list[TxnBatch | Progress], out: list[OutRecord]) -> None:
         topic = self.cfg.topics.context_changes
         before: dict[int, int] = {}
         result = self.procs[j].process(items)
@@ -97,6 +96,7 @@ class DeriverHandler:
             rec = change_record(c, self.change_seq[c.partition],
                                 previous if previous is not None else -1)
             before[c.partition] = c.vector
+            self.owner[c.partition] = j
             out.append(OutRecord(topic, self.codec.encode(CHANGE, rec), c.key.encode(),
                                  partition=j))
         out += self.outputs.encode(result.alerts, self.plans.plan(j))
@@ -110,15 +110,16 @@ class DeriverHandler:
 
     def snapshot_partition(self, j: int) -> Any:
         return {"plan": self.plans.versions[j], "proc": self.procs[j].snapshot(),
-                "seen": pairs(owned(self.seen.last, self.owner, j)),
+                "seen": self.seen.last.get(j, -1),
                 "change_seq": pairs(owned(self.change_seq, self.owner, j))}
 
     def restore_partition(self, j: int, state: Any) -> None:
         self.plans.restore(j, state.get("plan"), state["proc"])
-        seen = from_pairs(state["seen"])
-        self.seen.last.update(seen)
-        self.change_seq.update(from_pairs(state["change_seq"]))
-        self.owner.update(dict.fromkeys(seen, j))
+        if isinstance(state["seen"], int):
+            self.seen.last[j] = state["seen"]
+        change_seq = from_pairs(state["change_seq"])
+        self.change_seq.update(change_seq)
+        self.owner.update(dict.fromkeys(change_seq, j))
 
     def event_time(self) -> int:
         return max((p.done_before for p in self.procs.values()), default=0)

@@ -20,7 +20,7 @@ from caesar.services.common.messages import (
     DeadLetter,
     InputRecord,
     Progress,
-    Transaction,
+    TxnBatch,
 )
 from caesar.services.deriver.processor import DeriverProcessor
 from caesar.services.matcher.processor import MatcherProcessor
@@ -86,7 +86,7 @@ class EmbeddedPipeline:
 
     def _downstream(self, sched: SchedulerOutput) -> list[Alert]:
         self.result.dead_letters += sched.dead_letters
-        items: list[Transaction | Progress] = sched.transactions
+        items: list[TxnBatch | Progress] = sched.transactions
         derived = self.deriver.process(items)
         self.result.context_changes += derived.changes
         router_in: list[Any] = list(items) + list(derived.changes)

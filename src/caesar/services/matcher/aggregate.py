@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from caesar.errors import PlanError
-from caesar.events.batch import StringPool
+from caesar.events.batch import StringPool, TypeColumns
 from caesar.plans.aggregate import AggregatePlan, AggregateSpec
 from caesar.services.matcher.column_eval import (
     INT64_MAX,
@@ -143,6 +143,35 @@ class AggregateExecutor:
         for i, g in enumerate(self.plan.group_by):
             if isinstance(records[0].get(g), str):
                 self._string_group[i] = True
+        self._add(cols, missing, np.asarray(ts, dtype=np.int64),
+                  np.asarray(partitions, dtype=np.int64))
+
+    def add_columns(self, events: TypeColumns, keys: Mapping[int, str] | None = None) -> None:
+        """Add events of the source type given as columns (strings coded in
+        this executor's pool)."""
+        n = len(events)
+        if n == 0:
+            return
+        if keys:
+            for p in np.unique(events.partition).tolist():
+                if p not in self._keys:
+                    self._keys[p] = keys.get(p, "")
+        cols = {a: events.columns[a] for a in self._needed if a in events.columns}
+        missing = {a: events.nulls[a] for a in self._needed if a in events.nulls}
+        for a in self._needed:
+            if a not in cols:  # not an attribute of the source type: every value missing
+                cols[a] = np.zeros(n, dtype=np.int64)
+                missing[a] = np.ones(n, dtype=bool)
+        for i, g in enumerate(self.plan.group_by):
+            col = events.columns.get(g)
+            if col is not None and col.dtype == np.int32:
+                self._string_group[i] = True
+                cols[g] = col.astype(np.int64)
+        self._add(cols, missing, events.ts, events.partition)
+
+    def _add(self, cols: dict[str, np.ndarray], missing: dict[str, np.ndarray], ts: np.ndarray,
+             partitions: np.ndarray) -> None:
+        n = len(ts)
         idx = self._passing(cols, missing, ts, n)
         if idx is not None:
             ts, partitions = ts[idx], partitions[idx]

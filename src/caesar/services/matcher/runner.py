@@ -9,25 +9,23 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, cast
 
+import numpy as np
+
 from caesar.bus.records import OutRecord, Record, TopicPartition
+from caesar.codecs import SingleObjectCodec
+from caesar.codecs.flat import FlatCodec, flat_fields
 from caesar.plans.execution import ExecutionPlan
+from caesar.services.common.columnar import routed_from
 from caesar.services.common.config import ServiceConfig
 from caesar.services.common.latency import LatencyHistogram
-from caesar.services.common.messages import (
-    Alert,
-    DeadLetter,
-    Discard,
-    PlanSwitch,
-    Progress,
-    RoutedTransaction,
-)
-from caesar.services.common.replay import SeqFilter, owned
+from caesar.services.common.messages import Alert, DeadLetter, PlanSwitch, Progress, RoutedBatch
+from caesar.services.common.replay import SeqFilter
 from caesar.services.common.switching import PartitionPlans, segments
 from caesar.services.common.wire import (
     DEAD,
     DERIVED,
     PROGRESS,
-    ROUTED,
+    ROUTED_BATCH,
     SWITCH,
     alert_record,
     dead_record,
@@ -35,12 +33,10 @@ from caesar.services.common.wire import (
     progress_from,
     progress_record,
     register_model_schemas,
-    routed_from,
     switch_from,
 )
 from caesar.services.matcher.processor import MatcherProcessor
 from caesar.services.matcher.stage_graph import default_engine_factory
-from caesar.services.store.state_format import from_pairs, pairs
 
 
 class OutputEncoder:
@@ -50,44 +46,83 @@ class OutputEncoder:
 
     def __init__(self, cfg: ServiceConfig) -> None:
         self.cfg, self.codec = cfg, cfg.codec
-        self._by_plan: dict[int, dict[str, tuple[str, list[str]]]] = {}
+        self._by_plan: dict[int, tuple[dict[str, tuple[str, list[str]]], dict[str, FlatCodec]]] \
+            = {}
+        self.flat: dict[str, FlatCodec] = {}  # of the plan being encoded
         # Input Kafka timestamp -> alert encoded: the pipeline's end-to-end latency.
         self.latency = LatencyHistogram()
 
-    def _schemas(self, plan: ExecutionPlan) -> dict[str, tuple[str, list[str]]]:
-        """Event type -> (schema name, fields) of the plan's output schemas."""
+    def _schemas(self, plan: ExecutionPlan
+                 ) -> tuple[dict[str, tuple[str, list[str]]], dict[str, FlatCodec]]:
+        """The plan's output schemas: event type -> (schema name, fields), and
+        the types whose schema is a flat integer record (encoded in bulk)."""
         found = self._by_plan.get(id(plan))
         if found is None:
             repo = self.codec.repository
-            found = self._by_plan[id(plan)] = {
-                etype: (name, repo.get(name).field_names())
-                for etype, name in register_model_schemas(repo, plan).items()}
+            schemas = {etype: (name, repo.get(name).field_names())
+                       for etype, name in register_model_schemas(repo, plan).items()}
+            flat: dict[str, FlatCodec] = {}
+            if isinstance(self.codec, SingleObjectCodec):
+                for etype, (name, _) in schemas.items():
+                    if flat_fields(repo.get(name)) is not None:
+                        flat[etype] = FlatCodec(repo.get(name))
+            found = self._by_plan[id(plan)] = (schemas, flat)
         return found
 
     def encode(self, alerts: list[Alert], plan: ExecutionPlan | None = None) -> list[OutRecord]:
-        schemas = self._schemas(plan or self.cfg.plan)
+        schemas, self.flat = self._schemas(plan or self.cfg.plan)
         out: list[OutRecord] = []
         now = time.time() * 1000
         for a in alerts:
             if a.ingest_ms:
                 self.latency.observe(now - a.ingest_ms)
-            key = a.key.encode()
-            generic = self.codec.encode(DERIVED, alert_record(a))
-            out.append(OutRecord(self.cfg.topics.alerts, generic, key))
+        if self.cfg.topics.alerts_copy:
+            out.extend(OutRecord(self.cfg.topics.alerts, self.codec.encode(
+                DERIVED, alert_record(a)), a.key.encode()) for a in alerts)
+        by_type: dict[str, list[Alert]] = defaultdict(list)
+        for a in alerts:
             if a.topic:
-                own = schemas.get(a.event_type)
+                by_type[a.event_type].append(a)
+        for etype, group in by_type.items():
+            values = self._bulk(etype, group)
+            if values is not None:
+                out.extend(OutRecord(a.topic or "", v, a.key.encode())
+                           for a, v in zip(group, values, strict=True))
+                continue
+            for a in group:
+                own = schemas.get(etype)
                 try:
-                    value = (self.codec.encode(own[0], output_record(a, own[1])) if own
-                             else generic)
+                    value = self.codec.encode(own[0], output_record(a, own[1])) if own \
+                        else self.codec.encode(DERIVED, alert_record(a))
                 except Exception as exc:  # the alert breaks its declared schema
-                    out.append(self._dead(a, generic, f"{type(exc).__name__}: {exc}"))
+                    out.append(self._dead(a, f"{type(exc).__name__}: {exc}"))
                     continue
-                out.append(OutRecord(a.topic, value, key))
+                out.append(OutRecord(a.topic or "", value, a.key.encode()))
         return out
 
-    def _dead(self, a: Alert, generic: bytes, detail: str) -> OutRecord:
+    def _bulk(self, etype: str, group: list[Alert]) -> list[bytes] | None:
+        """The alerts in their type's flat integer schema, encoded at once
+        (None: not such a schema, or a value that needs the per-record path)."""
+        flat = self.flat.get(etype)
+        if flat is None:
+            return None
+        cols: dict[str, np.ndarray] = {}
+        for name, kind in zip(flat.names, flat.types, strict=True):
+            values = [a.ingest_ms if name == "ingest_ms" else a.fields.get(name) for a in group]
+            if not all(type(v) is int for v in values):  # None, bool, float: exact path
+                return None
+            col = np.array(values)
+            if col.dtype != np.int64:
+                return None
+            if kind == "int" and ((col < -(2**31)) | (col >= 2**31)).any():
+                return None
+            cols[name] = col
+        return flat.encode(cols)
+
+    def _dead(self, a: Alert, detail: str) -> OutRecord:
         letter = DeadLetter("schema", f"{a.event_type} does not fit the schema of topic "
-                            f"{a.topic}: {detail}", a.topic or "", -1, -1, generic)
+                            f"{a.topic}: {detail}", a.topic or "", -1, -1,
+                            self.codec.encode(DERIVED, alert_record(a)))
         return OutRecord(self.cfg.topics.dead_letters,
                          self.codec.encode(DEAD, dead_record(letter, "matcher")), None)
 
@@ -99,9 +134,8 @@ class MatcherHandler:
         factory = cfg.engine_factory or default_engine_factory
         self.plans = PartitionPlans(cfg, lambda plan: MatcherProcessor(plan, factory))
         self.procs = self.plans.procs
-        self.seen = SeqFilter()
+        self.seen = SeqFilter()  # per Kafka partition: routed batches
         self.outputs = OutputEncoder(cfg)
-        self.owner: dict[int, int] = {}  # stream partition -> Kafka partition
 
     def inputs(self) -> list[TopicPartition]:
         return [tp for j in self.cfg.partitions for tp in self.partition_inputs(j)]
@@ -115,8 +149,7 @@ class MatcherHandler:
             out = outputs[j] = []
             for chunk, switch in segments(items):
                 if chunk:
-                    result = self.procs[j].process(
-                        cast(list[RoutedTransaction | Discard | Progress], chunk))
+                    result = self.procs[j].process(cast(list[RoutedBatch | Progress], chunk))
                     out += self.outputs.encode(result.alerts, self.plans.plan(j))
                     if result.progress is not None:
                         out.append(OutRecord(self.cfg.topics.progress, self.codec.encode(
@@ -127,20 +160,17 @@ class MatcherHandler:
         return outputs
 
     def _decode(self, records: Sequence[Record]
-                ) -> dict[int, list[RoutedTransaction | Discard | Progress | PlanSwitch]]:
-        """The fresh inputs per Kafka partition (replayed ones dropped)."""
-        by_partition: dict[int, list[RoutedTransaction | Discard | Progress | PlanSwitch]] = \
-            defaultdict(list)
+                ) -> dict[int, list[RoutedBatch | Progress | PlanSwitch]]:
+        """The fresh inputs per Kafka partition (replayed batches dropped)."""
+        by_partition: dict[int, list[RoutedBatch | Progress | PlanSwitch]] = defaultdict(list)
         for r in records:
             if r.value is None:  # a tombstone: the services never write one here
                 continue
             schema, value = self.codec.decode(r.value)
-            if schema == ROUTED:
-                item, seq = routed_from(value)
-                part = item.txn.partition if isinstance(item, RoutedTransaction) else item.partition
-                self.owner[part] = r.partition
-                if self.seen.fresh(part, seq):
-                    by_partition[r.partition].append(item)
+            if schema == ROUTED_BATCH:
+                if self.seen.fresh(r.partition, value["batch"]["seq"]):
+                    batch, _ = routed_from(value, self.procs[r.partition].graph.strings)
+                    by_partition[r.partition].append(batch)
             elif schema == PROGRESS:
                 by_partition[r.partition].append(progress_from(value))
             elif schema == SWITCH:
@@ -152,13 +182,12 @@ class MatcherHandler:
 
     def snapshot_partition(self, j: int) -> Any:
         return {"plan": self.plans.versions[j], "proc": self.procs[j].snapshot(),
-                "seen": pairs(owned(self.seen.last, self.owner, j))}
+                "seen": self.seen.last.get(j, -1)}
 
     def restore_partition(self, j: int, state: Any) -> None:
         self.plans.restore(j, state.get("plan"), state["proc"])
-        seen = from_pairs(state["seen"])
-        self.seen.last.update(seen)
-        self.owner.update(dict.fromkeys(seen, j))
+        if isinstance(state["seen"], int):
+            self.seen.last[j] = state["seen"]
 
     def event_time(self) -> int:
         return max((p.watermark for p in self.procs.values()), default=0)

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from caesar.errors import PlanError
-from caesar.events.batch import StringPool
+from caesar.events.batch import StringPool, TypeColumns
 from caesar.plans.aggregate import AggregatePlan
 from caesar.services.matcher.column_eval import ColumnEvaluator, attributes, columns_from_records
 from caesar.services.matcher.expr_eval import MISSING, aggregate, overflows
@@ -112,6 +112,12 @@ class WindowExecutor:
                 self._count(group, int(ts[i]), values[i])
             else:
                 self._session(group, int(ts[i]), values[i])
+
+    def add_columns(self, events: TypeColumns, keys: Mapping[int, str] | None = None) -> None:
+        """`add` for events given as columns (strings coded in this executor's
+        pool): count and session windows fold event by event anyway."""
+        if len(events):
+            self.add(events.values(self.strings), events.ts, events.partition, keys)
 
     def _values(self, cols: dict[str, np.ndarray], missing: dict[str, np.ndarray],
                 n: int) -> list[tuple[Any, ...]]:

@@ -23,7 +23,9 @@ as it stands after every record before it:
 
 Everything buffered with ts < W is released, grouped into transactions (all
 events of one ts and one stream partition, ordered by input topic and
-offset), in ts order, followed by a progress marker W. Undecodable records,
+offset), in ts order, as one columnar `TxnBatch` per release (numpy columns
+per event type, what the deriver, router and matcher work on), followed by a
+progress marker W. Undecodable records,
 records of an unknown or undeclared event type, and values that break their
 type or its checks (NOT NULL, BETWEEN, 64-bit integers) are dead-lettered
 with the reason. Nothing is dropped silently.
@@ -37,13 +39,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from caesar.events.batch import StringPool
 from caesar.plans.execution import EventTypeDef, ExecutionPlan
 from caesar.services.common.messages import (
     END_OF_TIME,
+    INGEST,
     DeadLetter,
+    InputColumns,
     InputRecord,
     Progress,
     Transaction,
+    TxnBatch,
     dead_letter_of,
     partition_id,
     partition_key,
@@ -111,14 +117,15 @@ def _field_problem(etype: EventTypeDef, attr: str, kind: str, v: Any,
 
 @dataclass
 class SchedulerOutput:
-    transactions: list[Transaction | Progress] = field(default_factory=list)
+    transactions: list[TxnBatch | Progress] = field(default_factory=list)
     dead_letters: list[DeadLetter] = field(default_factory=list)
 
 
 class SchedulerProcessor:
     def __init__(self, plan: ExecutionPlan, allowance: int = 0, type_field: str = "type",
                  max_ahead: int | None = None,
-                 ahead_confirm: int = DEFAULT_AHEAD_CONFIRM) -> None:
+                 ahead_confirm: int = DEFAULT_AHEAD_CONFIRM,
+                 strings: StringPool | None = None) -> None:
         """`max_ahead` in ticks: None = one day of event time, 0 = no limit."""
         if allowance < 0:
             raise ValueError("the out-of-orderness allowance cannot be negative")
@@ -129,6 +136,8 @@ class SchedulerProcessor:
         self.max_ahead = default_max_ahead(plan) if max_ahead is None else (max_ahead or None)
         self.ahead_confirm = ahead_confirm
         self.type_field = type_field
+        self.strings = strings or StringPool.shared()
+        self.schemas = {t.name: dict(t.fields) for t in plan.event_types}
         self.types = {t.name: t for t in plan.event_types}
         by_topic: dict[str, list[EventTypeDef]] = defaultdict(list)
         for t in plan.event_types:
@@ -146,6 +155,7 @@ class SchedulerProcessor:
         # far-ahead records waiting for a decision, with their event time
         self.ahead: list[tuple[InputRecord, int]] = []
         self.released = 0
+        self.next_seq = 0  # arrival order of released events (TxnBatch.seq)
         self.dead = 0
         self.dead_by_reason: Counter[str] = Counter()
 
@@ -156,6 +166,26 @@ class SchedulerProcessor:
             self._accept(rec, out)
         self._release(out)
         return out
+
+    def process_columns(self, batch: InputColumns) -> SchedulerOutput:
+        """`process` for records decoded in bulk (caesar.codecs.flat): the
+        same record-by-record decisions (lateness depends on the records
+        before each one, never on where a batch ends)."""
+        names = list(batch.columns)
+        rows = zip(*(batch.columns[a].tolist() for a in names), strict=True)
+        records = [InputRecord(batch.topic, part, off, {**dict(zip(names, row, strict=True)),
+                                                          self.type_field: batch.event_type,
+                                                          INGEST: ingest}, raw,
+                               timestamp_ms=ingest)
+                   for row, part, off, ingest, raw in zip(
+                       rows, batch.partitions.tolist(), batch.offsets.tolist(),
+                       batch.ingest_ms.tolist(), batch.raw, strict=True)]
+        return self.process(records)
+
+    @property
+    def buffered(self) -> int:
+        """Events accepted and not released yet."""
+        return sum(len(events) for slot in self.buffer.values() for _, events in slot.values())
 
     def flush(self) -> SchedulerOutput:
         """End of a bounded input: release everything (an input watermark at
@@ -226,7 +256,7 @@ class SchedulerProcessor:
     def _buffer(self, rec: InputRecord, etype: EventTypeDef, ts: int) -> None:
         event = dict(rec.value or {})
         event[self.type_field] = etype.name
-        key = partition_key(event, self.plan.partition_by)
+        key = partition_key(event, self.plan.transaction_key)
         slot = self.buffer.setdefault(ts, {})
         pid = partition_id(key)
         if pid not in slot:
@@ -259,7 +289,7 @@ class SchedulerProcessor:
             return None, "unknown_type", (
                 f"cannot tell the event type: no field {self.type_field!r} and topic {topic!r} "
                 f"carries {[c.name for c in declared] or 'no declared type'}")
-        problem = event_problem(etype, value, self.plan.partition_by)
+        problem = event_problem(etype, value, self.plan.transaction_key)
         return (None, "schema", problem) if problem else (etype, "", "")
 
     def _dead(self, out: SchedulerOutput, rec: InputRecord, reason: str, detail: str) -> None:
@@ -271,13 +301,18 @@ class SchedulerProcessor:
     def _release(self, out: SchedulerOutput) -> None:
         watermark = self.watermark
         ready = sorted(ts for ts in self.buffer if ts < watermark)
+        txns = []
         for ts in ready:
             slot = self.buffer.pop(ts)
             for pid in sorted(slot, key=lambda p: slot[p][0]):
                 key, events = slot[pid]
                 events.sort(key=lambda e: (e[0], e[1]))  # input topic, offset
-                out.transactions.append(Transaction(pid, key, ts, tuple(e for _, _, e in events)))
+                txns.append(Transaction(pid, key, ts, tuple(e for _, _, e in events)))
                 self.released += len(events)
+        if txns:
+            out.transactions.append(TxnBatch.of(txns, self.schemas, self.strings,
+                                                self.type_field, first_seq=self.next_seq))
+            self.next_seq += sum(len(t.events) for t in txns)
         if watermark > NEVER:
             out.transactions.append(Progress(watermark, "scheduler"))
 
@@ -289,7 +324,7 @@ class SchedulerProcessor:
                                  for pid, (key, events) in slot.items()]]
                            for ts, slot in self.buffer.items()],
                 "ahead": [[_record_state(r), ts] for r, ts in self.ahead],
-                "released": self.released, "dead": self.dead}
+                "released": self.released, "dead": self.dead, "next_seq": self.next_seq}
 
     def restore(self, state: Mapping[str, Any]) -> None:
         self.watermark = int(state["watermark"])
@@ -299,6 +334,7 @@ class SchedulerProcessor:
                        for ts, slot in state["buffer"]}
         self.ahead = [(_record_from(r), int(ts)) for r, ts in state["ahead"]]
         self.released, self.dead = int(state["released"]), int(state["dead"])
+        self.next_seq = int(state.get("next_seq", 0))
 
 
 def _record_state(r: InputRecord) -> list[Any]:

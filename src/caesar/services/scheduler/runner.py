@@ -15,26 +15,34 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from caesar.bus.records import OutRecord, Record, TopicPartition
-from caesar.codecs import CodecError
+from caesar.codecs import CodecError, SingleObjectCodec
+from caesar.codecs.flat import FlatCodec, flat_fields
 from caesar.plans.execution import ExecutionPlan
+from caesar.services.common.columnar import batch_record, chunks
 from caesar.services.common.config import ServiceConfig
-from caesar.services.common.messages import InputRecord, PlanSwitch, Progress, Transaction
-from caesar.services.common.replay import owned
+from caesar.services.common.messages import (
+    INGEST,
+    InputColumns,
+    InputRecord,
+    PlanSwitch,
+    Progress,
+    TxnBatch,
+)
 from caesar.services.common.switching import PartitionPlans
 from caesar.services.common.wire import (
     DEAD,
-    INGEST,
     PROGRESS,
     SWITCH,
     SWITCH_KEY,
-    TXN,
+    TXN_BATCH,
     dead_record,
     progress_record,
     register_input_schemas,
     register_model_schemas,
     switch_record,
-    txn_record,
 )
 from caesar.services.scheduler.processor import SchedulerOutput, SchedulerProcessor
 
@@ -55,8 +63,8 @@ class SchedulerHandler:
         self.plans = PartitionPlans(cfg, self._processor)
         self.procs = self.plans.procs
         self._types: dict[str, tuple[dict[str, str], set[str]]] = {}
-        self.seq: dict[int, int] = defaultdict(int)
-        self.owner: dict[int, int] = {}  # stream partition -> Kafka partition
+        self._bulk: dict[str, dict[str, tuple[str, FlatCodec]]] = {}  # plan version -> decoders
+        self.seq: dict[int, int] = defaultdict(int)  # Kafka partition -> batches sent
         self.max_ts = -(2**62)
 
     def inputs(self) -> list[TopicPartition]:
@@ -114,11 +122,53 @@ class SchedulerHandler:
         return InputRecord(rec.topic, rec.partition, rec.offset, value, raw, **base)  # type: ignore[arg-type]
 
     def handle(self, records: Sequence[Record]) -> dict[int, list[OutRecord]]:
-        by_partition: dict[int, list[InputRecord]] = defaultdict(list)
+        by_source: dict[tuple[int, str], list[Record]] = defaultdict(list)
         for r in records:
-            by_partition[r.partition].append(self.decode(r))
-        return {j: self._encode(j, self.procs[j].process(recs))
-                for j, recs in by_partition.items()}
+            by_source[(r.partition, r.topic)].append(r)
+        out: dict[int, list[OutRecord]] = defaultdict(list)
+        for (j, topic), recs in by_source.items():
+            columns = self._decode_bulk(j, topic, recs)
+            if columns is not None:
+                out[j] += self._encode(j, self.procs[j].process_columns(columns))
+            else:
+                out[j] += self._encode(j, self.procs[j].process([self.decode(r) for r in recs]))
+        return dict(out)
+
+    def _bulk_decoders(self, j: int) -> dict[str, tuple[str, FlatCodec]]:
+        """Input topic -> (event type, bulk decoder) for topics of partition j's
+        plan carrying one type whose model schema is a flat integer record."""
+        version = self.plans.versions[j]
+        found = self._bulk.get(version)
+        if found is not None:
+            return found
+        plan, out = self.plans.plan(j), {}
+        for t in plan.event_types:
+            topic = t.topic
+            if topic is None or not t.schema_json or \
+                    sum(1 for u in plan.event_types if u.topic == topic) != 1:
+                continue
+            entry = self.codec.repository.add(t.schema_json)
+            fields = flat_fields(entry)
+            if fields is not None and set(t.fields) <= {n for n, _ in fields} and \
+                    isinstance(self.codec, SingleObjectCodec):
+                out[topic] = (t.name, FlatCodec(entry))
+        self._bulk[version] = out
+        return out
+
+    def _decode_bulk(self, j: int, topic: str, recs: list[Record]) -> InputColumns | None:
+        """The records as columns, when the whole batch decodes in bulk (no
+        watermark, empty or undecodable record among them)."""
+        found = self._bulk_decoders(j).get(topic)
+        if found is None or any(r.value is None for r in recs):
+            return None
+        name, flat = found
+        columns = flat.decode([r.value for r in recs if r.value is not None])
+        if columns is None:
+            return None
+        return InputColumns(topic, name, np.fromiter((r.partition for r in recs), np.int64),
+                            np.fromiter((r.offset for r in recs), np.int64),
+                            np.fromiter((r.timestamp_ms for r in recs), np.int64), columns,
+                            [r.value or b"" for r in recs])
 
     def control(self) -> dict[int, list[OutRecord]]:
         """A requested model upgrade starts here, at a transaction boundary:
@@ -143,13 +193,12 @@ class SchedulerHandler:
         topic = self.cfg.topics.transactions
         out: list[OutRecord] = []
         for item in result.transactions:
-            if isinstance(item, Transaction):
-                self.seq[item.partition] += 1
-                self.owner[item.partition] = j
-                self.max_ts = max(self.max_ts, item.ts)
-                out.append(OutRecord(topic, self.codec.encode(
-                    TXN, txn_record(item, self.seq[item.partition])), item.key.encode(),
-                    partition=j))
+            if isinstance(item, TxnBatch):
+                self.max_ts = max(self.max_ts, int(item.timestamps()[-1]))
+                for piece in chunks(item):
+                    self.seq[j] += 1
+                    out.append(OutRecord(topic, self.codec.encode(
+                        TXN_BATCH, batch_record(piece, self.seq[j])), None, partition=j))
             elif isinstance(item, Progress):
                 out.append(OutRecord(topic, self.codec.encode(
                     PROGRESS, progress_record(item, self.cfg.actor_id, j)), b"__progress__",
@@ -161,14 +210,12 @@ class SchedulerHandler:
 
     def snapshot_partition(self, j: int) -> Any:
         return {"plan": self.plans.versions[j], "proc": self.procs[j].snapshot(),
-                "seq": [[p, n] for p, n in owned(self.seq, self.owner, j).items()],
+                "seq": self.seq[j],
                 "max_ts": self.max_ts}
 
     def restore_partition(self, j: int, state: Any) -> None:
         self.plans.restore(j, state.get("plan"), state["proc"])
-        for p, n in state["seq"]:
-            self.seq[int(p)] = int(n)
-            self.owner[int(p)] = j
+        self.seq[j] = int(state["seq"]) if isinstance(state["seq"], int) else 0
         self.max_ts = max(self.max_ts, int(state["max_ts"]))
 
     def event_time(self) -> int:
