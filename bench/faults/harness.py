@@ -132,6 +132,8 @@ class FaultLab:
         use_token_auth()
         import ray
 
+        if ray.is_initialized():  # (tests: the session's local Ray; it starts again later)
+            ray.shutdown()
         ray.init(address=self.ray.address, namespace="caesar-faults", log_to_driver=False,
                  include_dashboard=False)
         return self
