@@ -38,6 +38,7 @@ from caesar.services.common.messages import (
 
 if TYPE_CHECKING:
     from caesar.services.common.config import EngineFactory, RunnerOptions
+    from caesar.services.common.plans import UpgradePlan
     from caesar.services.embedded.pipeline import EmbeddedPipeline
     from caesar.services.ray_runtime.deployment import Deployment
     from caesar.settings import Settings
@@ -223,6 +224,9 @@ def deploy(model: Model, settings: Settings | None = None,
     (`caesar deploy` from Python). Connects to Ray at `settings.ray.address`
     (or starts a local one) unless `ray.init` was called; returns the running
     deployment: `stats()`, `stop()`. Options: `allowance`, `group_prefix`."""
+    from caesar.runtime.ray_local import use_token_auth
+
+    use_token_auth()
     import ray
 
     from caesar.services.ray_runtime.deployment import Deployment
@@ -235,6 +239,29 @@ def deploy(model: Model, settings: Settings | None = None,
     deployment = Deployment(model.plan, settings, options=options)
     deployment.start()
     return deployment
+
+
+def update(model: Model, settings: Settings | None = None, *,
+           prefix: str = "caesar") -> UpgradePlan:
+    """Swap the model of the running deployment `prefix` for `model` without
+    stopping its input (`caesar deploy --update`): queries keep their state by
+    identity (@name, else their text), removed ones drop it, new ones start
+    empty; UpgradeError names a query whose state cannot carry over. Returns
+    what happened to the queries. (`deployment.update(model.plan)` does the
+    same on a Deployment this process started.)"""
+    from caesar.runtime.ray_local import use_token_auth
+
+    use_token_auth()
+    import ray
+
+    from caesar.services.ray_runtime.deployment import Deployment
+    from caesar.settings import load_settings
+
+    settings = settings or load_settings()
+    if not ray.is_initialized():
+        ray.init(address=settings.ray.address, namespace=settings.ray.namespace,
+                 include_dashboard=False, log_to_driver=False)
+    return Deployment.attach(settings, prefix).update(model.plan)
 
 
 def _engine_factory(engine: Engine) -> EngineFactory:

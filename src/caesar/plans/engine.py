@@ -11,7 +11,12 @@ The matcher service drives an engine like this, per batch of routed events:
 
 Context awareness lives outside the engine (deriver + router decide `active`
 and when to `discard`); the engine only has to honour those calls.
-Per-partition run state is separable for the store (`snapshot` / `restore`).
+Per-partition run state is separable for the store (`snapshot` / `restore`):
+plain data only (None, bool, int, float, str, bytes, lists, dicts: what
+services/store/state_format.py stores), keyed by plan id, so the state of
+each query is stored and carried over on its own. An engine says which
+layout it writes with a module-level STATE_FORMAT; a stored state of another
+layout is refused, never misread.
 """
 
 from __future__ import annotations
@@ -69,6 +74,10 @@ class PatternEngine(Protocol):
         missing); the caller turns them into dead letters."""
         ...
 
-    def snapshot(self, partition: int) -> bytes: ...
+    def snapshot(self, partition: int) -> dict[str, Any]:
+        """{plan id: plain data} of the plans holding state for this partition."""
+        ...
 
-    def restore(self, partition: int, state: bytes) -> None: ...
+    def restore(self, partition: int, state: dict[str, Any]) -> None:
+        """Replace this partition's state; plans absent from `state` start empty."""
+        ...

@@ -13,15 +13,15 @@ from caesar.bus.protocol import Bus
 from caesar.bus.records import TopicPartition, TopicSpec
 from caesar.bus.topics import topic_specs
 from caesar.plans.execution import ExecutionPlan
-from caesar.plans.pattern import PatternPlan
 from caesar.services.common.config import ServiceConfig
 from caesar.services.common.loop import Handler, ServiceLoop
+from caesar.services.common.plans import PlanBook, plan_loader
 from caesar.services.deriver.runner import DeriverHandler
-from caesar.services.matcher.runner import MatcherHandler
+from caesar.services.matcher.runner import MatcherHandler, matcher_plan
 from caesar.services.router.runner import RouterHandler
 from caesar.services.scheduler.acep.runner import AcepHandler
 from caesar.services.scheduler.runner import SchedulerHandler
-from caesar.services.store.checkpoint import CheckpointStore
+from caesar.services.store.checkpoint import StateStore
 
 
 class ServiceHandler(Handler, Protocol):
@@ -38,16 +38,8 @@ OPTIONAL: dict[str, Callable[[ServiceConfig], ServiceHandler]] = {"acep": AcepHa
 
 
 def service_plan(service: str, plan: ExecutionPlan) -> ExecutionPlan:
-    """The plan a service runs: the matcher keeps the `_acep_*` stages of a
-    model with tables to itself (the acep service runs them and publishes
-    what the rules derive), so their matches do not leave as alerts."""
-    if service != "matcher" or plan.acep is None:
-        return plan
-    internal = plan.acep.input_types()
-    return replace(plan, matcher_stages=tuple(
-        replace(s, output_topic=None) if isinstance(s.plan, PatternPlan) and s.plan.output
-        is not None and s.plan.output.event_type in internal else s
-        for s in plan.matcher_stages))
+    """The plan a service runs (see matcher_plan)."""
+    return matcher_plan(plan) if service == "matcher" else plan
 
 
 def services_of(plan: ExecutionPlan) -> list[str]:
@@ -82,16 +74,18 @@ def service_topics(cfg: ServiceConfig) -> list[TopicSpec]:
 def make_loop(service: str, cfg: ServiceConfig, bus: Bus, *, group_prefix: str = "caesar",
               batch_size: int = 2000, commit_interval_s: float = 1.0,
               poll_timeout_s: float = 0.2, checkpoints: bool = True) -> ServiceLoop:
-    handler = (SERVICES | OPTIONAL)[service](replace(cfg, plan=service_plan(service, cfg.plan)))
-    stores: dict[int, CheckpointStore] = {}
-    if checkpoints:  # one keyed state per Kafka partition, whichever actor owns it
-        stores = {j: CheckpointStore(bus, cfg.codec,
-                                     changelog_topic=cfg.topics.changelog_topic(service),
-                                     checkpoints_topic=cfg.topics.checkpoints, service=service,
-                                     actor=f"{group_prefix}-{service}-p{j}")
-                  for j in cfg.partitions}
-    return ServiceLoop(bus=bus, group_id=f"{group_prefix}-{service}", inputs=handler.inputs(),
-                       handler=handler, stores=stores, batch_size=batch_size,
+    """One runner loop; its transactional ids name the service and each Kafka
+    partition, so the next owner of a partition fences the one it replaces."""
+    if cfg.plan_book is None:  # plan versions: the deployment's, else from the plans topic
+        cfg = replace(cfg, plan_book=PlanBook(cfg.plan, plan_loader(bus, cfg.topics.plans)))
+    store = None
+    if checkpoints:  # one changelog partition per Kafka partition, whichever actor owns it
+        store = StateStore(bus, cfg.codec, changelog_topic=cfg.topics.changelog_topic(service),
+                           checkpoints_topic=cfg.topics.checkpoints, service=service)
+    loop = ServiceLoop(bus=bus, group_id=f"{group_prefix}-{service}",
+                       transactional_prefix=f"{group_prefix}-{service}",
+                       handler_factory=lambda: (SERVICES | OPTIONAL)[service](cfg),
+                       partitions=cfg.partitions, store=store, batch_size=batch_size,
                        poll_timeout_s=poll_timeout_s, commit_interval_s=commit_interval_s)
-
-
+    loop.plan_book = cfg.plan_book
+    return loop

@@ -31,7 +31,6 @@ plan_runtime.pyx); expressions run on the VM of vm.pyx.
   (_expire_runs).
 """
 
-import pickle
 
 import numpy as np
 
@@ -41,6 +40,7 @@ from libc.string cimport memcpy
 
 from caesar.errors import PlanError
 from caesar.plans.engine import DerivedEvent
+from caesar.services.store import tagged
 from caesar.services.matcher.compile import compile_plans
 
 from caesar.services.matcher.stack cimport Stack
@@ -64,12 +64,14 @@ from caesar.services.matcher.vm cimport (
     pyvalue,
 )
 
-SNAPSHOT_VERSION = b"CAESAR-CY-3\n"
+# Layout of snapshot(): bump when it changes (stored with the state; a
+# different value is refused on restore, never misread).
+STATE_FORMAT = 3  # 2: exact int64 cells; 3: alternatives, held matches (plain data)
+tagged.register(DerivedEvent)  # results held in partial matches
 
 
 def _held_order(item):
     return item[0]
-  # 2: exact int64 cells; 3: alternatives, held matches
 
 
 cdef class _Group:
@@ -480,6 +482,9 @@ cdef class CythonEngine:
                     self._waiting[p.slot].discard(part)
 
     def snapshot(self, partition):
+        """This partition's run state as plain data (services/store/state_format.py):
+        {plan id: tagged [[alternative, [(equivalence key, [stack state, ...],
+        runs, pending, ready, held), ...]], ...]}; only plans holding something appear."""
         cdef PlanRT p
         cdef Part part
         cdef Stack s
@@ -492,20 +497,20 @@ cdef class CythonEngine:
             keyed = self._parts[p.slot].get(partition)
             if not keyed:
                 continue
-            state[(p.plan_id, p.alt)] = [
+            state.setdefault(p.plan_id, []).append([p.alt, [
                 (key, [s.state() for s in part.stacks], part.runs, part.pending, part.ready,
                  part.held)
-                for key, part in keyed.items()]
-        return SNAPSHOT_VERSION + pickle.dumps(state)
+                for key, part in keyed.items()]])
+        return {pid: tagged.encode(alts) for pid, alts in state.items()}
 
     def restore(self, partition, state):
+        """The inverse of snapshot(); plans not in `state` start empty."""
         cdef PlanRT p
         cdef Part part
-        if not state.startswith(SNAPSHOT_VERSION):
-            raise PlanError("matcher: unknown snapshot format")
-        data = pickle.loads(state[len(SNAPSHOT_VERSION):])
         self._unshare()  # restored stacks are per plan
         self.discard([p.plan_id for p in self._plans], partition)
+        data = {(pid, alt): parts for pid, alts in state.items()
+                for alt, parts in tagged.decode(alts)}
         for (pid, alt), parts in data.items():
             alts = self._by_id.get(pid, ())
             if alt >= len(alts):
@@ -520,7 +525,7 @@ cdef class CythonEngine:
                 part.ready = ready
                 part.held = held
                 keyed[key] = part
-                if pending or ready:
+                if part.pending or part.ready:
                     self._waiting[p.slot].add(part)
         self._relink_an()
 

@@ -5,13 +5,15 @@ returns alerts; it does no I/O."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from caesar.plans.execution import ExecutionPlan
 from caesar.plans.pattern import PatternPlan
+from caesar.plans.serialize import stage_identity
 from caesar.services.common.config import EngineFactory
 from caesar.services.common.messages import (
     Alert,
@@ -137,14 +139,16 @@ class MatcherProcessor:
         close()
         return out
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
+        """Plain data (services/store/state_format.py), queries by identity."""
         return {"graph": self.graph.snapshot(list(self.graph._keys)),
-                "watermark": self.watermark, "muted": dict(self.muted)}
+                "watermark": self.watermark,
+                "muted": [[p, self.graph.identities(m)] for p, m in self.muted.items()]}
 
-    def restore(self, state: dict) -> None:
+    def restore(self, state: Mapping[str, Any]) -> None:
         self.graph.restore(state["graph"])
-        self.watermark = state["watermark"]
-        self.muted = dict(state.get("muted", {}))
+        self.watermark = int(state["watermark"])
+        self.muted = {int(p): self.graph.plan_ids(m) for p, m in state["muted"]}
 
     def _alerts(self, outputs: Iterable[StageOutput]) -> list[Alert]:
         alerts = []
@@ -158,7 +162,8 @@ class MatcherProcessor:
             if self.muted and o.stage.plan.plan_id in self.muted.get(o.record["_p"], ()):
                 continue
             fields = {k: v for k, v in o.record.items() if k != "type" and not k.startswith("_")}
-            alerts.append(Alert(plan_id=o.stage.plan.plan_id, event_type=o.record["type"],
+            # the query's stable identity: the same across model versions
+            alerts.append(Alert(plan_id=stage_identity(o.stage), event_type=o.record["type"],
                                 partition=o.record["_p"], key=o.record["_key"],
                                 start_ts=o.start_ts, end_ts=o.end_ts, fields=fields,
                                 topic=topic,

@@ -63,7 +63,9 @@ class AcepHandler:
     def partition_inputs(self, j: int) -> list[TopicPartition]:
         return [TopicPartition(self.cfg.routed_topic, j)]
 
-    def handle(self, records: Sequence[Record]) -> list[OutRecord]:
+    def handle(self, records: Sequence[Record]) -> dict[int, list[OutRecord]]:
+        """Outputs go with the lowest partition: its checkpoint carries the
+        tables and the held-back matches (one transaction with them)."""
         # Decoded like the matcher's input (matcher/runner.py).
         by_partition: dict[int, list[RoutedBatch | Progress]] = defaultdict(list)
         for r in records:
@@ -80,23 +82,14 @@ class AcepHandler:
         for j, items in by_partition.items():
             matches += self.matchers[j].process(items).alerts
         watermark = min(m.watermark for m in self.matchers.values())
-        return self._encode(*self.acep.process(matches, watermark))
+        return {min(self.cfg.partitions): self._encode(*self.acep.process(matches, watermark))}
 
     def _encode(self, alerts: list[Alert], dead: list[DeadLetter]) -> list[OutRecord]:
-        out = self.outputs.encode(alerts)
+        out = self.outputs.encode(alerts, self.cfg.plan)
         out += [OutRecord(self.cfg.topics.dead_letters,
                           self.codec.encode(DEAD, dead_record(d, "matcher")), None)
                 for d in dead]
         return out
-
-    def idle(self, idle_s: float) -> list[OutRecord]:
-        """Quiet inputs (like the scheduler's idle flush): a partition whose
-        input ended keeps its watermark where it was, so run what is held
-        back rather than wait for it forever."""
-        flush_s = self.cfg.idle_flush_s
-        if flush_s is None or idle_s < flush_s or not self.acep.pending:
-            return []
-        return self._encode(*self.acep.flush())
 
     def snapshot_partition(self, j: int) -> Any:
         state: dict[str, Any] = {"proc": self.matchers[j].snapshot(),
