@@ -31,17 +31,25 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def ray_session() -> Iterator[None]:
-    """A local Ray (2 CPUs, no dashboard) for the whole session."""
+def _ray_for_session() -> Iterator[None]:
+    import ray
+
+    try:
+        yield None
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture
+def ray_session(_ray_for_session: None) -> None:
+    """A local Ray (2 CPUs, no dashboard) for the session; started again when
+    a test connected this process to another cluster meanwhile (the fault
+    tests' own head)."""
     import ray
 
     if not ray.is_initialized():
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
                  namespace="caesar-tests", configure_logging=False)
-    try:
-        yield None
-    finally:
-        ray.shutdown()
 
 
 @pytest.fixture

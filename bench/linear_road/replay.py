@@ -12,11 +12,11 @@ measured processing times are the same, the idle waits are not spent), so a
 3-hour real-time replay is not needed to know the queueing a real-time
 source would cause.
 
-After each second's batch the scheduler is told the input went idle
-(`advance_idle`, what `caesar deploy --idle-flush` does): the source has sent
-all of second t, so second t is released at once instead of waiting for the
-next report (the generator's warm-up has seconds without any report; waiting
-for them would measure the traffic gaps, not the system).
+After each second's batch the scheduler gets an input watermark t + 1 (what
+the Linear Road producer sends after each slice): the source has sent all of
+second t, so second t is released at once instead of waiting for the next
+report (the generator's warm-up has seconds without any report; waiting for
+them would measure the traffic gaps, not the system).
 
 Latency of an output = virtual time its batch finished - arrival of the report
 that triggered it (its end_ts).
@@ -126,8 +126,8 @@ def replay(plan: ExecutionPlan, workload: Workload, keep_keys: bool = False) -> 
         offset += len(recs)
         # End of second ts from the source (module doc): release it at once,
         # through the embedded pipeline's own hop for scheduler output.
-        timed(ts, lambda recs=recs: pipe.feed(recs)
-              + pipe._downstream(pipe.scheduler.advance_idle()))
+        timed(ts, lambda recs=recs, ts=ts: pipe.feed(recs)
+              + pipe._downstream(pipe.scheduler.advance(ts + 1)))
     if batch_ts:
         timed(batch_ts[-1], pipe.finish)
     coverage = {}

@@ -63,10 +63,13 @@ def _wire_seconds(reports: list[Any]) -> list[tuple[int, list[tuple[bytes, bytes
 
 
 def _produce_paced(producer: Any, seconds: list[tuple[int, list[tuple[bytes, bytes]]]],
-                   pace: float) -> float:
-    """Each second's records in one burst at its due wall time; returns the
+                   pace: float, partitions: int) -> float:
+    """Each second's records in one burst at its due wall time, then an input
+    watermark per partition (the source has sent all of that second, as the
+    Spark producer says per slice: it is released at once); returns the
     largest lag behind the schedule (s)."""
     from caesar.bus.records import OutRecord
+    from caesar.services.scheduler.runner import watermark_record
 
     started = time.monotonic()
     first = seconds[0][0]
@@ -78,6 +81,7 @@ def _produce_paced(producer: Any, seconds: list[tuple[int, list[tuple[bytes, byt
             time.sleep(due - now)
         lag_max = max(lag_max, time.monotonic() - due)
         producer.produce(OutRecord(INPUT_TOPIC, v, k) for k, v in records)
+        producer.produce(watermark_record(INPUT_TOPIC, j, t + 1) for j in range(partitions))
         producer.flush()
     return lag_max
 
@@ -110,8 +114,9 @@ def _read_outputs(bus: Any, codec: Any) -> tuple[dict[str, Counter[tuple[int, ..
 
 
 def replay_level(xways: int, *, duration_s: int, cars: int, seed: int, pace: float,
-                 idle_flush_s: float, poll_timeout_s: float, broker_port: int, ray_port: int,
+                 poll_timeout_s: float, broker_port: int, ray_port: int,
                  spark_out: Path | None, log: Any = print) -> dict[str, Any]:
+    os.environ["RAY_AUTH_MODE"] = "token"  # as the head (src/caesar/runtime/ray_local.py)
     import ray
 
     from caesar.bus.kafka import KafkaBus
@@ -148,10 +153,9 @@ def replay_level(xways: int, *, duration_s: int, cars: int, seed: int, pace: flo
     bus = KafkaBus(settings.kafka)
     dep = consumer = spark = None
     try:
-        os.environ["RAY_AUTH_MODE"] = "disabled"  # as the head (see src/caesar/examples/linear_road/demo.py)
         ray.init(address=runtime.ray().address, namespace=settings.ray.namespace,
                  include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
-        dep = Deployment(plan, settings, options={"idle_flush_s": idle_flush_s})
+        dep = Deployment(plan, settings)
         dep.start()
         dep.stats()  # every actor is up and polling
         if spark_out is not None:
@@ -164,11 +168,11 @@ def replay_level(xways: int, *, duration_s: int, cars: int, seed: int, pace: flo
         log(f"L={xways}: {len(reports):,} reports ({messages:,} Kafka records), "
             f"{duration_s} s simulated at x{pace:g}, {n_expected:,} outputs expected")
         started = time.monotonic()
-        lag_max = _produce_paced(producer, seconds, pace)
+        lag_max = _produce_paced(producer, seconds, pace, settings.topics.partitions)
         produced_s = time.monotonic() - started
         producer.close()
         # Wait for every expected output (or give up after a generous tail).
-        _wait_for_outputs(bus, n_expected, timeout_s=120 + 3 * idle_flush_s)
+        _wait_for_outputs(bus, n_expected, timeout_s=120)
         codec = make_codec(settings)
         got, latencies = _read_outputs(bus, codec)
         diffs = sum(sum((want[k] - got[k]).values()) + sum((got[k] - want[k]).values())
@@ -276,10 +280,6 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cars", type=int, default=500, help="car trips per xway and direction")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--pace", type=float, default=1.0, help="simulated s per wall s (1 = real time)")
-    ap.add_argument("--idle-flush", type=float, default=0.3,
-                    help="scheduler idle flush (s): below the gap between two seconds' bursts "
-                         "it releases a second once its burst is in, instead of when the next "
-                         "second's reports arrive")
     ap.add_argument("--poll-timeout", type=float, default=0.1,
                     help="services' Kafka poll timeout (s): how often an idle input is noticed")
     ap.add_argument("--spark", action="store_true", help="also run the Spark alert consumer")
@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = _earlier(args.out, args.tag, levels) if args.append else []
     for L in levels:
         row = replay_level(L, duration_s=args.duration, cars=args.cars, seed=args.seed,
-                           pace=args.pace, idle_flush_s=args.idle_flush,
+                           pace=args.pace,
                            poll_timeout_s=args.poll_timeout,
                            broker_port=args.broker_port, ray_port=args.ray_port,
                            spark_out=(Path("/tmp") / f"caesar-bench-lr-{L}") if args.spark

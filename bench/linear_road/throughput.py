@@ -12,7 +12,8 @@ the 30 peak minutes, ~2,850 reports/s) is fed to the embedded pipeline
 bench/linear_road/replay.py's hop) one simulated second at a time, preceded
 by `history` seconds of the data before it (state the window needs: speed
 windows, stopped cars, open accidents), fed the same way. Each second is
-followed by the end-of-second release the replay uses (`advance_idle`). CPU
+followed by an input watermark at its end (`advance(t + 1)`: the source has
+sent all of second t, as the producers say with watermark records). CPU
 time is `time.process_time()` of this process around each hop's call.
 
 Side by side in one run, interleaved round by round (the machine is shared
@@ -105,7 +106,11 @@ class TimedPipeline:
         pipe = self.pipe
         alerts = pipe.feed(records)
         c0 = time.process_time()
-        released = pipe.scheduler.advance_idle()
+        # The whole second is in: an input watermark just past it releases it.
+        top = max((int(r.value["time"]) for r in records if r.value is not None), default=None)
+        if top is None:
+            return alerts
+        released = pipe.scheduler.advance(top + 1)
         self.cpu["scheduler"] += time.process_time() - c0
         return alerts + pipe._downstream(released)
 

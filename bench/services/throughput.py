@@ -28,7 +28,7 @@ from caesar.settings import KafkaSettings, Settings, TopicSettings
 
 
 def measure(plan: ExecutionPlan, events: list[dict[str, Any]], bootstrap: str, partitions: int,
-            expected: int, timeout_s: float = 600.0, idle_flush_s: float = 0.5) -> dict[str, Any]:
+            expected: int, timeout_s: float = 600.0) -> dict[str, Any]:
     from caesar.bus.kafka import KafkaBus
 
     p = f"tp-{uuid.uuid4().hex[:6]}"
@@ -43,13 +43,12 @@ def measure(plan: ExecutionPlan, events: list[dict[str, Any]], bootstrap: str, p
                         topics=topics)
     cfg = ServiceConfig(plan, topics, make_codec(settings), tuple(range(partitions)), "bench")
     dep = Deployment(plan, settings, actors_per_service=partitions,
-                     options={"idle_flush_s": idle_flush_s, "group_prefix": p,
-                              "commit_interval_s": 1.0})
+                     options={"group_prefix": p, "commit_interval_s": 1.0})
     bus = KafkaBus(settings.kafka)
     dep.start()
     dep.stats()  # every actor is up
     started = time.perf_counter()
-    produce_inputs(bus, cfg, events)
+    produce_inputs(bus, cfg, events, end=True)  # a bounded input: its end is marked
     produced = time.perf_counter()
     got: list = []
     while time.perf_counter() - started < timeout_s:
@@ -62,7 +61,7 @@ def measure(plan: ExecutionPlan, events: list[dict[str, Any]], bootstrap: str, p
     final = dep.stop()
     bus.close()
     restarts = sum(1 for stats in final.values() for st in stats if st["restored_from"])
-    elapsed = done - started - idle_flush_s  # the tail waits for the idle flush
+    elapsed = done - started
     return {"partitions": partitions, "events": len(events), "alerts": len(got),
             "expected_alerts": expected, "seconds": round(elapsed, 2),
             "produce_seconds": round(produced - started, 2),

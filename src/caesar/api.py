@@ -38,6 +38,7 @@ from caesar.services.common.messages import (
 
 if TYPE_CHECKING:
     from caesar.services.common.config import EngineFactory, RunnerOptions
+    from caesar.services.common.plans import UpgradePlan
     from caesar.services.embedded.pipeline import EmbeddedPipeline
     from caesar.services.ray_runtime.deployment import Deployment
     from caesar.settings import Settings
@@ -104,10 +105,19 @@ class Model:
         return deploy(self, settings, **options)
 
 
-def compile(source: str | Path, *, context_aware: bool = True) -> Model:  # noqa: A001
+def compile(source: str | Path, *, context_aware: bool = True,  # noqa: A001
+            functions: Mapping[str, Callable[..., Any] | str] | None = None) -> Model:
     """Compile a model from its text or a `.caesar` file. A bad model raises
-    `caesar.ModelError` carrying `position` (file, line, column)."""
-    return Model(compile_phases(source), context_aware=context_aware)
+    `caesar.ModelError` carrying `position` (file, line, column).
+
+    `functions`: user-defined scalar functions the model may call by name,
+    each a callable (its signature from annotations) or an import path
+    `"package.module:function"`; with those registered by `@caesar.function`.
+    """
+    from caesar.plans.functions import resolve
+
+    return Model(compile_phases(source, functions=resolve(functions)),
+                 context_aware=context_aware)
 
 
 class Session:
@@ -214,6 +224,9 @@ def deploy(model: Model, settings: Settings | None = None,
     (`caesar deploy` from Python). Connects to Ray at `settings.ray.address`
     (or starts a local one) unless `ray.init` was called; returns the running
     deployment: `stats()`, `stop()`. Options: `allowance`, `group_prefix`."""
+    from caesar.runtime.ray_local import use_token_auth
+
+    use_token_auth()
     import ray
 
     from caesar.services.ray_runtime.deployment import Deployment
@@ -226,6 +239,29 @@ def deploy(model: Model, settings: Settings | None = None,
     deployment = Deployment(model.plan, settings, options=options)
     deployment.start()
     return deployment
+
+
+def update(model: Model, settings: Settings | None = None, *,
+           prefix: str = "caesar") -> UpgradePlan:
+    """Swap the model of the running deployment `prefix` for `model` without
+    stopping its input (`caesar deploy --update`): queries keep their state by
+    identity (@name, else their text), removed ones drop it, new ones start
+    empty; UpgradeError names a query whose state cannot carry over. Returns
+    what happened to the queries. (`deployment.update(model.plan)` does the
+    same on a Deployment this process started.)"""
+    from caesar.runtime.ray_local import use_token_auth
+
+    use_token_auth()
+    import ray
+
+    from caesar.services.ray_runtime.deployment import Deployment
+    from caesar.settings import load_settings
+
+    settings = settings or load_settings()
+    if not ray.is_initialized():
+        ray.init(address=settings.ray.address, namespace=settings.ray.namespace,
+                 include_dashboard=False, log_to_driver=False)
+    return Deployment.attach(settings, prefix).update(model.plan)
 
 
 def _engine_factory(engine: Engine) -> EngineFactory:

@@ -123,6 +123,9 @@ class KafkaSettings(_Section):
     client_id: str = "caesar"
     # Producer batching (librdkafka linger.ms / batch.size) and consumer batches.
     linger_ms: int = 5
+    # Transactions (exactly-once): the broker aborts a transaction left open this
+    # long (a crashed producer); a restarted actor aborts it at once.
+    transaction_timeout_ms: int = 60_000
     producer_batch_bytes: int = 1_000_000
     consume_batch_size: int = 2000
     poll_timeout_s: float = 0.5
@@ -146,7 +149,8 @@ class TopicSettings(_Section):
     alerts: str = "caesar.alerts"
     derived: str = "caesar.derived"
     dead_letters: str = "caesar.dead-letters"
-    checkpoints: str = "caesar.checkpoints"  # compacted: key = service/actor
+    checkpoints: str = "caesar.checkpoints"  # compacted: key = service/partition
+    plans: str = "caesar.plans"  # compacted: key = plan version (model upgrades)
     changelog_prefix: str = "caesar.changelog."  # + store name; compacted
     partitions: int = Field(4, ge=1)
     replication_factor: int = Field(1, ge=1)
@@ -205,6 +209,9 @@ class Settings(BaseSettings):
     topics: TopicSettings = Field(default_factory=TopicSettings)
     ray: RaySettings = Field(default_factory=RaySettings)
     runtime: LocalRuntimeSettings = Field(default_factory=LocalRuntimeSettings)
+    # User-defined functions a model calls: name -> "package.module:function"
+    # (imported by the CLI and by every Ray actor; never code in the settings).
+    functions: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("kafka")
     @classmethod

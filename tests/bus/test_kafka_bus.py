@@ -88,13 +88,13 @@ def test_compacted_topic_creation_from_settings(kafka_bus, unique_name):
         input_prefix=prefix + "in.", transactions=prefix + "tx", context_changes=prefix + "ctx",
         progress=prefix + "progress", alerts=prefix + "alerts", derived=prefix + "derived",
         dead_letters=prefix + "dlq", checkpoints=prefix + "ckpt", changelog_prefix=prefix + "cl.",
-        partitions=3, partitions_by_topic={prefix + "dlq": 1})
+        plans=prefix + "plans", partitions=3, partitions_by_topic={prefix + "dlq": 1})
     specs = topic_specs(topics, event_types=["Pos"], stores=["contexts"])
     created = kafka_bus.create_topics(specs)
     assert sorted(created) == sorted(s.name for s in specs)
     listed = kafka_bus.list_topics()
     assert listed[prefix + "in.Pos"] == 3 and listed[prefix + "dlq"] == 1
-    for name in (prefix + "ctx", prefix + "ckpt", prefix + "cl.contexts"):
+    for name in (prefix + "ctx", prefix + "ckpt", prefix + "cl.contexts", prefix + "plans"):
         assert kafka_bus.topic_config(name)["cleanup.policy"] == "compact"
     assert kafka_bus.topic_config(prefix + "tx")["cleanup.policy"] == "delete"
     kafka_bus.delete_topics([s.name for s in specs])

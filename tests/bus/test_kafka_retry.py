@@ -45,3 +45,29 @@ def test_transient_error_gives_up_at_the_timeout():
     with pytest.raises(BusError, match="Not leader"):
         _bus(meta, timeout_s=0.3).end_offsets([TopicPartition("t", 0)])
     assert 2 <= meta.calls < 20
+
+
+def test_a_transaction_call_that_never_returns_gives_the_producer_up():
+    """librdkafka's send_offsets_to_transaction can block past its timeout when
+    the group coordinator went away (seen after a broker restart in the fault
+    bench: every service stalled for good). The call is bounded: the producer
+    is declared stuck, and the service loop replaces it."""
+    import threading
+
+    from caesar.bus.errors import ProducerFencedError, ProducerStuckError
+    from caesar.bus.kafka import KafkaProducer
+
+    producer = KafkaProducer({"bootstrap.servers": "127.0.0.1:9"})
+    release = threading.Event()
+    with pytest.raises(ProducerStuckError, match="no answer within 0 s") as caught:
+        producer._bounded(release.wait, 30, what="sending offsets", within_s=0.3)
+    release.set()
+    assert isinstance(caught.value, ProducerFencedError)  # the loop replaces fenced ones
+
+    def fails():
+        raise KafkaException(KafkaError(KafkaError._FENCED, "fenced", fatal=True))
+
+    with pytest.raises(ProducerFencedError, match="fenced") as caught:
+        producer._bounded(fails, what="sending offsets", within_s=5)
+    assert not isinstance(caught.value, ProducerStuckError)
+    producer._producer.flush(0)

@@ -148,3 +148,93 @@ def test_headers_and_timestamps_kept(bus):
     bus.producer().produce([OutRecord("in", b"v", key=b"k", headers=(("h", b"1"),), timestamp_ms=123)])
     r = bus.records("in")[0]
     assert r.header("h") == b"1" and r.timestamp_ms == 123 and r.header("x") is None
+
+
+# ------------------------------------------------------------ transactions
+# The in-memory bus behaves as Kafka's transactions do (what the services'
+# exactly-once loop relies on in embedded mode and in the unit tests).
+
+def _txn_setup(bus):
+    consumer = bus.consumer("svc")
+    tp = TopicPartition("in", 0)
+    bus.producer().produce([OutRecord("in", b"x%d" % i, partition=0) for i in range(3)])
+    consumer.assign([tp], {tp: 0})
+    return consumer, tp
+
+
+def test_committed_transaction_shows_outputs_and_offsets_at_once(bus):
+    consumer, tp = _txn_setup(bus)
+    p = bus.producer(transactional_id="svc-0")
+    reader = bus.consumer("reader")
+    reader.assign([TopicPartition("ctx", 0)], {TopicPartition("ctx", 0): 0})
+    p.begin_transaction()
+    p.produce([OutRecord("ctx", b"out1", b"k", partition=0), OutRecord("ctx", b"out2", b"k",
+                                                                        partition=0)])
+    p.send_offsets_to_transaction({tp: 3}, consumer)
+    assert reader.poll(10, 0.05) == []  # read_committed: nothing before the commit
+    assert consumer.committed([tp])[tp] is None
+    assert bus.end_offsets([TopicPartition("ctx", 0)])[TopicPartition("ctx", 0)] == 0
+    p.commit_transaction()
+    assert [r.value for r in drain(reader, 2)] == [b"out1", b"out2"]
+    assert consumer.committed([tp])[tp] == 3
+
+
+def test_aborted_transaction_is_never_read_and_its_offsets_not_committed(bus):
+    consumer, tp = _txn_setup(bus)
+    p = bus.producer(transactional_id="svc-0")
+    p.begin_transaction()
+    p.produce([OutRecord("ctx", b"lost", partition=0)])
+    p.send_offsets_to_transaction({tp: 3}, consumer)
+    p.abort_transaction()
+    p.begin_transaction()
+    p.produce([OutRecord("ctx", b"kept", partition=0)])
+    p.commit_transaction()
+    reader = bus.consumer("reader")
+    reader.assign([TopicPartition("ctx", 0)], {TopicPartition("ctx", 0): 0})
+    assert [r.value for r in drain(reader, 1)] == [b"kept"]
+    assert reader.poll(10, 0.05) == []
+    assert consumer.committed([tp])[tp] is None
+    uncommitted = bus.consumer("dirty", read_committed=False)
+    uncommitted.assign([TopicPartition("ctx", 0)], {TopicPartition("ctx", 0): 0})
+    assert [r.value for r in drain(uncommitted, 2)] == [b"lost", b"kept"]
+
+
+def test_a_new_producer_fences_the_zombie_and_aborts_its_transaction(bus):
+    from caesar.bus.errors import ProducerFencedError
+
+    consumer, tp = _txn_setup(bus)
+    zombie = bus.producer(transactional_id="svc-0")
+    zombie.begin_transaction()
+    zombie.produce([OutRecord("ctx", b"zombie", partition=0)])
+    successor = bus.producer(transactional_id="svc-0")  # the restarted actor
+    with pytest.raises(ProducerFencedError):
+        zombie.produce([OutRecord("ctx", b"late zombie", partition=0)])
+    with pytest.raises(ProducerFencedError):
+        zombie.commit_transaction()
+    successor.begin_transaction()
+    successor.produce([OutRecord("ctx", b"successor", partition=0)])
+    successor.send_offsets_to_transaction({tp: 1}, consumer)
+    successor.commit_transaction()
+    reader = bus.consumer("reader")
+    reader.assign([TopicPartition("ctx", 0)], {TopicPartition("ctx", 0): 0})
+    assert [r.value for r in drain(reader, 1)] == [b"successor"]
+    assert consumer.committed([tp])[tp] == 1
+
+
+def test_an_open_transaction_holds_back_later_committed_records(bus):
+    """Kafka's last stable offset: read_committed readers stop at the first
+    open transaction, so they see records in offset order."""
+    a = bus.producer(transactional_id="a")
+    b = bus.producer(transactional_id="b")
+    a.begin_transaction()
+    a.produce([OutRecord("ctx", b"a1", partition=0)])
+    b.begin_transaction()
+    b.produce([OutRecord("ctx", b"b1", partition=0)])
+    b.commit_transaction()
+    tp = TopicPartition("ctx", 0)
+    reader = bus.consumer("reader")
+    reader.assign([tp], {tp: 0})
+    assert reader.poll(10, 0.05) == []
+    assert bus.end_offsets([tp])[tp] == 0
+    a.commit_transaction()
+    assert [r.value for r in drain(reader, 2)] == [b"a1", b"b1"]

@@ -123,10 +123,17 @@ def test_produce_then_consume_round_trip(spark, kafka_bootstrap, unique_name, tm
     # The input topic holds the fanned-out reports keyed by (xway, dir, pseg), Avro-decodable
     # by Spark; read back once each (own copies).
     keyed = spark.read.format("kafka").option("kafka.bootstrap.servers", kafka_bootstrap) \
-        .option("subscribe", input_topic).option("startingOffsets", "earliest").load()
-    keys = {(r.key.decode()) for r in keyed.select("key").distinct().collect()}
+        .option("subscribe", input_topic).option("startingOffsets", "earliest") \
+        .option("includeHeaders", "true").load()
+    keys = {(r.key.decode()) for r in keyed.where("key IS NOT NULL").select("key").distinct()
+            .collect()}
     # keyed by the model's PARTITION BY xway, dir, pseg (the stream partition key)
     assert keys == {f"0|{r.dir}|{p}" for r in reports for p in fanout_segments(r.seg, r.dir)}
+    # after each slice, an input watermark (its last report time + 1) on each partition
+    marks = keyed.where("key IS NULL").collect()
+    assert len(marks) == 2 * stats.slices and {m.partition for m in marks} == {0, 1}
+    assert all(m.headers[0].key == "caesar.watermark" for m in marks)
+    assert max(int(m.headers[0].value) for m in marks) == reports[-1].time + 1
     back = reports_from_topic(spark, kafka_bootstrap, input_topic)
     assert sorted(tuple(r) for r in back.collect()) == sorted(reports)
 

@@ -121,7 +121,7 @@ def test_hospital_hygiene_round_trip_equals_embedded_and_replay(
 
     settings = deployment_settings(kafka_bootstrap, tag)
     deployment = Deployment(model.plan, settings, actors_per_service=1,
-                            options={"idle_flush_s": 3.0, "group_prefix": tag,
+                            options={"group_prefix": tag,
                                      "commit_interval_s": 0.3})
     deployment.start()
     consumer = None

@@ -96,6 +96,13 @@ CASES = [
      "  DERIVE A(r.vid) PATTERN R r\n}\nCONTEXT d {\n  DERIVE B(a.vid) PATTERN A a\n}",
      errors.ModelStructureError, 11, 27, ["A is never derived in context d", "found CONTEXT d",
                                          "expected contexts where A is derived: c"]),
+    # issue 11: numbers beyond 64 bits were an OverflowError traceback in `caesar run`
+    ("number-2^63", "DERIVE A(r.vid) PATTERN SEQ(R r, S s) WITHIN 9223372036854775808 SECONDS",
+     errors.NumberRangeError, 6, 46, ["integer 9223372036854775808 does not fit in 64 bits"]),
+    ("number-4000-digits", "DERIVE A(r.vid) PATTERN R r WHERE r.vid > " + "9" * 4000,
+     errors.NumberRangeError, 6, 43, ["(4000 digits) does not fit in 64 bits"]),
+    ("number-ticks", "DERIVE A(r.vid) PATTERN SEQ(R r, S s) WITHIN 9223372036854775807 HOURS",
+     errors.NumberRangeError, 6, 46, ["WITHIN of 9223372036854775807 HOURS is too long"]),
     ("partition", "EVENT T(ts INT, x INT) FROM TOPIC \"t\"", errors.UnknownNameError, 3, 1,
      ["PARTITION BY attribute seg is missing from input event type T"]),
 ]

@@ -92,11 +92,11 @@ def test_metrics_readiness_and_live_view_of_linear_road(
                                             poll_timeout_s=0.1), topics=topics)
     cfg = ServiceConfig(lr, topics, make_codec(settings), (0, 1), "test")
     dep = Deployment(lr, settings, actors_per_service=1,
-                     options={"idle_flush_s": 1.0, "group_prefix": p, "commit_interval_s": 0.5})
+                     options={"group_prefix": p, "commit_interval_s": 0.5})
     dep.start()
     observation = observe(dep, port=free_port())
     try:
-        produce_inputs(kafka_bus, cfg, events)
+        produce_inputs(kafka_bus, cfg, events, end=True)
         deadline = time.monotonic() + 420
         while len(read_alerts(kafka_bus, cfg)) < len(expected.alerts):
             assert time.monotonic() < deadline, \

@@ -34,7 +34,7 @@ def test_bulk_decoded_input_gives_the_embedded_outputs() -> None:
     expected = EmbeddedPipeline(plan).run_values(values, topic="lr-position-reports")
     cfg = ServiceConfig(plan=plan, topics=TopicSettings(partitions=2),
                         codec=SingleObjectCodec(repository()), partitions=(0, 1), actor_id="t")
-    assert "lr-position-reports" in SchedulerHandler(cfg).bulk
+    assert "lr-position-reports" in SchedulerHandler(cfg)._bulk_decoders(0)
     bus = InMemoryBus()
     pipe = BusPipeline(cfg, bus, commit_interval_s=0.05, poll_timeout_s=0.01, batch_size=3000)
     produce_inputs(bus, cfg, values)

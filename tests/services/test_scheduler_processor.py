@@ -54,8 +54,8 @@ def test_late_undecodable_and_schema_breaking_records_are_dead_lettered():
            InputRecord("pos", 0, 6, pos(11, 3, 7, 1.0))]
     out = s.process(bad)
     assert [(d.reason, d.offset) for d in out.dead_letters] == [
-        ("late", 1), ("undecodable", 2), ("schema", 3), ("schema", 4), ("schema", 5)]
-    assert "below the watermark 9" in out.dead_letters[0].detail
+        ("late", 1), ("undecodable", 2), ("schema", 3), ("schema", 4), ("unknown_type", 5)]
+    assert "below the partition's watermark 9" in out.dead_letters[0].detail
     assert "Pos.vid: expected int" in out.dead_letters[2].detail
     assert out.dead_letters[1].raw == b"\x00garbage"
     # the stream goes on (ts 10 is released once the watermark passes it)
@@ -64,13 +64,83 @@ def test_late_undecodable_and_schema_breaking_records_are_dead_lettered():
                                                ("progress", 2**62)]
 
 
-def test_watermark_is_the_minimum_over_source_partitions():
-    s = SchedulerProcessor(two_context_plan(), allowance=0)
-    s.register_source("pos", 1)
-    out = s.process(records([pos(5, 1, 7, 0.0)], partition=0))
-    assert out.transactions == []  # partition 1 has not spoken yet
-    out = s.process(records([pos(3, 2, 8, 0.0)], partition=1))
-    assert summary(out.transactions) == [("progress", 3)]
-    out = s.process(records([pos(9, 3, 8, 0.0)], partition=1))
-    assert summary(out.transactions) == [(3, "8", (2,)), ("progress", 5)]
-    assert isinstance(out.transactions[-1], Progress)
+def test_lateness_is_decided_record_by_record_not_by_batch():
+    """The issue's batch-size bug: ts 9 then ts 3 (allowance 2) makes ts 3 late
+    whether the two records come in one batch or two."""
+    values = [pos(9, 1, 7, 0.0), pos(3, 2, 7, 0.0), pos(8, 3, 7, 0.0), pos(6, 4, 8, 0.0)]
+    whole = SchedulerProcessor(two_context_plan(), allowance=2)
+    one = whole.process(records(values))
+    single = SchedulerProcessor(two_context_plan(), allowance=2)
+    many = [single.process([r]) for r in records(values)]
+    assert [d.offset for d in one.dead_letters] == [1, 3]
+    assert [d.offset for m in many for d in m.dead_letters] == [1, 3]
+    released = [t for m in many + [single.flush()] for t in m.transactions
+                if isinstance(t, Transaction)]
+    assert summary(released) == summary(
+        [t for t in one.transactions + whole.flush().transactions if isinstance(t, Transaction)])
+
+
+def test_input_watermark_releases_and_makes_older_events_late():
+    s = SchedulerProcessor(two_context_plan(), allowance=5)
+    out = s.process(records([pos(10, 1, 7, 0.0)]))
+    assert out.transactions == [Progress(5, "scheduler")]
+    out = s.process([InputRecord("pos", 0, 1, None, watermark=11)])
+    assert summary(out.transactions) == [(10, "7", (1,)), ("progress", 11)]
+    out = s.process(records([pos(10, 2, 7, 0.0)]))
+    assert [d.reason for d in out.dead_letters] == ["late"]
+
+
+def test_a_far_future_event_is_dead_lettered_instead_of_moving_the_watermark():
+    s = SchedulerProcessor(two_context_plan(), allowance=0, max_ahead=100, ahead_confirm=3)
+    values = [pos(1, 1, 7, 0.0), pos(10**12, 2, 7, 0.0), pos(2, 3, 7, 0.0), pos(3, 4, 7, 0.0)]
+    out = s.process(records(values))
+    assert [(d.reason, d.offset) for d in out.dead_letters] == [("ahead", 1)]
+    assert "more than 100 ahead" in out.dead_letters[0].detail
+    assert summary(out.transactions) == [(1, "7", (1,)), (2, "7", (3,)), ("progress", 3)]
+
+
+def test_a_run_of_far_ahead_events_is_a_real_jump_and_is_accepted():
+    s = SchedulerProcessor(two_context_plan(), allowance=0, max_ahead=100, ahead_confirm=3)
+    values = [pos(1, 1, 7, 0.0), pos(5000, 2, 7, 0.0), pos(5001, 3, 7, 0.0), pos(5002, 4, 7, 0.0),
+              pos(5003, 5, 7, 0.0)]
+    out = s.process(records(values))
+    assert out.dead_letters == []
+    assert summary(out.transactions)[-1] == ("progress", 5003)
+
+
+def test_values_are_checked_against_the_model_and_the_type():
+    from dataclasses import replace
+
+    from caesar.plans.execution import FieldCheck
+
+    plan = two_context_plan()
+    pos_type = replace(plan.event_types[0], checks={"spd": FieldCheck(True, 0, 100),
+                                                    "vid": FieldCheck(not_null=True)})
+    s = SchedulerProcessor(replace(plan, event_types=(pos_type,)))
+    values = [pos(1, 1, 7, 140.0), {"type": "Pos", "ts": 1, "seg": 7, "spd": 1.0},
+              pos(1, 2**64, 7, 1.0), {"type": "Toll", "ts": 1, "vid": 1, "seg": 7},
+              {"type": "Pos", "ts": 2**70, "vid": 1, "seg": 7}, pos(1, 3, 7, 50.0)]
+    out = s.process(records(values))
+    assert [(d.reason, d.offset) for d in out.dead_letters] == [
+        ("schema", 0), ("schema", 1), ("schema", 2), ("unknown_type", 3), ("schema", 4)]
+    details = [d.detail for d in out.dead_letters]
+    assert "Pos.spd: 140.0 is above 100" in details[0]
+    assert "Pos.vid: is null (declared NOT NULL)" in details[1]
+    assert "does not fit a 64-bit int" in details[2]
+    assert "Toll" in details[3]
+    assert summary(s.flush().transactions) == [(1, "7", (3,)), ("progress", 2**62)]
+
+
+def test_state_survives_the_state_format_mid_stream():
+    from caesar.services.store.state_format import pack, unpack
+
+    values = [pos(t // 2, t, t % 3, float(t)) for t in range(40)] + [pos(99, 0, 1, 0.0)]
+    straight = SchedulerProcessor(two_context_plan(), allowance=3, max_ahead=20, ahead_confirm=5)
+    want = straight.process(records(values)).transactions + straight.flush().transactions
+    first = SchedulerProcessor(two_context_plan(), allowance=3, max_ahead=20, ahead_confirm=5)
+    got = first.process(records(values[:25])).transactions
+    second = SchedulerProcessor(two_context_plan(), allowance=3, max_ahead=20, ahead_confirm=5)
+    second.restore(unpack(pack(first.snapshot())))
+    got += second.process(records(values)[25:]).transactions + second.flush().transactions
+    flat = [t for t in got if isinstance(t, Transaction)]
+    assert summary(flat) == summary([t for t in want if isinstance(t, Transaction)])

@@ -71,11 +71,11 @@ def test_temporal_queries_on_kafka_and_ray_equal_embedded(
                                             poll_timeout_s=0.1), topics=topics)
     cfg = ServiceConfig(plan, topics, make_codec(settings), (0, 1), "test")
     dep = Deployment(plan, settings, actors_per_service=1,
-                     options={"idle_flush_s": 1.0, "group_prefix": p, "commit_interval_s": 0.3})
+                     options={"group_prefix": p, "commit_interval_s": 0.3})
     want = sorted(a.identity() for a in expected.alerts)
     dep.start()
     try:
-        produce_inputs(kafka_bus, cfg, events)
+        produce_inputs(kafka_bus, cfg, events, end=True)
         deadline = time.monotonic() + 120
         got: list = []
         while time.monotonic() < deadline:

@@ -87,10 +87,10 @@ def test_example_through_the_runners_on_the_memory_bus_equals_embedded() -> None
     evs = events()
     expected = EmbeddedPipeline(plan).run_values(evs)
     cfg = ServiceConfig(plan=plan, topics=TopicSettings(partitions=2), codec=make_codec(),
-                        partitions=(0, 1), actor_id="t", idle_flush_s=0.2)
+                        partitions=(0, 1), actor_id="t")
     bus = InMemoryBus()
     pipe = BusPipeline(cfg, bus, commit_interval_s=0.05, poll_timeout_s=0.01, batch_size=200)
-    produce_inputs(bus, cfg, evs)
+    produce_inputs(bus, cfg, evs, end=True)
     pipe.run_until_quiet(quiet_s=0.5)
     got = read_alerts(bus, cfg)
     pipe.close()

@@ -20,13 +20,21 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
-from caesar.bus.errors import BusError, UnknownTopicError
-from caesar.bus.protocol import OffsetReset
+from caesar.bus.errors import (
+    BusError,
+    ProducerFencedError,
+    ProducerStuckError,
+    TransactionAbortedError,
+    UnknownTopicError,
+)
+from caesar.bus.protocol import BusConsumer, OffsetReset
 from caesar.bus.records import Headers, OutRecord, Record, TopicPartition, TopicSpec
 from caesar.settings import KafkaSettings
 
 # Errors a consumer reports in-band that are not failures.
 _BENIGN = {KafkaError._PARTITION_EOF}
+# Records dropped by an aborted transaction (not a delivery failure).
+_PURGED = {KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT}
 # Metadata errors that clear once partition leadership settles.
 _TRANSIENT = {
     KafkaError.NOT_LEADER_FOR_PARTITION,
@@ -62,7 +70,7 @@ class KafkaBus:
             self._admin = AdminClient(conf)
         return self._admin
 
-    def producer(self) -> KafkaProducer:
+    def producer(self, transactional_id: str | None = None) -> KafkaProducer:
         s = self.settings
         conf: dict[str, Any] = {
             **s.client_config(),
@@ -75,17 +83,23 @@ class KafkaBus:
             "partitioner": "murmur2_random",
             **s.producer,
         }
-        return KafkaProducer(conf)
+        if transactional_id is not None:
+            conf["transactional.id"] = transactional_id
+            conf["transaction.timeout.ms"] = s.transaction_timeout_ms
+        return KafkaProducer(conf, transactional_id, self._admin_timeout_s)
 
-    def consumer(self, group_id: str, *, auto_offset_reset: OffsetReset = "earliest"
-                 ) -> KafkaConsumer:
+    def consumer(self, group_id: str, *, auto_offset_reset: OffsetReset = "earliest",
+                 read_committed: bool = True) -> KafkaConsumer:
         s = self.settings
         conf: dict[str, Any] = {
             **s.client_config(),
             "group.id": group_id,
             "enable.auto.commit": False,
             "auto.offset.reset": auto_offset_reset,
-            "enable.partition.eof": False,
+            # EOF events tell where a partition ends past transaction markers
+            # (the position alone stops before an abort marker): see position().
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed" if read_committed else "read_uncommitted",
             **s.consumer,
         }
         return KafkaConsumer(conf)
@@ -165,9 +179,11 @@ class KafkaBus:
     def end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         with self._lock:
             if self._meta is None:
+                # read_committed: the high offset is the last stable offset
                 self._meta = Consumer({**self.settings.client_config(),
                                        "group.id": f"caesar-meta-{uuid.uuid4().hex[:8]}",
-                                       "enable.auto.commit": False})
+                                       "enable.auto.commit": False,
+                                       "isolation.level": "read_committed"})
             meta = self._meta
             return {TopicPartition(*tp): self._high_watermark(meta, tp) for tp in partitions}
 
@@ -200,12 +216,19 @@ class KafkaBus:
 
 
 class KafkaProducer:
-    def __init__(self, conf: dict[str, Any]) -> None:
+    def __init__(self, conf: dict[str, Any], transactional_id: str | None = None,
+                 timeout_s: float = 30.0) -> None:
         self._producer = Producer(conf)
         self._errors: list[str] = []
+        self.transactional = transactional_id is not None
+        self.transactional_id = transactional_id
+        if transactional_id is not None:
+            # Fences an older producer with this id and aborts its open transaction.
+            self._txn_call(self._producer.init_transactions, timeout_s,
+                           what=f"initialising transactions for {transactional_id!r}")
 
     def _on_delivery(self, err: KafkaError | None, msg: Any) -> None:
-        if err is not None:
+        if err is not None and err.code() not in _PURGED:
             self._errors.append(f"{msg.topic()}[{msg.partition()}]: {err.str()}")
 
     def produce(self, records: Iterable[OutRecord]) -> None:
@@ -240,7 +263,87 @@ class KafkaProducer:
             errors, self._errors = self._errors, []
             raise BusError(f"{len(errors)} records failed delivery, first: {errors[0]}")
 
+    # transactions ------------------------------------------------------
+    def _txn_call(self, call: Any, *args: Any, what: str, retry_s: float = 120.0) -> None:
+        """Run a transaction API call, retrying what librdkafka says is retriable
+        and mapping the rest to TransactionAbortedError / ProducerFencedError."""
+        deadline = time.monotonic() + retry_s
+        while True:
+            try:
+                call(*args)
+                return
+            except KafkaException as exc:
+                err = exc.args[0]
+                if err.fatal():
+                    raise ProducerFencedError(f"{what}: {err.str()}") from exc
+                if err.txn_requires_abort():
+                    raise TransactionAbortedError(f"{what}: {err.str()}") from exc
+                if err.retriable() and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                    continue
+                raise BusError(f"{what}: {err.str()}") from exc
+
+    def begin_transaction(self) -> None:
+        try:
+            self._producer.begin_transaction()
+        except KafkaException as exc:
+            err = exc.args[0]
+            cls = ProducerFencedError if err.fatal() else BusError
+            raise cls(f"begin transaction: {err.str()}") from exc
+
+    def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int],
+                                    consumer: BusConsumer, timeout_s: float = 30.0) -> None:
+        if not offsets:
+            return
+        tps = [KTopicPartition(tp[0], tp[1], off) for tp, off in offsets.items()]
+        meta = consumer._consumer.consumer_group_metadata()  # type: ignore[attr-defined]
+        self._bounded(self._producer.send_offsets_to_transaction, tps, meta, timeout_s,
+                      what="sending offsets to the transaction", within_s=2 * timeout_s)
+
+    def _bounded(self, call: Any, *args: Any, what: str, within_s: float) -> None:
+        """_txn_call in a helper thread, given up after `within_s`: librdkafka's
+        send_offsets_to_transaction can block forever, past its own timeout,
+        when the group coordinator went away (a broker restart;
+        confluentinc/librdkafka#5456, #5511). Then this producer is unusable:
+        ProducerStuckError, and the loop replaces it (the new instance fences
+        this one and aborts its transaction). The blocked thread is left behind."""
+        done = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                self._txn_call(call, *args, what=what, retry_s=within_s / 2)
+            except BaseException as exc:  # noqa: BLE001 - re-raised by the caller
+                failure.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name=f"txn-{self.transactional_id}", daemon=True).start()
+        if not done.wait(within_s):
+            raise ProducerStuckError(f"{what}: no answer within {within_s:.0f} s (the "
+                                     "coordinator moved or restarted); replacing the producer")
+        if failure:
+            raise failure[0]
+
+    def commit_transaction(self, timeout_s: float = 30.0) -> None:
+        self._txn_call(self._producer.commit_transaction, timeout_s,
+                       what="committing the transaction")
+        if self._errors:  # delivery failures of a committed transaction cannot happen
+            errors, self._errors = self._errors, []
+            raise TransactionAbortedError(f"{len(errors)} records failed: {errors[0]}")
+
+    def abort_transaction(self, timeout_s: float = 30.0) -> None:
+        self._txn_call(self._producer.abort_transaction, timeout_s,
+                       what="aborting the transaction")
+        self._producer.poll(0)
+        self._errors = []
+
     def close(self) -> None:
+        if self.transactional:
+            # Whatever is still open dies with the producer (its transaction is
+            # aborted by the next producer with this id, or by its timeout).
+            self._producer.flush(0)
+            return
         self.flush()
 
 
@@ -248,6 +351,7 @@ class KafkaConsumer:
     def __init__(self, conf: dict[str, Any]) -> None:
         self._consumer = Consumer(conf)
         self._consumed: dict[TopicPartition, int] = {}
+        self._eof: dict[TopicPartition, int] = {}  # end offset a fetch reported
         self._pending_seeks: dict[TopicPartition, int] = {}
         self._assigned: list[TopicPartition] = []
         self._closed = False
@@ -281,35 +385,31 @@ class KafkaConsumer:
                         if start is None else KTopicPartition(tp.topic, tp.partition, start))
         self._consumer.assign(ktps)
         self._assigned = [TopicPartition(*tp) for tp in partitions]
+        self._eof = {}
 
     def assignment(self) -> list[TopicPartition]:
         return [TopicPartition(p.topic, p.partition) for p in self._consumer.assignment()]
 
+    def position(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
+        got = self._consumer.position([KTopicPartition(tp[0], tp[1]) for tp in partitions])
+        out: dict[TopicPartition, int | None] = {}
+        for p in got:
+            tp = TopicPartition(p.topic, p.partition)
+            pos = p.offset if p.offset >= 0 else None
+            eof = self._eof.get(tp)
+            # librdkafka leaves the position before aborted records and their
+            # marker when nothing visible follows; the EOF event knows better.
+            out[tp] = eof if eof is not None and (pos is None or eof > pos) else pos
+        return out
+
     def poll(self, max_records: int, timeout_s: float) -> list[Record]:
         if self._closed:
             raise BusError("consumer is closed")
-        # librdkafka's consume() waits until it has max_records or the timeout
-        # passed; take what is already fetched, and block only for the first record.
-        consumer = self._consumer
-        msgs = consumer.consume(num_messages=max_records, timeout=0)
-        if not msgs:
-            first = consumer.poll(timeout_s)
-            if first is None:
-                return []
-            msgs = [first]
-            if max_records > 1:
-                msgs += consumer.consume(num_messages=max_records - 1, timeout=0)
         out: list[Record] = []
-        for m in msgs:
+        for m in self._fetch(max_records, timeout_s):
             err = m.error()
             if err is not None:
-                # librdkafka reports transient conditions in-band (coordinator moves,
-                # a topic not created yet) and recovers by itself, as the Java client
-                # does: remember them. Fail only on what never heals.
-                if err.fatal() or err.code() in _PERMANENT:
-                    raise BusError(f"consuming {m.topic()}: {err.str()}")
-                if err.code() not in _BENIGN:
-                    self.last_error = err.str()
+                self._in_band(m, err)
                 continue
             topic, partition, offset = m.topic(), m.partition(), m.offset()
             # librdkafka sets these on every message that is not an error.
@@ -321,6 +421,33 @@ class KafkaConsumer:
         for r in out:
             consumed[TopicPartition(r.topic, r.partition)] = r.offset + 1
         return out
+
+    def _fetch(self, max_records: int, timeout_s: float) -> list[Any]:
+        """librdkafka's consume() waits until it has max_records or the timeout
+        passed; take what is already fetched, and block only for the first record."""
+        consumer = self._consumer
+        msgs = consumer.consume(num_messages=max_records, timeout=0)
+        if msgs:
+            return list(msgs)
+        first = consumer.poll(timeout_s)
+        if first is None:
+            return []
+        if max_records > 1:
+            return [first, *consumer.consume(num_messages=max_records - 1, timeout=0)]
+        return [first]
+
+    def _in_band(self, m: Any, err: Any) -> None:
+        """librdkafka reports transient conditions in-band (coordinator moves,
+        a topic not created yet) and recovers by itself, as the Java client
+        does: remember them. Fail only on what never heals."""
+        if err.fatal() or err.code() in _PERMANENT:
+            raise BusError(f"consuming {m.topic()}: {err.str()}")
+        if err.code() == KafkaError._PARTITION_EOF:
+            topic, part, end = m.topic(), m.partition(), m.offset()
+            if topic is not None and part is not None and end is not None:
+                self._eof[TopicPartition(topic, part)] = end
+        elif err.code() not in _BENIGN:
+            self.last_error = err.str()
 
     def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
         chosen = dict(self._consumed) if offsets is None else dict(offsets)
@@ -344,6 +471,7 @@ class KafkaConsumer:
     def seek(self, partition: TopicPartition, offset: int) -> None:
         tp = TopicPartition(*partition)
         self._consumed.pop(tp, None)
+        self._eof.pop(tp, None)
         if tp not in self.assignment():
             # Not assigned yet (group join in progress): apply on assignment.
             self._pending_seeks[tp] = offset

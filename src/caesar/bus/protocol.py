@@ -13,13 +13,30 @@ OffsetReset = Literal["earliest", "latest"]
 
 
 class BusProducer(Protocol):
+    transactional: bool
+
     def produce(self, records: Iterable[OutRecord]) -> None:
-        """Queue a batch; delivery is confirmed by `flush`."""
+        """Queue a batch; delivery is confirmed by `flush` (or the commit)."""
         ...
 
     def flush(self, timeout_s: float = 30.0) -> None:
         """Wait until every queued record is delivered; BusError if any failed."""
         ...
+
+    # Transactions (producers made with a transactional id only).
+    def begin_transaction(self) -> None: ...
+
+    def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int],
+                                    consumer: BusConsumer, timeout_s: float = 30.0) -> None:
+        """Commit `offsets` for `consumer`'s group as part of the transaction."""
+        ...
+
+    def commit_transaction(self, timeout_s: float = 30.0) -> None:
+        """TransactionAbortedError: nothing of it became visible (abort, rewind);
+        ProducerFencedError: this producer is finished."""
+        ...
+
+    def abort_transaction(self, timeout_s: float = 30.0) -> None: ...
 
     def close(self) -> None: ...
 
@@ -36,6 +53,11 @@ class BusConsumer(Protocol):
         ...
 
     def assignment(self) -> list[TopicPartition]: ...
+
+    def position(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
+        """Offset of the next record a poll can return (past skipped transaction
+        markers and aborted records once they were fetched); None = unknown yet."""
+        ...
 
     def poll(self, max_records: int, timeout_s: float) -> list[Record]:
         """Up to `max_records` records; waits up to `timeout_s` for the first."""
@@ -57,10 +79,13 @@ class BusConsumer(Protocol):
 
 
 class Bus(Protocol):
-    def producer(self) -> BusProducer: ...
+    def producer(self, transactional_id: str | None = None) -> BusProducer:
+        """A producer; with `transactional_id`, a transactional one (ready: any
+        earlier producer with this id is fenced and its open transaction aborted)."""
+        ...
 
-    def consumer(self, group_id: str, *, auto_offset_reset: OffsetReset = "earliest"
-                 ) -> BusConsumer: ...
+    def consumer(self, group_id: str, *, auto_offset_reset: OffsetReset = "earliest",
+                 read_committed: bool = True) -> BusConsumer: ...
 
     def create_topics(self, specs: Iterable[TopicSpec]) -> list[str]:
         """Create missing topics; returns the names created (existing ones are kept)."""
@@ -75,7 +100,8 @@ class Bus(Protocol):
     def topic_config(self, name: str) -> dict[str, str]: ...
 
     def end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
-        """Offset the next produced record of each partition will get."""
+        """End offset as a read-committed consumer sees it: the last stable
+        offset (the first offset of the oldest open transaction, else the log end)."""
         ...
 
     def close(self) -> None: ...

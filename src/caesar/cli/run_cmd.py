@@ -17,6 +17,7 @@ from rich.table import Table
 
 from caesar.errors import CaesarError
 from caesar.plans.execution import ExecutionPlan
+from caesar.services.common.config import RunnerOptions
 
 if TYPE_CHECKING:
     from caesar.services.common.config import EngineFactory
@@ -50,12 +51,44 @@ out = Console()
 err = Console(stderr=True)
 
 
-def load_plan(model: Path) -> ExecutionPlan:
+def load_plan(model: Path, functions: Sequence[str] = (),
+              settings_file: Path | None = None) -> ExecutionPlan:
+    """Compile MODEL with the user-defined functions of the settings
+    (`functions:`) and of `--function NAME=package.module:function`."""
     from caesar.language import compile_model
+    from caesar.plans.functions import resolve
+    from caesar.settings import load_settings
 
     if not model.exists():
         raise CaesarError(f"model file {model} does not exist")
-    return compile_model(model)
+    paths = dict(load_settings(settings_file).functions)
+    for item in functions:
+        name, sep, target = item.partition("=")
+        if not sep or not name.strip() or not target.strip():
+            raise CaesarError(f"--function {item!r}: expected NAME=package.module:function")
+        paths[name.strip()] = target.strip()
+    return compile_model(model, functions=resolve(paths))
+
+
+FunctionOption = Annotated[list[str] | None, typer.Option(
+    "--function", help="a user-defined function the model calls: "
+    "NAME=package.module:function (repeatable; also settings `functions`)")]
+
+
+def _run_on_memory_bus(plan: ExecutionPlan, events: Any, allowance: int, engine: EngineChoice,
+                       as_json: bool) -> None:
+    """`caesar run --bus memory`: the service runners over the in-memory bus."""
+    from caesar.services.embedded.bus_pipeline import run_on_memory_bus
+
+    started = time.perf_counter()
+    alerts, dead = run_on_memory_bus(plan, events, allowance=allowance,
+                                     engine_factory=_engine(engine))
+    _printer(as_json)(sorted(alerts, key=lambda a: (a.end_ts, a.key, a.event_type)))
+    for d in dead[:MAX_DEAD_SHOWN]:
+        err.print(f"dead letter ({d['reason']}) offset {d['offset']}: {d['detail']}",
+                  markup=False, highlight=False)
+    err.print(f"{len(alerts)} alerts, {len(dead)} dead letters in "
+              f"{time.perf_counter() - started:.2f}s (in-memory bus)")
 
 
 def register(app: typer.Typer) -> None:
@@ -70,6 +103,7 @@ def register(app: typer.Typer) -> None:
         engine: Annotated[EngineChoice, typer.Option(
             help="the Cython engine, or the pure-Python reference (its test oracle)")]
         = EngineChoice.cython,
+        function: FunctionOption = None,
         batch_size: Annotated[int, typer.Option(help="input records per batch")] = 5000,
         bus: Annotated[BusChoice, typer.Option(
             help="direct: processors handed batches directly | memory: the service "
@@ -86,23 +120,10 @@ def register(app: typer.Typer) -> None:
         from caesar.services.embedded.inputs import read_events
         from caesar.services.embedded.pipeline import EmbeddedPipeline
 
-        plan = load_plan(model)
+        plan = load_plan(model, function or ())
         tune_collector()
-        if bus == "memory" and plan.acep is not None:
-            raise CaesarError("shared tables and rules run in the direct embedded pipeline "
-                              "(--bus direct), not yet on the service runners")
         if bus == "memory":
-            from caesar.services.embedded.bus_pipeline import run_on_memory_bus
-
-            started = time.perf_counter()
-            alerts, dead = run_on_memory_bus(plan, read_events(input, plan, fmt),
-                                             allowance=allowance, engine_factory=_engine(engine))
-            _printer(as_json)(sorted(alerts, key=lambda a: (a.end_ts, a.key, a.event_type)))
-            for d in dead[:MAX_DEAD_SHOWN]:
-                err.print(f"dead letter ({d['reason']}) offset {d['offset']}: {d['detail']}",
-                          markup=False, highlight=False)
-            err.print(f"{len(alerts)} alerts, {len(dead)} dead letters in "
-                      f"{time.perf_counter() - started:.2f}s (in-memory bus)")
+            _run_on_memory_bus(plan, read_events(input, plan, fmt), allowance, engine, as_json)
             return
         pipe = EmbeddedPipeline(plan, allowance=allowance, engine_factory=_engine(engine),
                                 batch_size=batch_size, acep_scheduler=scheduler.value)
@@ -133,22 +154,34 @@ def register(app: typer.Typer) -> None:
         run_for: Annotated[float, typer.Option(
             help="seconds to run, 0 = until interrupted")] = 0.0,
         allowance: Annotated[int, typer.Option(help="out-of-orderness allowed in event time")] = 0,
-        idle_flush: Annotated[float | None, typer.Option(
-            help="seconds of quiet input after which the scheduler releases what it "
-                 "holds (later events at or below it become late)")] = None,
+        max_ahead: Annotated[int | None, typer.Option(
+            help="event-time ticks an event may be ahead of its partition before it is "
+                 "held as suspect (default: one day of event time; 0 = no limit)")] = None,
+        update: Annotated[bool, typer.Option(
+            "--update", help="swap the model of the running deployment for MODEL without "
+                             "stopping it (queries keep their state by identity)")] = False,
+        prefix: Annotated[str, typer.Option(
+            help="the deployment's name (its actors' and consumer groups' prefix)")] = "caesar",
         observe_port: Annotated[int, typer.Option(
             help="port of the metrics (/metrics), probes (/healthz, /ready) and live "
                  "context view (/); 0 = none")] = 9464,
         observe_host: Annotated[str, typer.Option(
             help="address to serve them on (0.0.0.0 inside a pod)")] = "127.0.0.1",
+        function: FunctionOption = None,
     ) -> None:
-        """Start the CAESAR services for MODEL as Ray actors reading and writing Kafka."""
-        from caesar.services.ray_runtime.deployment import deploy_model
+        """Start the CAESAR services for MODEL as Ray actors reading and writing Kafka,
+        or (--update) swap the model of the running ones."""
+        from caesar.services.ray_runtime.deployment import deploy_model, update_model
 
-        plan = load_plan(model)
+        plan = load_plan(model, function or (), settings_file)
+        if update:
+            update_model(plan, settings_file=settings_file, ray_address=ray_address,
+                         prefix=prefix, console=err)
+            return
+        options: RunnerOptions = {"allowance": allowance, "max_ahead": max_ahead,
+                                  "group_prefix": prefix}
         deploy_model(plan, model_text=model.read_text(), settings_file=settings_file,
-                     ray_address=ray_address, run_for=run_for, console=err,
-                     options={"allowance": allowance, "idle_flush_s": idle_flush},
+                     ray_address=ray_address, run_for=run_for, console=err, options=options,
                      observe_host=observe_host, observe_port=observe_port)
 
 

@@ -36,11 +36,15 @@ class JobModel:
     @classmethod
     def load(cls, model: str | Path) -> JobModel:
         from caesar.language import compile_model, parse
+        from caesar.plans.functions import resolve
+        from caesar.settings import load_settings
 
         path = Path(model)
         if not path.is_file():
             raise CaesarError(f"model file {path} does not exist")
-        plan = compile_model(path)  # a bad model fails here, with line and column
+        # a bad model fails here, with line and column; user-defined functions
+        # by path from the settings ($CAESAR_CONFIG), as for `caesar deploy`
+        plan = compile_model(path, functions=resolve(load_settings().functions))
         unit = parse(path.read_text(encoding="utf-8"), str(path)).time_unit or "SECONDS"
         return cls(plan, UNIT_MS[unit])
 

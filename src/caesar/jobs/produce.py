@@ -14,6 +14,13 @@ partition) and sorts each Spark partition by (event time, row number): every
 topic partition is then written by one task, in order. Ties keep the rows'
 order in the source.
 
+Input watermarks: after each write, the job sends every partition of the
+input topics an input watermark (a record with the `caesar.watermark` header
+and no value): the end of the slice written, or the latest event time written
++ 1 — its promise that nothing older follows, on which the scheduler releases
+what it holds at once (what is late stays a function of the input, never of
+pauses between writes).
+
 Pacing: `speed` N > 0 sends slices of event time so that event time runs N
 times faster than the wall clock (1 = real time, in the model's TIME UNIT);
 0 sends everything as fast as Spark writes it. A streaming source
@@ -145,8 +152,8 @@ class ModelProducer:
         servers = bootstrap or settings.kafka.bootstrap_servers
         self.target = KafkaTarget(servers, dict(kafka_options or {}))
         self.dead_letter_path = dead_letter_path
-        self.encoder = make_encoder(model, settings, mapping,
-                                    input_partitions(model, settings, servers),
+        self.partitions = input_partitions(model, settings, servers)
+        self.encoder = make_encoder(model, settings, mapping, self.partitions,
                                     dead_letters_to_topic=dead_letter_path is None,
                                     source=source)
         self.totals = ProduceStats()
@@ -174,6 +181,8 @@ class ModelProducer:
                 self.target.write(ordered_records(encoded.where(F.col("ok"))))
         finally:
             encoded.unpersist()
+        if counts.get("max_ts") is not None:  # nothing older follows what was written
+            self.send_watermark(int(counts["max_ts"]) + 1)
         self.totals.slices += 1
         self.totals.wall_s = time.monotonic() - self._started
         return self.totals
@@ -199,6 +208,23 @@ class ModelProducer:
         finally:
             encoded.unpersist()
         return self.totals
+
+    def send_watermark(self, ts: int) -> None:
+        """An input watermark on every partition of the model's input topics,
+        after what was written (Spark's write has returned: those records are
+        in): no event with a time below `ts` follows."""
+        from caesar.bus.kafka import KafkaBus
+        from caesar.services.scheduler.runner import watermark_record
+
+        bus = KafkaBus(self.settings.kafka.model_copy(
+            update={"bootstrap_servers": self.target.bootstrap}))
+        try:
+            producer = bus.producer()
+            producer.produce([watermark_record(topic, j, ts)
+                              for topic, n in self.partitions.items() for j in range(n)])
+            producer.flush()
+        finally:
+            bus.close()
 
     def _add(self, counts: dict[str, Any]) -> None:
         t = self.totals
@@ -233,6 +259,7 @@ class ModelProducer:
                 if delay > 0:
                     time.sleep(delay)
             self.target.write(ordered_records(sliced.where(F.col("slice") == k)))
+            self.send_watermark(origin + (k + 1) * length)
             self.totals.slices += 1
             self.totals.event_time = origin + (k + 1) * length
             self.totals.wall_s = time.monotonic() - self._started
@@ -252,6 +279,7 @@ def _count_columns(model: JobModel) -> list[Any]:
     ok = F.col("ok")
     return [F.count(F.lit(1)).alias("rows"),
             F.sum(F.when(~ok, 1).otherwise(0)).alias("dead"),
+            F.max(F.when(ok, F.col("ts"))).alias("max_ts"),
             *[F.sum(F.when(ok & (F.col("topic") == t), 1).otherwise(0)).alias(f"topic:{t}")
               for t in model.input_topics()]]
 

@@ -11,7 +11,7 @@ Every failure on user input is a caesar.errors.ModelError subclass.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from caesar.language.physical import physical_plan
 from caesar.language.semantics import check
 from caesar.language.tables_checks import check_tables, split_tables
 from caesar.plans.execution import ExecutionPlan
+from caesar.plans.functions import Function
 from caesar.plans.tables import AcepPlan
 
 __all__ = ["Compilation", "compile_model", "compile_phases", "parse", "RULES", "LanguageError"]
@@ -59,18 +60,21 @@ def _read(text_or_path: str | Path, file: str | None) -> tuple[str, str]:
 
 
 def compile_phases(text_or_path: str | Path, file: str | None = None,
-                   rules: Sequence[tuple[str, Rule]] = RULES) -> Compilation:
+                   rules: Sequence[tuple[str, Rule]] = RULES,
+                   functions: Mapping[str, Function] | None = None) -> Compilation:
+    """`functions`: the user-defined functions the model may call (by name)."""
     text, name = _read(text_or_path, file)
     parsed = parse(text, name)
     try:
         model, tables = split_tables(parsed)
-        checked = check(model)
+        checked = check(model, functions)
         acep = check_tables(tables, checked) if tables is not None else None
         qs = query_set(checked)
         unoptimized = phase2(qs)
         optimized = optimize(unoptimized, rules)
+        used = tuple(f for f in (functions or {}).values() if f.name in checked.functions_used)
         return Compilation(qs, unoptimized, optimized,
-                           replace(physical_plan(optimized), acep=acep), acep)
+                           replace(physical_plan(optimized), acep=acep, functions=used), acep)
     except CaesarError:
         raise
     except RecursionError:
@@ -79,10 +83,11 @@ def compile_phases(text_or_path: str | Path, file: str | None = None,
 
 
 def compile_model(text_or_path: str | Path, file: str | None = None, *,
-                  context_aware: bool = True) -> ExecutionPlan:
+                  context_aware: bool = True,
+                  functions: Mapping[str, Function] | None = None) -> ExecutionPlan:
     """context_aware=False: the context-independent baseline (every query runs
     all the time, its context an output filter; src/caesar/language/independent.py)."""
-    plan = compile_phases(text_or_path, file).execution
+    plan = compile_phases(text_or_path, file, functions=functions).execution
     return plan if context_aware else context_independent(plan)
 
 

@@ -220,6 +220,7 @@ class Query:
     having: ExprNode | None = None
     # KEYED BY of a deriving query: the context instance it initiates/ends.
     instance_key: tuple[ExprNode, ...] = ()
+    name: str | None = None  # @name("..."): the query's stable identity
     skip: SkipClause | None = None
     timeout: TimeoutClause | None = None
     output_rate: OutputRate | None = None
@@ -228,6 +229,7 @@ class Query:
     contexts_pos: SourcePosition = _pos()
     target_pos: SourcePosition = _pos()
     strategy_pos: SourcePosition = _pos()
+    name_pos: SourcePosition = _pos()
     # TPStream (section below): a temporal pattern, or a deriving query fired
     # by a model-level situation's start or end.
     temporal: TemporalPattern | None = None
@@ -242,6 +244,9 @@ class FieldDecl:
     name: str
     type: str  # normalised: "int" | "float" | "string" | "bool"
     pos: SourcePosition = _pos()
+    not_null: bool = False  # NOT NULL
+    low: int | float | None = None  # BETWEEN low AND high
+    high: int | float | None = None
 
 
 @dataclass(frozen=True)

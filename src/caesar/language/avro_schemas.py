@@ -20,6 +20,21 @@ def avro_type(t: Any) -> str | None:
             "boolean": "bool"}.get(t)
 
 
+def avro_checks(schema: dict[str, Any]) -> dict[str, tuple[bool, Any, Any]]:
+    """Per field: (not null, minimum, maximum). A field whose type is not a
+    union with null is not null; `minimum` / `maximum` attributes on a field
+    (Avro keeps unknown attributes) bound its value."""
+    out: dict[str, tuple[bool, Any, Any]] = {}
+    for f in schema.get("fields", []):
+        t = f.get("type")
+        nullable = t == "null" or (isinstance(t, list) and "null" in t)
+        low, high = f.get("minimum"), f.get("maximum")
+        ok = all(v is None or (isinstance(v, int | float) and not isinstance(v, bool))
+                 for v in (low, high))
+        out[f["name"]] = (not nullable, low if ok else None, high if ok else None)
+    return out
+
+
 def find_schema(ref: str, model_file: str) -> Path | None:
     path = Path(ref)
     if path.is_absolute():

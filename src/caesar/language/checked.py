@@ -12,7 +12,7 @@ from caesar.errors import SourcePosition
 from caesar.language import ast
 from caesar.plans import expr as ir
 from caesar.plans.aggregate import WindowKind
-from caesar.plans.execution import OutputRate
+from caesar.plans.execution import FieldCheck, OutputRate
 from caesar.plans.pattern import PatternComponent, Skip, Strategy
 from caesar.plans.temporal import SituationSpec, TemporalConstraint
 
@@ -38,6 +38,9 @@ class EventType:
     # The Avro schema SCHEMA names, read at compile time: the plan carries it, so
     # services never look for files (they run elsewhere, from an installed package).
     schema_json: str | None = field(default=None, hash=False, compare=False)
+    # What the scheduler checks per field: NOT NULL / BETWEEN from the model,
+    # non-null fields and `minimum` / `maximum` from the Avro schema.
+    checks: dict[str, FieldCheck] = field(default_factory=dict, hash=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,7 @@ class CheckedModel:
     contexts: tuple[ContextInfo, ...]
     queries: tuple[CheckedQuery, ...]
     source: ast.Model = field(hash=False, compare=False, repr=False)
+    functions_used: frozenset[str] = frozenset()  # user-defined functions called
     context_key: tuple[str, ...] = ()  # CONTEXTS PER
 
     @property

@@ -51,6 +51,10 @@ class PatternError(LanguageError):
     on negated variables that cannot be separated, Kleene misuse)."""
 
 
+class NumberRangeError(LanguageError):
+    """A number does not fit in 64 bits (integers) or is not a finite 64-bit float."""
+
+
 class WindowError(LanguageError):
     """A WITHIN or WINDOW duration is not positive or not expressible in ticks."""
 

@@ -4,6 +4,7 @@ variables, an aggregation's source event, an aggregation's output fields."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -17,6 +18,7 @@ from caesar.language.errors import (
     UnknownNameError,
 )
 from caesar.plans import expr as ir
+from caesar.plans.functions import Function
 
 AGGREGATES = {"count", "sum", "avg", "min", "max", "first", "last"}
 FUNCTIONS = {"abs", "floor", "ceil", "least", "greatest"}
@@ -24,7 +26,11 @@ NUMERIC = {"int", "float"}
 
 
 class ErrorFactory(Protocol):
-    """Builds a positioned error (the checker, which knows the model text)."""
+    """Builds a positioned error (the checker, which knows the model text),
+    and knows the user-defined functions a model may call."""
+
+    functions: Mapping[str, Function]
+    functions_used: set[str]
 
     def err(self, cls: type[LanguageError], message: str, pos: SourcePosition,
             found: str | None = None, expected: str | None = None) -> LanguageError: ...
@@ -137,8 +143,12 @@ class ExprEnv:
                            "the DERIVE list of an aggregation query")
         func = node.func
         if not ir.is_call_func(func):
-            raise self.err(UnknownNameError, f"unknown function {func}", node.pos,
-                           found=func, expected=", ".join(sorted(FUNCTIONS | AGGREGATES)))
+            udf = self.c.functions.get(func)
+            if udf is not None:
+                return self.user_function(node, udf, at)
+            raise self.err(UnknownNameError, f"unknown function {func}", node.pos, found=func,
+                           expected=", ".join(sorted(FUNCTIONS | AGGREGATES
+                                                     | set(self.c.functions))))
         if node.star or node.distinct:
             raise self.err(ModelTypeError, f"{node.func} takes plain arguments", node.pos,
                            found="* or DISTINCT", expected=f"{node.func}(expr)")
@@ -154,6 +164,33 @@ class ExprEnv:
         types = {t for _, t in args}
         typ = "int" if func in ("floor", "ceil") or "float" not in types else "float"
         return ir.Call(func, tuple(e for e, _ in args)), typ
+
+
+    # TPStream queries evaluate expressions column-wise without them (yet)
+    user_functions = True
+
+    def user_function(self, node: ast.CallExpr, udf: Function,
+                      at: Reading = PLAIN) -> tuple[ir.Expr, str]:
+        """A call of a user-defined function: its declared arity and
+        parameter types (an INT argument may go to a FLOAT parameter)."""
+        sig = f"{udf.name}({', '.join(p.upper() for p in udf.params)}) -> {udf.returns.upper()}"
+        if not self.user_functions:
+            raise self.err(ModelTypeError, f"user-defined function {udf.name} in a TPStream "
+                           "query: not supported there yet", node.pos, found=f"{udf.name}(...)",
+                           expected="built-in functions (abs, floor, ceil, least, greatest)")
+        if node.star or node.distinct:
+            raise self.err(ModelTypeError, f"{udf.name} takes plain arguments", node.pos,
+                           found="* or DISTINCT", expected=sig)
+        if len(node.args) != len(udf.params):
+            raise self.err(ModelTypeError, f"wrong number of arguments to {udf.name}", node.pos,
+                           found=str(len(node.args)), expected=f"{len(udf.params)}: {sig}")
+        args = [self.compile(a, at) for a in node.args]
+        for i, ((_, t), a, want) in enumerate(zip(args, node.args, udf.params, strict=True)):
+            if t != want and not (want == "float" and t == "int"):
+                raise self.err(ModelTypeError, f"argument {i + 1} of {udf.name} has the wrong "
+                               "type", a.pos, found=t, expected=f"{want}: {sig}")
+        self.c.functions_used.add(udf.name)
+        return ir.Call(udf.name, tuple(e for e, _ in args), udf), udf.returns
 
 
 class PatternEnv(ExprEnv):

@@ -117,7 +117,17 @@ def format_query(q: ast.Query, indent: str = "") -> str:
     if q.contexts:
         lines.append("CONTEXT " + ", ".join(q.contexts))
     body = ("\n" + indent + "  ").join(lines)
-    return indent + body + ";"
+    label = f'@name("{q.name}")\n{indent}' if q.name is not None else ""
+    return indent + label + body + ";"
+
+
+def format_field(f: ast.FieldDecl) -> str:
+    text = f"{f.name} {TYPE_SPELLING[f.type]}"
+    if f.not_null:
+        text += " NOT NULL"
+    if f.low is not None and f.high is not None:
+        text += f" BETWEEN {f.low!r} AND {f.high!r}"
+    return text
 
 
 def _query_head(q: ast.Query) -> str:
@@ -181,7 +191,7 @@ def _pattern_clauses(q: ast.Query) -> list[str]:
 
 
 def format_event(e: ast.EventDecl) -> str:
-    fields = ", ".join(f"{f.name} {TYPE_SPELLING[f.type]}" for f in e.fields)
+    fields = ", ".join(format_field(f) for f in e.fields)
     text = f"EVENT {e.name}({fields})"
     if e.timestamp is not None:
         text += f" TIMESTAMP {e.timestamp}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -20,11 +21,17 @@ from lark.tree import Meta
 
 from caesar.errors import SourcePosition
 from caesar.language import ast
-from caesar.language.errors import LanguageError, ModelSyntaxError, PatternError
+from caesar.language.errors import (
+    LanguageError,
+    ModelSyntaxError,
+    NumberRangeError,
+    PatternError,
+)
 from caesar.language.tables_parse import TableTransforms
 from caesar.language.temporal_parse import TemporalTransforms
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")
+INT64_MAX = 2**63 - 1
 
 TYPE_NAMES = {"int": "int", "integer": "int", "long": "int", "float": "float", "double": "float",
               "string": "string", "bool": "bool", "boolean": "bool"}
@@ -40,7 +47,7 @@ TERMINAL_NAMES = {
     "ADD_OP": "'+' or '-'", "MUL_OP": "'*', '/' or '%'", "MINUS": "'-'", "PLUS": "'+'",
     "STAR": "'*'", "KLEENE": "'+'", "UNIT": "a time unit (SECONDS, MINUTES, ...)",
     "TYPE_NAME": "a type (INT, FLOAT, STRING, BOOL)", "ACTION": "INITIATE, SWITCH or TERMINATE",
-    "DEFAULT": "DEFAULT", "$END": "end of model",
+    "DEFAULT": "DEFAULT", "$END": "end of model", "AT": "'@'",
     "ALT": "';' and another relation", "EDGE": "START or END",
 }
 
@@ -258,8 +265,58 @@ class _ToAst(TemporalTransforms, TableTransforms):
                              pos=self._tpos(children[0]))
 
     def field_decl(self, meta: Meta, children: Children) -> ast.FieldDecl:
+        checks: list[_Tagged[Any]] = [c for c in children[2:] if isinstance(c, _Tagged)]
+        not_null = any(c.tag == "not_null" for c in checks)
+        ranges = [c for c in checks if c.tag == "between"]
+        if len(ranges) > 1:
+            raise ModelSyntaxError(f"BETWEEN is given twice for {children[0]}", ranges[1].pos,
+                                   self.text)
+        low = high = None
+        if ranges:
+            low, high = ranges[0].value
+            if low > high:
+                raise ModelSyntaxError(f"BETWEEN {low} AND {high}: the low end is above the "
+                                       "high end", ranges[0].pos, self.text)
         return ast.FieldDecl(str(children[0]), TYPE_NAMES[str(children[1]).lower()],
-                             self._tpos(children[0]))
+                             self._tpos(children[0]), not_null, low, high)
+
+    def not_null(self, meta: Meta, children: Children) -> _Tagged[bool]:
+        return _Tagged("not_null", True, self._pos(meta))
+
+    def field_between(self, meta: Meta, children: Children) -> _Tagged[tuple[float, float]]:
+        return _Tagged("between", (children[0], children[1]), self._pos(meta))
+
+    def number(self, meta: Meta, children: Children) -> int | float:
+        token: Token = children[-1]
+        sign = -1 if len(children) > 1 else 1
+        if token.type == "INT":
+            return sign * self._int(token)
+        return sign * self._float(token)
+
+    def _int(self, token: Token) -> int:
+        text = str(token)
+        if len(text) > 19 or int(text) > INT64_MAX:
+            raise NumberRangeError(f"integer {_abbrev(text)} does not fit in 64 bits",
+                                   self._tpos(token), self.text,
+                                   expected=f"at most {INT64_MAX}")
+        return int(text)
+
+    def _float(self, token: Token) -> float:
+        value = float(str(token))
+        if not math.isfinite(value):
+            raise NumberRangeError(f"number {_abbrev(str(token))} is too large for a "
+                                   "64-bit float", self._tpos(token), self.text)
+        return value
+
+    def named_query(self, meta: Meta, children: Children) -> ast.Query:
+        label, name, query = children[0], children[1], children[2]
+        if str(label).lower() != "name":
+            raise ModelSyntaxError(f"unknown annotation @{label}", self._tpos(label), self.text,
+                                   expected='@name("...")')
+        text = _string(name)
+        if not text.strip():
+            raise ModelSyntaxError("a query name cannot be empty", self._tpos(name), self.text)
+        return replace(query, name=text, name_pos=self._tpos(name))
 
     def timestamp_opt(self, meta: Meta, children: Children) -> _Tagged[str]:
         return _Tagged("timestamp", str(children[0]), self._pos(meta))
@@ -430,7 +487,7 @@ class _ToAst(TemporalTransforms, TableTransforms):
         return _Tagged("context", children[0], self._pos(meta))
 
     def duration(self, meta: Meta, children: Children) -> ast.Duration:
-        amount = int(children[0])
+        amount = self._int(children[0])
         unit = _unit(children[1]) if len(children) > 1 else None
         return ast.Duration(amount, unit, self._pos(meta))
 
@@ -545,10 +602,10 @@ class _ToAst(TemporalTransforms, TableTransforms):
         return ast.UnaryExpr("-", operand, self._pos(meta))
 
     def int_lit(self, meta: Meta, children: Children) -> ast.Literal:
-        return ast.Literal(int(children[0]), self._pos(meta))
+        return ast.Literal(self._int(children[0]), self._pos(meta))
 
     def float_lit(self, meta: Meta, children: Children) -> ast.Literal:
-        return ast.Literal(float(children[0]), self._pos(meta))
+        return ast.Literal(self._float(children[0]), self._pos(meta))
 
     def str_lit(self, meta: Meta, children: Children) -> ast.Literal:
         return ast.Literal(_string(children[0]), self._pos(meta))
@@ -588,6 +645,10 @@ def _fold(op: str, children: Children, pos: SourcePosition) -> ast.ExprNode:
     for right in children[1:]:
         left = ast.BinaryExpr(op, left, right, pos)
     return left
+
+
+def _abbrev(text: str) -> str:
+    return text if len(text) <= 30 else f"{text[:12]}...{text[-6:]} ({len(text)} digits)"
 
 
 def _unit(token: Token) -> str:

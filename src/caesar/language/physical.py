@@ -21,6 +21,8 @@ from dataclasses import dataclass, field, replace
 from caesar.language.algebra import AGG, CW, CX, FI, PR, SIT, TP, AlgebraPlan, Op, P, Stream
 from caesar.language.checked import Action, CheckedModel, marker_type
 from caesar.language.errors import LanguageError, ModelStructureError
+from caesar.language.identity import query_identities
+from caesar.language.semantics import UNIT_MS
 from caesar.plans import expr as ir
 from caesar.plans.aggregate import AggregatePlan, AggregateSpec
 from caesar.plans.execution import (
@@ -286,6 +288,8 @@ def physical_plan(plan: AlgebraPlan) -> ExecutionPlan:
     matcher_ids = closure(processing)
     consumed = {t for q in ex.queries.values() for d in q.deps for t in [ex.queries[d].output_type]}
 
+    identities = query_identities(qs.queries, model.source.source)
+
     def stage(qid: str, members: list[str], service: str) -> Stage:
         q = by_service[service].queries[qid]
         feeds_here = any(qid in ex.queries[m].deps for m in members)
@@ -295,7 +299,7 @@ def physical_plan(plan: AlgebraPlan) -> ExecutionPlan:
         return Stage(plan=plan, contexts=ctx_tuple(q.contexts),
                      feeds=(q.output_type,) if feeds_here else (),
                      output_topic=output_topic(model, q.output_type) if external else None,
-                     output_rate=q.output_rate,
+                     identity=identities.get(qid, qid), output_rate=q.output_rate,
                      timeout_topic=output_topic(model, timeout.event_type) if timeout else None)
 
     deriver_members = deriver_ids + deriving
@@ -310,7 +314,8 @@ def physical_plan(plan: AlgebraPlan) -> ExecutionPlan:
     context_groups = {c: tuple(gid for gid, cs in groups.items() if c in cs) for c in order}
     event_types = tuple(
         EventTypeDef(name=t.name, fields=dict(t.fields), ts_field=t.ts_field, topic=t.topic,
-                     schema_file=t.schema_file, schema_json=t.schema_json)
+                     schema_file=t.schema_file, schema_json=t.schema_json,
+                     checks=dict(t.checks))
         for t in model.event_types.values())
     bits = sorted(order)  # the paper keeps the bit vector sorted by context name
     contexts = tuple(ContextDef(c.name, bits.index(c.name), c.default, c.keyed)
@@ -322,7 +327,8 @@ def physical_plan(plan: AlgebraPlan) -> ExecutionPlan:
         transitions=tuple(transitions),
         matcher_stages=tuple(stage(q, matcher_ids, "matcher") for q in matcher_ids),
         context_groups=context_groups, groups=groups,
-        shared=dict(plan.shared), context_key=model.context_key)
+        shared=dict(plan.shared), context_key=model.context_key,
+        time_unit_ms=UNIT_MS.get(model.time_unit, 1))
     _check_context_key(ex, model, result)
     return result
 

@@ -11,12 +11,12 @@ Errors are LanguageError subclasses with position, found and expected.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from caesar.errors import SourcePosition
 from caesar.language import ast
-from caesar.language.avro_schemas import avro_type, find_schema
+from caesar.language.avro_schemas import avro_checks, avro_type, find_schema
 from caesar.language.checked import (
     IMPLICIT_DEFAULT,
     CheckedModel,
@@ -32,10 +32,12 @@ from caesar.language.errors import (
     LanguageError,
     ModelStructureError,
     ModelTypeError,
+    NumberRangeError,
     SchemaMismatchError,
     UnknownNameError,
     WindowError,
 )
+from caesar.language.identity import query_identities
 from caesar.language.pattern_features import strategy_name
 from caesar.language.query_checks import check_aggregate, check_pattern, expected_names
 from caesar.language.temporal_checks import (
@@ -46,15 +48,21 @@ from caesar.language.temporal_checks import (
     situation_edges,
     unknown_source,
 )
+from caesar.plans.execution import FieldCheck
+from caesar.plans.functions import Function
 from caesar.plans.pattern import Strategy
 
+MAX_TICKS = 2**62  # windows stay below END_OF_TIME ticks
 UNIT_MS = {"MILLISECONDS": 1, "SECONDS": 1000, "MINUTES": 60_000, "HOURS": 3_600_000,
            "DAYS": 86_400_000}
 
 
 class ModelChecker:
-    def __init__(self, model: ast.Model) -> None:
+    def __init__(self, model: ast.Model, functions: Mapping[str, Function] | None = None
+                 ) -> None:
         self.model = model
+        self.functions: Mapping[str, Function] = functions or {}
+        self.functions_used: set[str] = set()  # names of the functions the model calls
         self.text = model.source
         self.file = model.file
         self.time_unit = model.time_unit or "SECONDS"
@@ -81,12 +89,14 @@ class ModelChecker:
         self.situations = ModelSituations(self, m.situations)
         located = situation_edges(located)
         checked = self.queries(located, types, contexts, names)
+        query_identities(checked, m.source)  # duplicate @name: an error here, with its position
         self.situations.check_all(types)
         self.partition(types)
         return CheckedModel(name=m.name or Path(self.file).stem or "model",
                             time_unit=self.time_unit, partition_by=m.partition_by,
                             context_key=m.context_key,
-                            event_types=types, contexts=contexts, queries=checked, source=m)
+                            event_types=types, contexts=contexts, queries=checked, source=m,
+                            functions_used=frozenset(self.functions_used))
 
     def event_types(self) -> dict[str, EventType]:
         types: dict[str, EventType] = {}
@@ -103,13 +113,14 @@ class ModelChecker:
                 fields[f.name] = f.type
             ts = self.timestamp(decl, fields)
             schema_json = self.check_schema(decl, fields) if decl.schema is not None else None
+            checks = _field_checks(decl, schema_json)
             if decl.topic is not None and decl.output_topic is not None:
                 raise self.err(ModelStructureError, f"{decl.name} is read FROM TOPIC, so no query "
                                "derives it and it cannot go TO TOPIC", decl.pos,
                                found="FROM TOPIC and TO TOPIC",
                                expected="FROM TOPIC for input types, TO TOPIC for derived types")
             types[decl.name] = EventType(decl.name, fields, ts, decl.topic, decl.schema, False,
-                                         decl.pos, decl.output_topic, schema_json)
+                                         decl.pos, decl.output_topic, schema_json, checks)
         return types
 
     def timestamp(self, decl: ast.EventDecl, fields: dict[str, str]) -> str:
@@ -221,14 +232,23 @@ class ModelChecker:
             raise self.err(WindowError, f"{what} must be positive", d.pos, found=str(d.amount),
                            expected="a duration > 0")
         if d.unit is None:
-            return d.amount
+            return self._bounded(d.amount, d, what)
         total = d.amount * UNIT_MS[d.unit]
         tick = UNIT_MS[self.time_unit]
         if total % tick:
             raise self.err(WindowError, f"{what} of {d.amount} {d.unit} is not a whole number of "
                            f"{self.time_unit} (the model's TIME UNIT)", d.pos,
                            found=f"{d.amount} {d.unit}", expected=f"a multiple of 1 {self.time_unit}")
-        return total // tick
+        return self._bounded(total // tick, d, what)
+
+    def _bounded(self, ticks: int, d: ast.Duration, what: str) -> int:
+        # Event times are 64-bit with ts + window computed in the engine: keep
+        # windows below 2^62 ticks (END_OF_TIME).
+        if ticks >= MAX_TICKS:
+            raise self.err(NumberRangeError, f"{what} of {d.amount}"
+                           f"{' ' + d.unit if d.unit else ''} is too long", d.pos,
+                           found=f"{ticks} ticks", expected=f"fewer than {MAX_TICKS} ticks")
+        return ticks
 
     # ---- queries ----
     def queries(self, located: Sequence[tuple[ast.Query, str | None]],
@@ -437,5 +457,19 @@ def _fmt_fields(fields: dict[str, str]) -> str:
     return "(" + ", ".join(f"{k} {v}" for k, v in fields.items()) + ")"
 
 
-def check(model: ast.Model) -> CheckedModel:
-    return ModelChecker(model).run()
+def _field_checks(decl: ast.EventDecl, schema_json: str | None) -> dict[str, FieldCheck]:
+    """The model's NOT NULL / BETWEEN, completed from the Avro schema."""
+    avro = avro_checks(json.loads(schema_json)) if schema_json else {}
+    out = {}
+    for f in decl.fields:
+        not_null, low, high = avro.get(f.name, (False, None, None))
+        if f.low is not None:
+            low, high = f.low, f.high
+        check = FieldCheck(f.not_null or not_null, low, high)
+        if check != FieldCheck():
+            out[f.name] = check
+    return out
+
+
+def check(model: ast.Model, functions: Mapping[str, Function] | None = None) -> CheckedModel:
+    return ModelChecker(model, functions).run()

@@ -20,7 +20,7 @@ Compiling them is two steps around the ordinary semantic check:
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -38,6 +38,7 @@ from caesar.language.errors import (
 from caesar.language.expressions import NUMERIC, PLAIN, ExprEnv, Reading, default_alias
 from caesar.plans import expr as ir
 from caesar.plans import tables as tp
+from caesar.plans.functions import Function
 
 INTERNAL_PREFIX = "_acep_"
 TABLE_AGGREGATES = {"count", "sum", "min", "max", "avg"}
@@ -155,7 +156,13 @@ class _Splitter:
         vars_ = _positive_vars(pattern)
         src = ActorSource(name, kind, len(self.actors), vars_, tuple(conditions), actions, pos)
         for r in self._all_refs(src):
-            src.aliases.setdefault((r.var, r.name), f"{r.var or ''}__{r.name}")
+            # The matched event's attributes as fields of `_acep_<name>`:
+            # `v.attr` -> v__attr, a bare `attr` -> attr__ (never starting
+            # with "_": the matcher drops such fields as internal).
+            src.aliases.setdefault((r.var, r.name),
+                                   f"{r.var}__{r.name}" if r.var else f"{r.name}__")
+        if len(set(src.aliases.values())) < len(src.aliases):  # `a.b__c` vs `a__b.c`
+            src.aliases = {k: f"f{i}_{k[1]}" for i, k in enumerate(src.aliases)}
         self.actors.append(src)
         return src
 
@@ -407,6 +414,9 @@ class TableChecker:
         self.model = sources.model
         self.checked = checked
         self.schemas: dict[str, tp.TableSchema] = {}
+        # ACEP rules call no user-defined functions (yet): none are known here
+        self.functions: Mapping[str, Function] = {}
+        self.functions_used: set[str] = set()
 
     def err(self, cls: type[LanguageError], message: str, pos: SourcePosition,
             found: str | None = None, expected: str | None = None) -> LanguageError:

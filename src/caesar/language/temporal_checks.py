@@ -61,6 +61,8 @@ class CheckedSituation:
 class SituationEnv(ExprEnv):
     """The condition of one situation: reads the current event of one type."""
 
+    user_functions = False
+
     def __init__(self, checker: Any, name: str, aliases: dict[str, str],
                  types: dict[str, EventType]) -> None:
         super().__init__(checker)
@@ -376,6 +378,8 @@ def _check_connected(ck: ModelChecker, t: ast.TemporalPattern,
 class TemporalOutputEnv(ExprEnv):
     """DERIVE fields and KEYED BY of a temporal query: situations are read
     through aggregates over their events."""
+
+    user_functions = False
 
     def __init__(self, checker: Any, situations: dict[str, CheckedSituation]) -> None:
         super().__init__(checker)

@@ -11,7 +11,12 @@ The matcher service drives an engine like this, per batch of routed events:
 
 Context awareness lives outside the engine (deriver + router decide `active`
 and when to `discard`); the engine only has to honour those calls.
-Per-partition run state is separable for the store (`snapshot` / `restore`).
+Per-partition run state is separable for the store (`snapshot` / `restore`):
+plain data only (None, bool, int, float, str, bytes, lists, dicts: what
+services/store/state_format.py stores), keyed by plan id, so the state of
+each query is stored and carried over on its own. An engine says which
+layout it writes with a module-level STATE_FORMAT; a stored state of another
+layout is refused, never misread.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from caesar.events.batch import EventBatch
+from caesar.plans.functions import FunctionFailure
 from caesar.plans.pattern import PatternPlan
 
 
@@ -64,6 +70,16 @@ class PatternEngine(Protocol):
         treated as a missing value (src/caesar/plans/expr.py)."""
         ...
 
-    def snapshot(self, partition: int) -> bytes: ...
+    def function_failures(self) -> list[tuple[str, FunctionFailure]]:
+        """(plan id, failure) of user-defined function calls that raised or
+        returned a wrong value since the last call (each made the value
+        missing); the caller turns them into dead letters."""
+        ...
 
-    def restore(self, partition: int, state: bytes) -> None: ...
+    def snapshot(self, partition: int) -> dict[str, Any]:
+        """{plan id: plain data} of the plans holding state for this partition."""
+        ...
+
+    def restore(self, partition: int, state: dict[str, Any]) -> None:
+        """Replace this partition's state; plans absent from `state` start empty."""
+        ...

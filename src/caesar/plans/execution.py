@@ -11,12 +11,24 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from caesar.plans.aggregate import AggregatePlan
+from caesar.plans.functions import Function
 from caesar.plans.pattern import PatternPlan
 from caesar.plans.tables import AcepPlan
 from caesar.plans.temporal import TemporalPlan
 
 Action = Literal["INITIATE", "SWITCH", "TERMINATE"]
 Plan = PatternPlan | AggregatePlan | TemporalPlan
+
+
+@dataclass(frozen=True)
+class FieldCheck:
+    """What the scheduler checks on an input field besides its type: from the
+    model (NOT NULL, BETWEEN lo AND hi) or the Avro schema (a field that is
+    not a union with null; `minimum` / `maximum` attributes)."""
+
+    not_null: bool = False
+    low: int | float | None = None
+    high: int | float | None = None
 
 
 @dataclass(frozen=True)
@@ -27,6 +39,7 @@ class EventTypeDef:
     topic: str | None  # input topic; None for derived-only types
     schema_file: str | None  # as the model wrote it (for explain)
     schema_json: str | None = None  # the Avro schema it names, read by the compiler
+    checks: dict[str, FieldCheck] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -62,6 +75,10 @@ class Stage:
     feeds: tuple[str, ...] = ()
     # Output topic for alerts / derived events leaving the service; None = internal.
     output_topic: str | None = None
+    # The query's stable identity: its @name, else a fingerprint of its text
+    # ("" = the plan id). Its state is stored under it, so reordering the
+    # model's queries or adding others never mixes their states up.
+    identity: str = ""
     output_rate: OutputRate | None = None
     # ON TIMEOUT: the topic its timed-out partial matches go to.
     timeout_topic: str | None = None
@@ -110,9 +127,14 @@ class ExecutionPlan:
     # matcher plan id -> the contexts its outputs are filtered to. Empty in a
     # context-aware plan.
     context_filters: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Milliseconds per event-time tick (the model's TIME UNIT); 1 = milliseconds.
+    time_unit_ms: int = 1
     # ACEP: shared tables and the rules / table-reading queries run by the
     # stream-transaction scheduler on the matcher's `_acep_*` outputs.
     acep: AcepPlan | None = None
+    # User-defined functions the model calls (their plans' Call nodes hold
+    # them too); a deployment needs each importable (Function.target).
+    functions: tuple[Function, ...] = ()
     # CONTEXTS PER: contexts hold per (stream partition, these attributes).
     # Transactions and context vectors are kept per such "context partition"
     # (partition_by + context_key); the stages that run in every context see

@@ -20,6 +20,10 @@ Semantics every engine must follow:
   Division or modulo by zero makes the value missing (the enclosing
   comparison is false) instead of raising.
 - Strings compare only with `=` and `!=` (they are interned codes in batches).
+- A user-defined function (`Call.udf`) is called with its arguments as
+  Python values: a missing argument makes the call missing without calling
+  it; an exception or a result of the wrong type makes it missing and is
+  reported (`PatternEngine.function_failures`).
 - `Agg` appears only where a Kleene component is bound: it aggregates over all
   events bound to that Kleene variable (Cayuga FOLD).
 """
@@ -27,7 +31,10 @@ Semantics every engine must follow:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, TypeGuard, get_args
+from typing import TYPE_CHECKING, Literal, TypeGuard, get_args
+
+if TYPE_CHECKING:
+    from caesar.plans.functions import Function
 
 BinaryOp = Literal["+", "-", "*", "/", "%", "=", "!=", "<", "<=", ">", ">=", "AND", "OR"]
 UnaryOp = Literal["-", "NOT"]
@@ -77,8 +84,12 @@ class Binary:
 
 @dataclass(frozen=True)
 class Call:
-    func: CallFunc
+    """A built-in function (`func` one of CallFunc, `udf` None) or a
+    user-defined one (`udf`, named `func`; src/caesar/plans/functions.py)."""
+
+    func: str
     args: tuple[Expr, ...]
+    udf: Function | None = None
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -25,6 +26,33 @@ from caesar.runtime.processes import (
     tail,
     wait_for_port,
 )
+
+AUTH_TOKEN_FILE = Path.home() / ".ray" / "auth_token"  # Ray's default token path
+
+
+def ensure_auth_token() -> None:
+    """The token Ray's token authentication uses: from RAY_AUTH_TOKEN or
+    RAY_AUTH_TOKEN_PATH when set, else Ray's default file, created (random,
+    readable by this user only) when missing."""
+    if os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH"):
+        return
+    if AUTH_TOKEN_FILE.is_file() and AUTH_TOKEN_FILE.stat().st_size:
+        return
+    AUTH_TOKEN_FILE.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(AUTH_TOKEN_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(secrets.token_hex(32))
+
+
+def use_token_auth() -> None:
+    """Call before importing ray in a driver of the local head: its clients
+    authenticate with the token (Ray reads RAY_AUTH_MODE when it is imported).
+    A cluster without authentication is reached with RAY_AUTH_MODE=disabled
+    set by the user, which this leaves alone."""
+    if "ray" not in sys.modules:
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
+    if os.environ.get("RAY_AUTH_MODE") == "token":
+        ensure_auth_token()
 
 
 @dataclass
@@ -92,12 +120,12 @@ class LocalRay(PidFileProcess):
             self.log_file.replace(self.log_file.with_suffix(".log.prev"))
         with open(self.log_file, "wb") as log:  # the head keeps its own descriptor
             # No Serve here: skip Ray's 30 s drain on SIGTERM so `down` is quick.
-            # Token auth off: Ray 2.60 turns it on for `ray start` whenever
-            # ~/.ray/auth_token exists (any earlier local ray.init() writes one),
-            # and then plain `ray.init(address=...)` clients are refused. This
-            # head is a local dev cluster; use a real cluster's auth in production.
+            # Token auth on: Ray 2.60 binds its GCS, raylet and agents on every
+            # interface whatever --node-ip-address says, so the token is what
+            # keeps others off (clients: use_token_auth()).
+            ensure_auth_token()
             env = {**os.environ, "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0",
-                   "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+                   "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
             self._process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
                                              stdin=subprocess.DEVNULL, start_new_session=True)
         self.pid_file.write_text(str(self._process.pid))

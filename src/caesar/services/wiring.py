@@ -6,18 +6,22 @@ both build their loops here."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Protocol
 
 from caesar.bus.protocol import Bus
 from caesar.bus.records import TopicPartition, TopicSpec
 from caesar.bus.topics import topic_specs
+from caesar.plans.execution import ExecutionPlan
 from caesar.services.common.config import ServiceConfig
 from caesar.services.common.loop import Handler, ServiceLoop
+from caesar.services.common.plans import PlanBook, plan_loader
 from caesar.services.deriver.runner import DeriverHandler
-from caesar.services.matcher.runner import MatcherHandler
+from caesar.services.matcher.runner import MatcherHandler, matcher_plan
 from caesar.services.router.runner import RouterHandler
+from caesar.services.scheduler.acep.runner import AcepHandler
 from caesar.services.scheduler.runner import SchedulerHandler
-from caesar.services.store.checkpoint import CheckpointStore
+from caesar.services.store.checkpoint import StateStore
 
 
 class ServiceHandler(Handler, Protocol):
@@ -29,12 +33,24 @@ class ServiceHandler(Handler, Protocol):
 SERVICES: dict[str, Callable[[ServiceConfig], ServiceHandler]] = {
     "scheduler": SchedulerHandler, "deriver": DeriverHandler,
     "router": RouterHandler, "matcher": MatcherHandler}
+# Services only some models need: "acep" for a model with shared tables.
+OPTIONAL: dict[str, Callable[[ServiceConfig], ServiceHandler]] = {"acep": AcepHandler}
+
+
+def service_plan(service: str, plan: ExecutionPlan) -> ExecutionPlan:
+    """The plan a service runs (see matcher_plan)."""
+    return matcher_plan(plan) if service == "matcher" else plan
+
+
+def services_of(plan: ExecutionPlan) -> list[str]:
+    """The services a deployment of `plan` runs."""
+    return list(SERVICES) + (["acep"] if plan.acep is not None else [])
 
 
 def service_topics(cfg: ServiceConfig) -> list[TopicSpec]:
     """Every topic a deployment of this plan needs."""
     t = cfg.topics
-    specs = topic_specs(t, [], stores=list(SERVICES))
+    specs = topic_specs(t, [], stores=services_of(cfg.plan))
     for topic in cfg.input_topics():
         specs.append(TopicSpec(topic, t.partitions, t.replication_factor))
     specs.append(TopicSpec(cfg.routed_topic, t.partitions, t.replication_factor))
@@ -44,6 +60,11 @@ def service_topics(cfg: ServiceConfig) -> list[TopicSpec]:
             if out:
                 specs.append(TopicSpec(out, t.partitions_by_topic.get(out, t.partitions),
                                        t.replication_factor))
+    acep = cfg.plan.acep
+    for topic in {a.topic for actor in (acep.actors if acep else ()) for a in actor.actions
+                  if a.topic}:  # where rules' and table-reading queries' events go
+        specs.append(TopicSpec(topic, t.partitions_by_topic.get(topic, t.partitions),
+                               t.replication_factor))
     unique: dict[str, TopicSpec] = {}
     for spec in specs:
         unique.setdefault(spec.name, spec)
@@ -53,16 +74,18 @@ def service_topics(cfg: ServiceConfig) -> list[TopicSpec]:
 def make_loop(service: str, cfg: ServiceConfig, bus: Bus, *, group_prefix: str = "caesar",
               batch_size: int = 2000, commit_interval_s: float = 1.0,
               poll_timeout_s: float = 0.2, checkpoints: bool = True) -> ServiceLoop:
-    handler = SERVICES[service](cfg)
-    stores: dict[int, CheckpointStore] = {}
-    if checkpoints:  # one keyed state per Kafka partition, whichever actor owns it
-        stores = {j: CheckpointStore(bus, cfg.codec,
-                                     changelog_topic=cfg.topics.changelog_topic(service),
-                                     checkpoints_topic=cfg.topics.checkpoints, service=service,
-                                     actor=f"{group_prefix}-{service}-p{j}")
-                  for j in cfg.partitions}
-    return ServiceLoop(bus=bus, group_id=f"{group_prefix}-{service}", inputs=handler.inputs(),
-                       handler=handler, stores=stores, batch_size=batch_size,
+    """One runner loop; its transactional ids name the service and each Kafka
+    partition, so the next owner of a partition fences the one it replaces."""
+    if cfg.plan_book is None:  # plan versions: the deployment's, else from the plans topic
+        cfg = replace(cfg, plan_book=PlanBook(cfg.plan, plan_loader(bus, cfg.topics.plans)))
+    store = None
+    if checkpoints:  # one changelog partition per Kafka partition, whichever actor owns it
+        store = StateStore(bus, cfg.codec, changelog_topic=cfg.topics.changelog_topic(service),
+                           checkpoints_topic=cfg.topics.checkpoints, service=service)
+    loop = ServiceLoop(bus=bus, group_id=f"{group_prefix}-{service}",
+                       transactional_prefix=f"{group_prefix}-{service}",
+                       handler_factory=lambda: (SERVICES | OPTIONAL)[service](cfg),
+                       partitions=cfg.partitions, store=store, batch_size=batch_size,
                        poll_timeout_s=poll_timeout_s, commit_interval_s=commit_interval_s)
-
-
+    loop.plan_book = cfg.plan_book
+    return loop

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import time
@@ -30,8 +29,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--input", type=Path, default=DATA)
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for alerts")
     args = ap.parse_args(argv)
-    # Ray reads it on import: this driver and the private head run without token auth.
-    os.environ["RAY_AUTH_MODE"] = "disabled"
+    # Ray reads it on import: the private head runs with token auth, so does this driver.
+    from caesar.runtime.ray_local import use_token_auth
+
+    use_token_auth()
     import ray
 
     from caesar.codecs import make_codec
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
                                 topics=topics)
             ray.init(address=runtime.ray().address, include_dashboard=False,
                      log_to_driver=False, ignore_reinit_error=True)
-            deployment = Deployment(plan, settings, options={"idle_flush_s": 1.0})
+            deployment = Deployment(plan, settings)
             deployment.start()
             deployment.stats()  # every actor answers before the input starts
             cfg = ServiceConfig(plan, topics, make_codec(settings), (0, 1), "example")
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
 
             bus = KafkaBus(settings.kafka)
             try:
-                n = produce_inputs(bus, cfg, events)
+                n = produce_inputs(bus, cfg, events, end=True)  # bounded: a final watermark
                 print(f"produced {n} readings to {cfg.input_topics()[0]}", flush=True)
                 want = {a.identity() for a in expected}
                 deadline = time.monotonic() + args.timeout

@@ -42,18 +42,14 @@ def register(app: typer.Typer) -> None:
         ray_port: Annotated[int, typer.Option(help="port of the demo's own Ray head")] = 26379,  # outside Ray's worker port range 10002-19999
         keep_running: Annotated[bool, typer.Option(
             help="leave the demo's broker and Ray running afterwards")] = False,
-        idle_flush: Annotated[float, typer.Option(
-            help="seconds without input after which the scheduler releases every timestamp "
-                 "it has seen (the end of the input; gaps in sparse input)")] = 1.5,
         hops: Annotated[bool, typer.Option(
             help="print the latency per hop, read back from the topics")] = True,
     ) -> None:
         """Run Linear Road end to end and print the validation (zero differences expected)."""
-        # The demo's head runs without token auth (src/caesar/runtime/ray_local.py); a
-        # RAY_AUTH_MODE=token inherited from a parent that ran its own ray.init() (a
-        # pytest session) would make Ray cancel this driver's actors. Ray reads it on
+        # The demo's head runs with token auth (src/caesar/runtime/ray_local.py), and so
+        # must this driver, whatever a parent left in the environment. Ray reads it on
         # import, so before the import.
-        os.environ["RAY_AUTH_MODE"] = "disabled"
+        os.environ["RAY_AUTH_MODE"] = "token"
         import ray
 
         from caesar.examples.linear_road.consume_alerts import DEFAULT_TOPICS, AlertConsumer
@@ -101,11 +97,10 @@ def register(app: typer.Typer) -> None:
             step(f"deploying the CAESAR services for the Linear Road model ({MODEL})")
             ray.init(address=runtime.ray().address, namespace=settings.ray.namespace,
                      include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
-            # The input ends with the run: an idle flush releases the last timestamps.
-            # The producer sends whole slices of simulated time, so a pause of this
-            # length (3x its slice period at speed 10) is taken as "no more of the
-            # timestamps seen so far"; a report that still comes would be a dead letter.
-            deployment = Deployment(plan, settings, options={"idle_flush_s": idle_flush})
+            # The producer ends every slice of simulated time with an input
+            # watermark per partition: the scheduler releases the slice at once,
+            # and the last one when the input ends (no wall-clock rule).
+            deployment = Deployment(plan, settings)
             deployment.start()
             deployment.stats()  # every actor is up (raises if one died), before any input
             config = GeneratorConfig(xways=xways, duration_s=duration, cars_per_direction=cars,

@@ -11,6 +11,11 @@ producer; between slices the job waits so that simulated time advances
 possible). The Kafka record timestamp is the time a report entered Kafka; the
 pipeline carries it into the alerts as `ingest_ms` for the latency figures.
 
+After each slice, the generic producer sends every partition of the topic an
+input watermark (the slice's last report time + 1): no report before it
+follows, so the scheduler releases the slice at once rather than when the
+next one arrives, and what counts as late never depends on pauses.
+
     python -m caesar.examples.linear_road.produce --bootstrap 127.0.0.1:9092 --generate xways=1,duration_s=600 --speed 10
     python -m caesar.examples.linear_road.produce --bootstrap 127.0.0.1:9092 --lr-file data.lr --speed 0
 """

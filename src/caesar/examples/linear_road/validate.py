@@ -161,7 +161,8 @@ def reports_from_topic(spark: SparkSession, bootstrap: str, topic: str,
     from caesar.examples.linear_road.avro import decode_column
 
     raw = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-           .options(**(kafka_options or {})).option("subscribe", topic).option("startingOffsets", "earliest")
+           .options(**(kafka_options or {})).option("subscribe", topic)
+           .option("kafka.isolation.level", "read_committed").option("startingOffsets", "earliest")
            .option("endingOffsets", "latest").load())
     decoded = raw.select(decode_column(POSITION_REPORT, raw.value).alias("r")).select("r.*")
     return decoded.filter("_error IS NULL AND (pseg = -1 OR pseg = seg)").drop("_error", "pseg")

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from caesar.plans.engine import PatternEngine
     from caesar.plans.execution import ExecutionPlan
     from caesar.plans.pattern import PatternPlan
+    from caesar.services.common.plans import PlanBook
     from caesar.settings import TopicSettings
 
 # Builds the pattern engine of a matcher from its plans (tests swap in the reference).
@@ -22,7 +23,8 @@ class RunnerOptions(TypedDict, total=False):
     """Options of a deployment's service loops (all optional)."""
 
     allowance: int  # out-of-orderness allowed in event time
-    idle_flush_s: float | None  # scheduler: release everything after this much quiet
+    max_ahead: int | None  # scheduler: see ServiceConfig.max_ahead
+    ahead_confirm: int
     engine_factory: EngineFactory | None
     group_prefix: str  # consumer groups and actor names start with it
     commit_interval_s: float
@@ -39,9 +41,15 @@ class ServiceConfig:
     codec: Codec
     partitions: tuple[int, ...]  # Kafka partitions (of the internal topics) this actor owns
     actor_id: str
-    allowance: int = 0
-    idle_flush_s: float | None = None  # scheduler: release everything after this much quiet
+    allowance: int = 0  # scheduler: out-of-orderness allowed, in event-time ticks
+    # scheduler: events this far (ticks) ahead of their partition's event time
+    # are held, then dead-lettered unless `ahead_confirm` such arrive in a row
+    # (None = one day of event time, 0 = no limit)
+    max_ahead: int | None = None
+    ahead_confirm: int = 100
     engine_factory: EngineFactory | None = None
+    # The plan versions this actor may meet (model upgrades); None = `plan` only.
+    plan_book: PlanBook | None = None
 
     @property
     def routed_topic(self) -> str:

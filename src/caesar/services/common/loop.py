@@ -1,28 +1,38 @@
 """The runner loop every service shares: poll a batch from the bus, hand it
 to the service's handler (decode -> processors -> encode), produce the
-outputs, and commit in one fixed order:
+outputs, and commit exactly once.
 
-    1. outputs produced (queued)          3. producer flushed (all delivered)
-    2. changelog + checkpoint queued      4. input offsets committed
+Each Kafka partition j a runner owns has its own transactional producer
+(id = service + j, whichever actor owns j: a new owner fences the old one
+and aborts its open transaction, so regrouping partitions across actors is
+safe), and each commit is one Kafka transaction per partition that changed:
 
-so a committed input offset is always covered by delivered outputs and a
-delivered state. On start the loop restores the newest state and resumes the
-inputs at the offsets that state covers.
+    0. a transaction is open from the first output after the last commit
+    1. outputs produced (queued in the transaction as they are made)
+    2. changelog: partition j's state, naming the input offsets it covers
+    3. input offsets: send_offsets_to_transaction (the consumer group's)
+    4. commit_transaction: 1-3 become visible together, or none of them
+
+Consumers read committed data only, so a crash anywhere before step 4 leaves
+nothing behind: the next owner of j restores j's last committed state and
+resumes its inputs at the offsets that state covers. A failed commit does
+the same in-process (abort, rewind, go on) instead of restarting the actor.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from caesar.bus.errors import BusError
-from caesar.bus.protocol import Bus
+from caesar.bus.errors import BusError, ProducerFencedError
+from caesar.bus.protocol import Bus, BusConsumer, BusProducer
 from caesar.bus.records import OutRecord, Record, TopicPartition
 from caesar.services.common.latency import LatencyHistogram
-from caesar.services.store.checkpoint import CheckpointStore
+from caesar.services.store.checkpoint import StateStore
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +42,13 @@ class Handler(Protocol):
     store: key = service + j), so an actor owning other partitions after a
     regrouping restores exactly the state of the partitions it got."""
 
-    def handle(self, records: Sequence[Record]) -> list[OutRecord]: ...
+    def inputs(self) -> list[TopicPartition]: ...
+
+    def handle(self, records: Sequence[Record]) -> Mapping[int, list[OutRecord]]:
+        """Outputs by the partition j whose inputs caused them."""
+        ...
 
     def partition_inputs(self, j: int) -> list[TopicPartition]: ...
-
-    def idle(self, idle_s: float) -> list[OutRecord]:
-        """Called when a poll returned nothing; `idle_s` since the last record."""
-        ...
 
     def snapshot_partition(self, j: int) -> Any: ...
 
@@ -53,6 +63,10 @@ class LoopStats:
     records_out: int = 0
     batches: int = 0
     commits: int = 0
+    aborts: int = 0
+    recoveries: int = 0
+    state_bytes: int = 0  # size of the last checkpoint (all partitions)
+    restore_s: float = 0.0  # how long the last restore took
     restored_from: dict[str, int] = field(default_factory=dict)
     # How long the oldest record of each batch waited between the previous hop
     # producing it (its Kafka timestamp) and this loop handling it.
@@ -60,30 +74,60 @@ class LoopStats:
 
 
 class ServiceLoop:
-    def __init__(self, *, bus: Bus, group_id: str, inputs: Sequence[TopicPartition],
-                 handler: Handler, stores: Mapping[int, CheckpointStore] | None = None,
-                 batch_size: int = 2000,
-                 poll_timeout_s: float = 0.2, commit_interval_s: float = 1.0) -> None:
+    def __init__(self, *, bus: Bus, group_id: str, transactional_prefix: str,
+                 handler_factory: Callable[[], Handler], partitions: Sequence[int],
+                 store: StateStore | None = None, batch_size: int = 2000,
+                 poll_timeout_s: float = 0.2, commit_interval_s: float = 1.0,
+                 max_failed_commits: int = 20) -> None:
         self.bus = bus
         self.group_id = group_id
-        self.inputs = list(inputs)
-        self.handler = handler
-        self.stores = dict(stores or {})
+        self.transactional_prefix = transactional_prefix
+        self.handler_factory = handler_factory
+        self.partitions = tuple(partitions)
+        self.store = store
         self.batch_size = batch_size
         self.poll_timeout_s = poll_timeout_s
         self.commit_interval_s = commit_interval_s
-        self.producer = bus.producer()
-        self.consumer = bus.consumer(group_id)
+        self.max_failed_commits = max_failed_commits
+        self.handler: Handler = handler_factory()
+        self.plan_book: Any = None  # the actor's PlanBook (model upgrades), set by make_loop
+        self.inputs = list(self.handler.inputs())
+        self.producers: dict[int, BusProducer] = {}
+        self.consumer: BusConsumer | None = None
         self.positions: dict[TopicPartition, int] = {}
         self.stats = LoopStats()
         self._last_commit = time.monotonic()
-        self._last_record = time.monotonic()
-        self._dirty = False
+        self._open: set[int] = set()  # partitions with an open transaction
+        self._dirty: set[int] = set()  # partitions whose state changed since the commit
+        self._owner = {tp: j for j in self.partitions
+                       for tp in self.handler.partition_inputs(j)}
+        self._failed_commits = 0
+        self._positions_seen: dict[TopicPartition, int | None] = {}
+        self._positions_at = 0.0
 
+    def transactional_id(self, j: int) -> str:
+        return f"{self.transactional_prefix}-{j}"
+
+    # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
+        # A transactional producer per partition fences any older owner of it
+        # (a zombie of a restarted actor, or the actor that had it before a
+        # regrouping) and aborts that owner's open transaction.
+        for j in self.partitions:
+            self.producers[j] = self.bus.producer(transactional_id=self.transactional_id(j))
+        self.consumer = self.bus.consumer(self.group_id)
+        self._restore()
+
+    def _restore(self) -> None:
+        """Fresh handler, each partition's last committed state, inputs from
+        the offsets it covers (else the group's committed offsets, else 0)."""
+        assert self.consumer is not None
+        started = time.monotonic()
+        self.handler = self.handler_factory()
         offsets: dict[TopicPartition, int] = {}
-        for j, store in self.stores.items():
-            loaded = store.load()
+        self.stats.restored_from = {}
+        for j in self.partitions:
+            loaded = self.store.load(j) if self.store is not None else None
             if loaded is None:
                 continue
             state, covers = loaded
@@ -92,8 +136,6 @@ class ServiceLoop:
                 if tp in covers:
                     offsets[tp] = covers[tp]
                     self.stats.restored_from[f"{tp.topic}[{tp.partition}]"] = covers[tp]
-        if self.stats.restored_from:
-            log.info("%s restored; resuming at %s", self.group_id, self.stats.restored_from)
         if len(offsets) < len(self.inputs):
             committed = self._committed()
             for tp in self.inputs:
@@ -101,14 +143,25 @@ class ServiceLoop:
                     offsets[tp] = committed.get(tp) or 0
         self.positions = dict(offsets)
         self.consumer.assign(self.inputs, offsets)
+        self._dirty = set()
+        self._open = set()
+        self._last_commit = time.monotonic()
+        self.stats.restore_s = time.monotonic() - started
+        if self.stats.restored_from:
+            log.info("%s restored in %.2f s; resuming at %s", self.transactional_prefix,
+                     self.stats.restore_s, self.stats.restored_from)
 
     def lag(self) -> int:
-        """Records in the inputs not handled yet (end offsets - positions)."""
+        """Records in the inputs not handled yet (end offsets - positions; the
+        consumer's position counts transaction markers it has skipped)."""
         end = self.bus.end_offsets(self.inputs)
-        return sum(max(0, end[tp] - self.positions.get(tp, 0)) for tp in self.inputs)
+        seen = self._positions_seen  # (the consumer is not to be called from other threads)
+        return sum(max(0, end[tp] - max(self.positions.get(tp, 0), seen.get(tp) or 0))
+                   for tp in self.inputs)
 
     def _committed(self, timeout_s: float = 60.0) -> dict[TopicPartition, int | None]:
         """Committed offsets; a group coordinator still loading is waited out."""
+        assert self.consumer is not None
         deadline = time.monotonic() + timeout_s
         while True:
             try:
@@ -118,41 +171,125 @@ class ServiceLoop:
                     raise
                 time.sleep(0.5)
 
+    # ------------------------------------------------------------ running
     def run_once(self) -> int:
+        assert self.consumer is not None
+        produced = 0
+        control = getattr(self.handler, "control", None)
+        if control is not None:  # e.g. the scheduler starting a model upgrade
+            for j, out in control().items():
+                self._dirty.add(j)
+                if out and not self._produce(j, out):
+                    return 0
+                produced += len(out)
         records = self.consumer.poll(self.batch_size, self.poll_timeout_s)
-        now = time.monotonic()
+        if time.monotonic() - self._positions_at > 1.0:  # for lag(), read by other threads
+            self._positions_seen = self.consumer.position(self.inputs)
+            self._positions_at = time.monotonic()
         if records:
-            self._last_record = now
             self.stats.hop_ms.observe(time.time() * 1000 - min(r.timestamp_ms for r in records))
             outputs = self.handler.handle(records)
             for r in records:
-                self.positions[TopicPartition(r.topic, r.partition)] = r.offset + 1
+                tp = r.topic_partition
+                self.positions[tp] = r.offset + 1
+                self._dirty.add(self._owner.get(tp, r.partition))
             self.stats.records_in += len(records)
             self.stats.batches += 1
-            self._dirty = True
-        else:
-            outputs = self.handler.idle(now - self._last_record)
-            if outputs:
-                self._dirty = True
-        if outputs:
-            self.producer.produce(outputs)
-            self.stats.records_out += len(outputs)
-        if self._dirty and now - self._last_commit >= self.commit_interval_s:
+            for j, out in outputs.items():
+                if out and not self._produce(j, out):
+                    return len(records)  # rewound to the last commit: the rest is void
+                produced += len(out)
+        if self._dirty and time.monotonic() - self._last_commit >= self.commit_interval_s:
             self.commit()
-        return len(records) + len(outputs)  # anything moved
+        return len(records) + produced  # anything moved
+
+    def _begin(self, j: int) -> BusProducer:
+        producer = self.producers[j]
+        if j not in self._open:
+            producer.begin_transaction()  # step 0
+            self._open.add(j)
+        return producer
+
+    def _produce(self, j: int, outputs: list[OutRecord]) -> bool:
+        """False when producing failed and the loop rewound to the last commit."""
+        try:
+            self._begin(j).produce(outputs)  # step 1
+        except BusError as exc:
+            log.warning("%s: producing failed (%s): rewinding to the last commit",
+                        self.transactional_id(j), exc)
+            self._failed(fatal=isinstance(exc, ProducerFencedError))
+            return False
+        self.stats.records_out += len(outputs)
+        return True
+
+    def pending(self) -> bool:
+        """Has anything been processed since the last commit?"""
+        return bool(self._dirty)
 
     def commit(self) -> None:
-        """Fixed order: outputs are queued already -> changelog -> flush -> offsets."""
-        ts = self.handler.event_time()
-        for j, store in self.stores.items():
-            covers = {tp: self.positions[tp] for tp in self.handler.partition_inputs(j)
-                      if tp in self.positions}
-            store.write(self.producer, self.handler.snapshot_partition(j), covers, ts)
-        self.producer.flush()
-        self.consumer.commit(dict(self.positions))
+        """Steps 2-4 for every partition that changed; on failure abort and
+        rewind to the last commit."""
+        if not self._dirty:
+            return
+        assert self.consumer is not None
+        try:
+            ts = self.handler.event_time()
+            size = 0
+            for j in sorted(self._dirty):
+                producer = self._begin(j)
+                inputs = self.handler.partition_inputs(j)
+                covers = {tp: self.positions[tp] for tp in inputs if tp in self.positions}
+                if self.store is not None:  # 2. changelog: partition j's state
+                    size += self.store.write(producer, j, self.handler.snapshot_partition(j),
+                                             covers, ts)
+                # 3. its input offsets, in the same transaction
+                producer.send_offsets_to_transaction(covers, self.consumer, timeout_s=10.0)
+                # 4. all of it visible at once
+                producer.commit_transaction()
+                self._open.discard(j)
+                self._dirty.discard(j)
+            self.stats.state_bytes = size
+        except ProducerFencedError as exc:
+            log.warning("%s: %s", self.transactional_prefix, exc)
+            self._failed(fatal=True)
+            return
+        except BusError as exc:  # TransactionAbortedError and the rest
+            log.warning("%s: commit failed (%s): aborting, rewinding to the last commit",
+                        self.transactional_prefix, exc)
+            self._failed(fatal=False)
+            return
+        self._failed_commits = 0
         self._last_commit = time.monotonic()
-        self._dirty = False
         self.stats.commits += 1
+
+    def _failed(self, fatal: bool) -> None:
+        """Abort every open transaction (or replace fenced producers), restore
+        the last committed state."""
+        self._failed_commits += 1
+        self.stats.aborts += 1
+        if self._failed_commits > self.max_failed_commits:
+            raise BusError(f"{self.transactional_prefix}: {self._failed_commits} commits in a "
+                           "row failed; giving up (the actor restarts)")
+        time.sleep(min(0.05 * 2 ** self._failed_commits, 5.0))
+        for j in list(self._open):
+            if not fatal:
+                try:
+                    self.producers[j].abort_transaction()
+                    continue
+                except BusError as exc:
+                    log.warning("%s: abort failed (%s); starting a new producer",
+                                self.transactional_id(j), exc)
+            self._replace_producer(j)
+        if fatal:
+            for j in self.partitions:
+                self._replace_producer(j)
+        self.stats.recoveries += 1
+        self._restore()
+
+    def _replace_producer(self, j: int) -> None:
+        with contextlib.suppress(BusError):
+            self.producers[j].close()
+        self.producers[j] = self.bus.producer(transactional_id=self.transactional_id(j))
 
     def run(self, should_stop: Callable[[], bool], max_idle_s: float | None = None) -> None:
         self.start()
@@ -162,12 +299,15 @@ class ServiceLoop:
                 idle_since = time.monotonic()
             elif max_idle_s is not None and time.monotonic() - idle_since > max_idle_s:
                 break
-        if self._dirty:
-            self.commit()
+        self.commit()
 
     def close(self) -> None:
         try:
-            self.producer.flush()
+            for j in list(self._open):
+                with contextlib.suppress(BusError):
+                    self.producers[j].abort_transaction()
         finally:
-            self.consumer.close()
-            self.producer.close()
+            if self.consumer is not None:
+                self.consumer.close()
+            for producer in self.producers.values():
+                producer.close()

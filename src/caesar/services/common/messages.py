@@ -38,10 +38,15 @@ def partition_id(key: str) -> int:
     return int.from_bytes(digest, "big") >> 1
 
 
+Headers = tuple[tuple[str, bytes], ...]
+
+
 @dataclass(frozen=True)
 class InputRecord:
     """One record read from an input topic, already decoded by the runner;
-    `error` is set (and `value` None) when it could not be decoded."""
+    `error` is set (and `value` None) when it could not be decoded. A record
+    with `watermark` set is an input watermark (a producer's promise that no
+    event with ts < watermark follows on its partition), not an event."""
 
     topic: str
     partition: int
@@ -49,6 +54,10 @@ class InputRecord:
     value: Mapping[str, Any] | None
     raw: bytes = b""
     error: str | None = None
+    key: bytes | None = None
+    headers: Headers = ()
+    timestamp_ms: int = -1  # Kafka timestamp of the record
+    watermark: int | None = None
 
 
 @dataclass
@@ -258,14 +267,38 @@ class Progress:
 
 
 @dataclass(frozen=True)
+class PlanSwitch:
+    """Everything before this point of a Kafka partition ran with plan version
+    `previous`, everything after with `plan` (a model upgrade, crossing the
+    services in the data: no service switches before its inputs say so)."""
+
+    plan: str
+    previous: str
+    watermark: int
+
+
+@dataclass(frozen=True)
 class DeadLetter:
-    reason: str  # "undecodable" | "schema" | "late" | "unknown_type"
+    # "undecodable" | "schema" | "late" | "ahead" | "unknown_type" | "processing"
+    reason: str
     detail: str
     topic: str
     partition: int
     offset: int
     raw: bytes = b""
     value: Mapping[str, Any] | None = None
+    key: bytes | None = None
+    headers: Headers = ()
+    timestamp_ms: int = -1
+
+    def identity(self) -> tuple:
+        """What makes two dead letters the same (to compare runs)."""
+        return (self.reason, self.topic, self.partition, self.offset)
+
+
+def dead_letter_of(rec: InputRecord, reason: str, detail: str) -> DeadLetter:
+    return DeadLetter(reason, detail, rec.topic, rec.partition, rec.offset, rec.raw, rec.value,
+                      rec.key, rec.headers, rec.timestamp_ms)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from caesar.services.common.messages import (
     Alert,
     ContextChange,
     DeadLetter,
+    PlanSwitch,
     Progress,
 )
 
@@ -27,9 +28,19 @@ PROGRESS = "caesar.Progress"
 CHANGE = "caesar.ContextChange"
 DERIVED = "caesar.DerivedEvent"
 DEAD = "caesar.DeadLetter"
+SWITCH = "caesar.PlanSwitch"
+SWITCH_KEY = b"__plan_switch__"
 AVRO_TYPES = {"int": "long", "float": "double", "string": "string", "bool": "boolean"}
 _REASONS = {"undecodable": "UNDECODABLE", "schema": "SCHEMA_VIOLATION", "late": "LATE",
-            "unknown_type": "UNKNOWN_TYPE"}
+            "ahead": "TOO_FAR_AHEAD", "unknown_type": "UNKNOWN_TYPE"}
+# A dead letter must fit the producer's message limit (1 MB by default) with
+# room to spare: larger parts are cut, and the cut is said in `detail` and the
+# `caesar.truncated` header (original sizes), never a failed produce.
+DEAD_VALUE_MAX = 512 * 1024
+DEAD_KEY_MAX = 16 * 1024
+DEAD_HEADERS_MAX = 64 * 1024
+DEAD_DETAIL_MAX = 4 * 1024
+TRUNCATED_HEADER = "caesar.truncated"
 _STAGES = {"scheduler": "SCHEDULER", "deriver": "DERIVER", "router": "ROUTER",
            "matcher": "MATCHER"}
 
@@ -60,6 +71,17 @@ def register_model_schemas(repo: SchemaRepository, plan: ExecutionPlan) -> dict[
     """The schemas the model names with SCHEMA (the plan carries their text), added
     to `repo`; returns event type -> schema full name for those types."""
     return {t.name: repo.add(t.schema_json).name for t in plan.event_types if t.schema_json}
+
+
+# ------------------------------------------------------------ plan switches
+def switch_record(s: PlanSwitch, actor: str, kafka_partition: int) -> dict[str, Any]:
+    return {"version": 1, "plan": s.plan, "previous": s.previous,
+            "kafka_partition": kafka_partition, "watermark": s.watermark, "source": actor,
+            "wall_ms": now_ms()}
+
+
+def switch_from(rec: Mapping[str, Any]) -> PlanSwitch:
+    return PlanSwitch(rec["plan"], rec["previous"], rec["watermark"])
 
 
 def progress_record(p: Progress, actor: str, kafka_partition: int) -> dict[str, Any]:
@@ -102,7 +124,34 @@ def output_record(a: Alert, schema_fields: list[str]) -> dict[str, Any]:
 
 
 def dead_record(d: DeadLetter, service: str) -> dict[str, Any]:
+    """The dead letter as a caesar.DeadLetter record: the original key, value
+    and headers byte for byte, or cut to fit (see DEAD_VALUE_MAX)."""
+    cuts = []
+    value = d.raw or None
+    if value is not None and len(value) > DEAD_VALUE_MAX:
+        cuts.append(f"value {len(value)} bytes")
+        value = value[:DEAD_VALUE_MAX]
+    key = d.key
+    if key is not None and len(key) > DEAD_KEY_MAX:
+        cuts.append(f"key {len(key)} bytes")
+        key = key[:DEAD_KEY_MAX]
+    headers: dict[str, bytes] = {}
+    room = DEAD_HEADERS_MAX
+    for name, raw in d.headers:
+        name = name[:256]
+        raw = raw or b""
+        if len(name) + len(raw) > room:
+            cuts.append(f"header {name!r} {len(raw)} bytes")
+            raw = raw[:max(0, room - len(name))]
+        headers[name] = raw
+        room -= len(name) + len(raw)
+    detail = d.detail
+    if cuts:
+        headers[TRUNCATED_HEADER] = "; ".join(cuts).encode()
+        detail = f"{detail} [truncated to fit a dead letter: {'; '.join(cuts)}]"
+    if len(detail) > DEAD_DETAIL_MAX:
+        detail = detail[:DEAD_DETAIL_MAX - 20] + " ...[detail cut]"
     return {"version": 1, "topic": d.topic, "partition": d.partition, "offset": d.offset,
-            "key": None, "value": d.raw or None, "headers": {}, "record_ms": -1,
-            "reason": _REASONS.get(d.reason, "PROCESSING_ERROR"), "detail": d.detail,
+            "key": key, "value": value, "headers": headers, "record_ms": d.timestamp_ms,
+            "reason": _REASONS.get(d.reason, "PROCESSING_ERROR"), "detail": detail,
             "service": service, "time_ms": now_ms()}

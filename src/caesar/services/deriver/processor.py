@@ -12,16 +12,18 @@ transaction at t once D >= t. D moves to t when a transaction at t arrives
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from caesar.errors import PlanError
 from caesar.plans.execution import ExecutionPlan, TransitionStage
+from caesar.plans.serialize import stage_identity
 from caesar.services.common.config import EngineFactory
 from caesar.services.common.messages import (
     Alert,
     ContextChange,
+    DeadLetter,
     Progress,
     Transaction,
     TxnBatch,
@@ -44,6 +46,7 @@ class DeriverOutput:
     changes: list[ContextChange] = field(default_factory=list)
     alerts: list[Alert] = field(default_factory=list)
     progress: Progress | None = None
+    dead_letters: list[DeadLetter] = field(default_factory=list)  # failed function calls
 
 
 class DeriverProcessor:
@@ -90,6 +93,7 @@ class DeriverProcessor:
                     out.progress = Progress(self.done_before, "deriver")
             else:
                 raise TypeError(f"deriver cannot process {type(item).__name__}")
+        out.dead_letters = self.graph.take_dead_letters()
         return out
 
     def _step(self, ts: int, txns: TxnBatch, out: DeriverOutput) -> None:
@@ -115,7 +119,8 @@ class DeriverProcessor:
             elif o.stage.output_topic is not None:
                 rec = o.record
                 out.alerts.append(Alert(
-                    plan_id=pid, event_type=rec["type"], partition=rec["_p"], key=rec["_key"],
+                    plan_id=stage_identity(o.stage), event_type=rec["type"], partition=rec["_p"],
+                    key=rec["_key"],
                     start_ts=o.start_ts, end_ts=o.end_ts, topic=o.stage.output_topic,
                     fields={k: v for k, v in rec.items() if k != "type" and not k.startswith("_")}))
         fired.sort(key=lambda f: f[0])  # stable: transition order within one ts
@@ -197,18 +202,25 @@ class DeriverProcessor:
         return any(vector & m == m for m in self.resolver.stage_masks(t.stage))
 
     # state for the store
-    def snapshot(self) -> dict:
-        return {"raw": dict(self.raw), "keys": dict(self.keys), "done_before": self.done_before,
-                "instances": {p: {c: set(k) for c, k in cs.items()}
-                              for p, cs in self.instances.items()},
+    def snapshot(self) -> dict[str, Any]:
+        """Plain data (services/store/state_format.py): contexts by name (so a
+        new model version with other contexts or bit positions reads them
+        right), queries by identity."""
+        return {"raw": [[p, self.resolver.names(bits)] for p, bits in self.raw.items()],
+                "keys": [[p, k] for p, k in self.keys.items()], "done_before": self.done_before,
+                "instances": [[p, [[c, sorted([list(k) for k in keys], key=repr)]
+                                   for c, keys in cs.items()]]
+                              for p, cs in self.instances.items()],
                 "graph": self.graph.snapshot(self.keys)}
 
-    def restore(self, state: dict) -> None:
-        self.raw = dict(state["raw"])
-        self.keys = dict(state["keys"])
-        self.done_before = state["done_before"]
-        self.instances = {p: {c: set(k) for c, k in cs.items()}
-                          for p, cs in state.get("instances", {}).items()}
+    def restore(self, state: Mapping[str, Any]) -> None:
+        self.raw = {int(p): self.resolver.vector(names) & ~self.resolver.default_mask
+                    for p, names in state["raw"]}
+        self.keys = {int(p): k for p, k in state["keys"]}
+        self.done_before = int(state["done_before"])
+        self.instances = {int(p): {c: {tuple(k) for k in keys} for c, keys in cs
+                                   if c in self.keyed}
+                          for p, cs in state["instances"]}
         self.graph.restore(state["graph"])
 
 

@@ -7,24 +7,30 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from caesar.bus.records import OutRecord, Record, TopicPartition
 from caesar.services.common.columnar import batch_from
 from caesar.services.common.config import ServiceConfig
-from caesar.services.common.messages import Progress, TxnBatch
+from caesar.services.common.messages import PlanSwitch, Progress, TxnBatch
 from caesar.services.common.replay import SeqFilter, owned
+from caesar.services.common.switching import PartitionPlans, segments
 from caesar.services.common.wire import (
     CHANGE,
     PROGRESS,
+    SWITCH,
+    SWITCH_KEY,
     TXN_BATCH,
     change_record,
     progress_from,
     progress_record,
+    switch_from,
+    switch_record,
 )
 from caesar.services.deriver.processor import DeriverProcessor
-from caesar.services.matcher.runner import OutputEncoder
+from caesar.services.matcher.runner import OutputEncoder, dead_records
 from caesar.services.matcher.stage_graph import default_engine_factory
+from caesar.services.store.state_format import from_pairs, pairs
 
 PROGRESS_KEY = b"__progress__"
 
@@ -34,7 +40,8 @@ class DeriverHandler:
         self.cfg = cfg
         self.codec = cfg.codec
         factory = cfg.engine_factory or default_engine_factory
-        self.procs = {j: DeriverProcessor(cfg.plan, factory) for j in cfg.partitions}
+        self.plans = PartitionPlans(cfg, lambda plan: DeriverProcessor(plan, factory))
+        self.procs = self.plans.procs
         self.seen = SeqFilter()  # per Kafka partition: transaction batches
         self.outputs = OutputEncoder(cfg)
         self.change_seq: dict[int, int] = defaultdict(int)
@@ -46,8 +53,25 @@ class DeriverHandler:
     def partition_inputs(self, j: int) -> list[TopicPartition]:
         return [TopicPartition(self.cfg.topics.transactions, j)]
 
-    def handle(self, records: Sequence[Record]) -> list[OutRecord]:
-        by_partition: dict[int, list[TxnBatch | Progress]] = defaultdict(list)
+    def handle(self, records: Sequence[Record]) -> dict[int, list[OutRecord]]:
+        outputs: dict[int, list[OutRecord]] = {}
+        topic = self.cfg.topics.context_changes
+        for j, items in self._decode(records).items():
+            out = outputs[j] = []
+            for chunk, switch in segments(items):
+                if chunk:
+                    self._derive(j, cast(list[TxnBatch | Progress], chunk), out)
+                if switch is not None:  # pass the model upgrade on, after the old plan's work
+                    self.plans.switch(j, switch.plan)
+                    out.append(OutRecord(topic, self.codec.encode(
+                        SWITCH, switch_record(switch, self.cfg.actor_id, j)), SWITCH_KEY,
+                        partition=j))
+        return outputs
+
+    def _decode(self, records: Sequence[Record]
+                ) -> dict[int, list[TxnBatch | Progress | PlanSwitch]]:
+        """The fresh inputs per Kafka partition (replayed batches dropped)."""
+        by_partition: dict[int, list[TxnBatch | Progress | PlanSwitch]] = defaultdict(list)
         for r in records:
             if r.value is None:  # a tombstone: the services never write one here
                 continue
@@ -58,41 +82,45 @@ class DeriverHandler:
                     by_partition[r.partition].append(batch)
             elif schema == PROGRESS:
                 by_partition[r.partition].append(progress_from(value))
-        out: list[OutRecord] = []
-        topic = self.cfg.topics.context_changes
-        for j, items in by_partition.items():
-            proc = self.procs[j]
-            before: dict[int, int] = {}
-            result = proc.process(items)
-            for c in result.changes:
-                previous = before.get(c.partition)
-                self.change_seq[c.partition] += 1
-                rec = change_record(c, self.change_seq[c.partition],
-                                    previous if previous is not None else -1)
-                before[c.partition] = c.vector
-                self.owner[c.partition] = j
-                out.append(OutRecord(topic, self.codec.encode(CHANGE, rec), c.key.encode(),
-                                     partition=j))
-            out += self.outputs.encode(result.alerts)
-            if result.progress is not None:
-                out.append(OutRecord(topic, self.codec.encode(
-                    PROGRESS, progress_record(result.progress, self.cfg.actor_id, j)),
-                    PROGRESS_KEY, partition=j))
-        return out
+            elif schema == SWITCH:
+                by_partition[r.partition].append(switch_from(value))
+        return by_partition
 
-    def idle(self, idle_s: float) -> list[OutRecord]:
-        return []
+    def _derive(self, j: int, items: list[TxnBatch | Progress], out: list[OutRecord]) -> None:
+        topic = self.cfg.topics.context_changes
+        before: dict[int, int] = {}
+        result = self.procs[j].process(items)
+        for c in result.changes:
+            previous = before.get(c.partition)
+            self.change_seq[c.partition] += 1
+            rec = change_record(c, self.change_seq[c.partition],
+                                previous if previous is not None else -1)
+            before[c.partition] = c.vector
+            self.owner[c.partition] = j
+            out.append(OutRecord(topic, self.codec.encode(CHANGE, rec), c.key.encode(),
+                                 partition=j))
+        out += self.outputs.encode(result.alerts, self.plans.plan(j))
+        out += dead_records(self.cfg, result.dead_letters, "deriver")
+        if result.progress is not None:
+            out.append(OutRecord(topic, self.codec.encode(
+                PROGRESS, progress_record(result.progress, self.cfg.actor_id, j)),
+                PROGRESS_KEY, partition=j))
+
+    def plan_versions(self) -> dict[int, str]:
+        return dict(self.plans.versions)
 
     def snapshot_partition(self, j: int) -> Any:
-        return {"proc": self.procs[j].snapshot(), "seen": self.seen.last.get(j, -1),
-                "change_seq": owned(self.change_seq, self.owner, j)}
+        return {"plan": self.plans.versions[j], "proc": self.procs[j].snapshot(),
+                "seen": self.seen.last.get(j, -1),
+                "change_seq": pairs(owned(self.change_seq, self.owner, j))}
 
     def restore_partition(self, j: int, state: Any) -> None:
-        self.procs[j].restore(state["proc"])
+        self.plans.restore(j, state.get("plan"), state["proc"])
         if isinstance(state["seen"], int):
             self.seen.last[j] = state["seen"]
-        self.change_seq.update(state["change_seq"])
-        self.owner.update(dict.fromkeys(state["change_seq"], j))
+        change_seq = from_pairs(state["change_seq"])
+        self.change_seq.update(change_seq)
+        self.owner.update(dict.fromkeys(change_seq, j))
 
     def event_time(self) -> int:
         return max((p.done_before for p in self.procs.values()), default=0)

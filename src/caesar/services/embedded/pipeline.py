@@ -27,7 +27,11 @@ from caesar.services.matcher.processor import MatcherProcessor
 from caesar.services.matcher.stage_graph import default_engine_factory
 from caesar.services.router.processor import RouterProcessor
 from caesar.services.scheduler.acep.processor import AcepProcessor
-from caesar.services.scheduler.processor import SchedulerOutput, SchedulerProcessor
+from caesar.services.scheduler.processor import (
+    DEFAULT_AHEAD_CONFIRM,
+    SchedulerOutput,
+    SchedulerProcessor,
+)
 
 
 @dataclass
@@ -41,10 +45,12 @@ class PipelineResult:
 class EmbeddedPipeline:
     def __init__(self, plan: ExecutionPlan, *, allowance: int = 0,
                  engine_factory: EngineFactory = default_engine_factory,
-                 batch_size: int = 2000, acep_scheduler: str = "lwm") -> None:
+                 batch_size: int = 2000, max_ahead: int | None = None,
+                 ahead_confirm: int = DEFAULT_AHEAD_CONFIRM, acep_scheduler: str = "lwm") -> None:
         self.plan = plan
         self.batch_size = batch_size
-        self.scheduler = SchedulerProcessor(plan, allowance)
+        self.scheduler = SchedulerProcessor(plan, allowance, max_ahead=max_ahead,
+                                            ahead_confirm=ahead_confirm)
         self.deriver = DeriverProcessor(plan, engine_factory)
         self.router = RouterProcessor(plan)
         self.matcher = MatcherProcessor(plan, engine_factory)
@@ -88,6 +94,7 @@ class EmbeddedPipeline:
             router_in.append(derived.progress)
         routed = self.router.process(router_in)
         matched = self.matcher.process(routed.routed)
+        self.result.dead_letters += derived.dead_letters + matched.dead_letters
         alerts = derived.alerts + matched.alerts
         if self.acep is not None:
             alerts, dead = self.acep.process(alerts)

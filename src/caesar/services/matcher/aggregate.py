@@ -17,7 +17,6 @@ use float64 accumulators.
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +26,7 @@ import numpy as np
 from caesar.errors import PlanError
 from caesar.events.batch import StringPool, TypeColumns
 from caesar.plans.aggregate import AggregatePlan, AggregateSpec
+from caesar.plans.functions import FunctionFailure
 from caesar.services.matcher.column_eval import (
     INT64_MAX,
     INT64_MIN,
@@ -35,7 +35,7 @@ from caesar.services.matcher.column_eval import (
     columns_from_records,
 )
 
-STATE_VERSION = 3  # 3: exact integer accumulators
+STATE_FORMAT = 2  # layout of snapshot(); 2: exact integer accumulators
 
 
 # ---------------------------------------------------------------- executor
@@ -385,30 +385,68 @@ class AggregateExecutor:
         return all(bool(self.evaluator.eval(c, cols, missing, 1)[0][0])
                    for c in self.plan.having)
 
+    def take_failures(self) -> list[FunctionFailure]:
+        """Failed user-defined function calls since the last take."""
+        out, self.evaluator.failures = self.evaluator.failures, []
+        return out
+
     @property
     def overflows(self) -> int:
         """Integer results outside 64 bits so far (each made null)."""
         return self.evaluator.overflows
 
     # -- state for the store
-    def snapshot(self) -> bytes:
-        strings = [self.strings.string(i) for i in range(len(self.strings))]
-        return pickle.dumps((STATE_VERSION, self._slot, self._free, self._count, self._total,
-                             self._low, self._high, self._distinct, self._by_end, self._keys,
-                             self._string_group, self.watermark, strings, self._int_arg,
-                             self._itotal, self._ilow, self._ihigh, self._big,
-                             self._float_group))
+    def snapshot(self) -> dict[str, Any]:
+        """Plain data (services/store/state_format.py). String group values and
+        distinct values are codes of the StringPool the owner saves."""
+        na, cap = self._count.shape
+        return {"format": STATE_FORMAT, "shape": [na, cap],
+                "slots": [[list(k), slot] for k, slot in self._slot.items()],
+                "free": list(self._free),
+                "count": self._count.tobytes(), "total": self._total.tobytes(),
+                "low": self._low.tobytes(), "high": self._high.tobytes(),
+                "distinct": [[slot, [sorted(v, key=repr) for v in sets]]
+                             for slot, sets in self._distinct.items()],
+                "by_end": [[end, [list(k) for k in keys]] for end, keys in self._by_end.items()],
+                "keys": [[p, k] for p, k in self._keys.items()],
+                "string_group": list(self._string_group), "watermark": self.watermark,
+                # exact integer accumulators (sums beyond 64 bits as decimal text)
+                "int_arg": list(self._int_arg), "itotal": self._itotal.tobytes(),
+                "ilow": self._ilow.tobytes(), "ihigh": self._ihigh.tobytes(),
+                "big": [[a, slot, str(v)] for (a, slot), v in self._big.items()],
+                "float_group": list(self._float_group)}
 
-    def restore(self, state: bytes) -> None:
-        version, *rest = pickle.loads(state)
-        if version != STATE_VERSION:
-            raise PlanError(f"aggregate state version {version} is not {STATE_VERSION}")
-        (self._slot, self._free, self._count, self._total, self._low, self._high,
-         self._distinct, self._by_end, self._keys, self._string_group, self.watermark,
-         strings, self._int_arg, self._itotal, self._ilow, self._ihigh, self._big,
-         self._float_group) = rest
-        pool = StringPool()
-        for s in strings:
-            pool.code(s)
-        self.strings = pool
+    def restore(self, state: Mapping[str, Any]) -> None:
+        if state.get("format") != STATE_FORMAT:
+            raise PlanError(f"{self.plan.plan_id}: aggregate state format "
+                            f"{state.get('format')} is not {STATE_FORMAT}")
+        na, cap = (int(x) for x in state["shape"])
+        if na != len(self.plan.aggregates) or cap < 1 or \
+                len(state["count"]) != 8 * na * cap or len(state["total"]) != 8 * na * cap:
+            raise PlanError(f"{self.plan.plan_id}: stored aggregate state does not fit the plan")
+
+        def array(name: str, dtype: Any) -> np.ndarray:
+            return np.frombuffer(state[name], dtype=dtype).reshape(na, cap).copy()
+
+        self._count = array("count", np.int64)
+        self._total = array("total", np.float64)
+        self._low = array("low", np.float64)
+        self._high = array("high", np.float64)
+        self._slot = {tuple(k): int(slot) for k, slot in state["slots"]}
+        if any(not 0 <= s < cap for s in self._slot.values()):
+            raise PlanError(f"{self.plan.plan_id}: stored aggregate slot out of range")
+        self._free = [int(x) for x in state["free"]]
+        self._distinct = {int(slot): [set(v) for v in sets] for slot, sets in state["distinct"]}
+        self._by_end = {int(end): [tuple(k) for k in keys] for end, keys in state["by_end"]}
+        self._keys = {int(p): k for p, k in state["keys"]}
+        self._string_group = [bool(x) for x in state["string_group"]]
+        self.watermark = int(state["watermark"])
+        self._int_arg = [None if x is None else bool(x) for x in state["int_arg"]]
+        if len(self._int_arg) != na or len(state["itotal"]) != 8 * na * cap:
+            raise PlanError(f"{self.plan.plan_id}: stored aggregate state does not fit the plan")
+        self._itotal = array("itotal", np.int64)
+        self._ilow = array("ilow", np.int64)
+        self._ihigh = array("ihigh", np.int64)
+        self._big = {(int(a), int(slot)): int(v) for a, slot, v in state["big"]}
+        self._float_group = [bool(x) for x in state["float_group"]]
 

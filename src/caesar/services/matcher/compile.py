@@ -19,8 +19,9 @@ import numpy as np
 
 from caesar.errors import PlanError
 from caesar.plans.expr import Agg, Attr, Binary, Call, Const, Expr, Unary, render, variables
+from caesar.plans.functions import Function
 from caesar.plans.pattern import PatternPlan
-from caesar.services.matcher.expr_eval import MISSING, aggregate, holds
+from caesar.services.matcher.expr_eval import MISSING, aggregate, failures, holds
 from caesar.services.matcher.reference import validate_plan
 
 MAX_COMPONENTS = 16
@@ -30,6 +31,7 @@ OP_CONST, OP_LOAD, OP_NEG, OP_NOT = 0, 1, 2, 3
 OP_ARITH = {"+": 4, "-": 5, "*": 6, "/": 7, "%": 8}
 OP_CMP = {"=": 9, "!=": 10, "<": 11, "<=": 12, ">": 13, ">=": 14}
 OP_AND, OP_OR, OP_CALL, OP_AGG = 15, 16, 17, 18
+OP_UDF = 19  # a user-defined function: (OP_UDF, index in `functions`, argc, 0)
 OP_BINARY = {**OP_ARITH, **OP_CMP, "AND": OP_AND, "OR": OP_OR}
 CALLS = {"abs": 0, "floor": 1, "ceil": 2, "least": 3, "greatest": 4}
 AGGS = {"count": 0, "count_distinct": 1, "sum": 2, "avg": 3, "min": 4, "max": 5,
@@ -89,6 +91,7 @@ class CompiledPlan:
     skip_pos: int = -1  # positive rank of the skip variable (to_first / to_last)
     timeout_outputs: list[tuple[str, int]] = field(default_factory=list)
     dead: bool = False  # a WHERE conjunct is constantly false: nothing ever starts
+    functions: list[Function] = field(default_factory=list)  # OP_UDF's table
 
 
 class _Builder:
@@ -98,6 +101,7 @@ class _Builder:
         self.progs: list[tuple[int, int]] = []
         self.consts: list[tuple[int, int]] = []  # (8-byte cell as int64, kind)
         self.strings: list[tuple[int, str]] = []
+        self.functions: list[Function] = []  # user-defined functions OP_UDF calls
         self.comp_index = comp_index
         self.comps = comps
         self.absent = absent  # variables of other alternatives: bound to nothing here
@@ -143,10 +147,15 @@ class _Builder:
                 self._emit(left, out)
                 self._emit(right, out)
                 out.append((OP_BINARY[op], 0, 0, 0))
-            case Call(func=func, args=args):
+            case Call(func=func, args=args, udf=udf):
                 for arg in args:
                     self._emit(arg, out)
-                out.append((OP_CALL, CALLS[func], len(args), 0))
+                if udf is None:
+                    out.append((OP_CALL, CALLS[func], len(args), 0))
+                else:
+                    if udf not in self.functions:
+                        self.functions.append(udf)
+                    out.append((OP_UDF, self.functions.index(udf), len(args), 0))
             case Agg(func=func, var=var, arg=arg):
                 out.append(self._agg(func, var, arg))
             case _:
@@ -275,6 +284,9 @@ def _compile(plan: PatternPlan, all_vars: frozenset[str], alt: int) -> CompiledP
                                      lambda node: aggregate(node.func, []))
             continue
         _place_conjunct(conj, b, comps, comp_index, pos_rank, checks_at, pushed)
+    # a constant conjunct calling a user-defined function that fails is
+    # folded as missing (false) here; the failure is no engine's to report
+    failures.take()
 
     outputs: list[tuple[str, int]] = []
     if plan.output is not None:
@@ -310,6 +322,7 @@ def _compile(plan: PatternPlan, all_vars: frozenset[str], alt: int) -> CompiledP
         skip_pos=pos_vars.index(plan.skip_var) if plan.skip_var in pos_vars else -1,
         timeout_outputs=timeout_outputs,
         dead=dead,
+        functions=b.functions,
     )
     for ci, comp in enumerate(comps):
         # canonical text of the pushed filters, the variable renamed, so that
@@ -329,5 +342,5 @@ def _rename(expr: Expr, var: str) -> Expr:
         case Binary(op=op, left=left, right=right):
             return Binary(op, _rename(left, var), _rename(right, var))
         case Call(func=func, args=args):
-            return Call(func, tuple(_rename(a, var) for a in args))
+            return Call(func, tuple(_rename(a, var) for a in args), expr.udf)
     return expr

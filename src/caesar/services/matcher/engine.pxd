@@ -17,6 +17,7 @@ cdef class _Group:
 
 cdef class CythonEngine:
     cdef list _plans
+    cdef list _udf_plans      # plans calling user-defined functions
     cdef dict _by_id
     cdef dict _parts          # slot -> {partition -> {eqkey -> Part}}
     cdef dict _type_cols      # type -> tuple of attribute names (batch matrix layout)

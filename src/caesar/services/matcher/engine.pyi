@@ -1,12 +1,16 @@
 # The Python-visible interface of the Cython engine (engine.pyx), for type
 # checkers; scripts/test.sh checks it against the built module with stubtest.
 from collections.abc import Collection, Sequence
+from typing import Any
 
 from typing_extensions import disjoint_base
 
 from caesar.events.batch import EventBatch
 from caesar.plans.engine import DerivedEvent
+from caesar.plans.functions import FunctionFailure
 from caesar.plans.pattern import PatternPlan
+
+STATE_FORMAT: int
 
 @disjoint_base
 class CythonEngine:
@@ -17,8 +21,10 @@ class CythonEngine:
                 active: Collection[str] | None = None) -> list[DerivedEvent]: ...
     def advance(self, watermark: int) -> list[DerivedEvent]: ...
     def discard(self, plan_ids: Collection[str], partition: int) -> None: ...
-    def snapshot(self, partition: int) -> bytes: ...
-    def restore(self, partition: int, state: bytes) -> None: ...
+    def snapshot(self, partition: int) -> dict[str, Any]: ...
+    def restore(self, partition: int, state: dict[str, Any]) -> None: ...
     def overflows(self) -> dict[str, int]:
         """{plan id: integer results outside 64 bits so far}."""
+    def function_failures(self) -> list[tuple[str, FunctionFailure]]:
+        """(plan id, failure) of user-defined function calls since the last call."""
     def state_size(self) -> int: ...

@@ -31,7 +31,6 @@ plan_runtime.pyx); expressions run on the VM of vm.pyx.
   (_expire_runs).
 """
 
-import pickle
 
 import numpy as np
 
@@ -44,6 +43,7 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
 from caesar.errors import PlanError
 from caesar.plans.engine import DerivedEvent
+from caesar.services.store import tagged
 from caesar.services.matcher.compile import compile_plans
 
 from caesar.services.matcher.stack cimport Stack
@@ -67,7 +67,10 @@ from caesar.services.matcher.vm cimport (
     pyvalue,
 )
 
-SNAPSHOT_VERSION = b"CAESAR-CY-3\n"
+# Layout of snapshot(): bump when it changes (stored with the state; a
+# different value is refused on restore, never misread).
+STATE_FORMAT = 3  # 2: exact int64 cells; 3: alternatives, held matches (plain data)
+tagged.register(DerivedEvent)  # results held in partial matches
 
 cdef extern from "Python.h":
     int PyObject_GenericSetAttr(object o, object name, object value) except -1
@@ -89,7 +92,6 @@ cdef inline void _tuple_put(tuple t, Py_ssize_t i, object x):
 
 def _held_order(item):
     return item[0]
-  # 2: exact int64 cells; 3: alternatives, held matches
 
 
 cdef class _Group:
@@ -128,6 +130,7 @@ cdef class CythonEngine:
                 self._plans.append(p)
                 self._by_id[plan.plan_id].append(p)
         self._parts = {p.slot: {} for p in self._plans}
+        self._udf_plans = [p for p in self._plans if p.functions]
         self._waiting = {p.slot: set() for p in self._plans}
         self._pool = None
         self._type_cols = {}
@@ -499,6 +502,9 @@ cdef class CythonEngine:
                     self._waiting[p.slot].discard(part)
 
     def snapshot(self, partition):
+        """This partition's run state as plain data (services/store/state_format.py):
+        {plan id: tagged [[alternative, [(equivalence key, [stack state, ...],
+        runs, pending, ready, held), ...]], ...]}; only plans holding something appear."""
         cdef PlanRT p
         cdef Part part
         cdef Stack s
@@ -511,20 +517,20 @@ cdef class CythonEngine:
             keyed = self._parts[p.slot].get(partition)
             if not keyed:
                 continue
-            state[(p.plan_id, p.alt)] = [
+            state.setdefault(p.plan_id, []).append([p.alt, [
                 (key, [s.state() for s in part.stacks], part.runs, part.pending, part.ready,
                  part.held)
-                for key, part in keyed.items()]
-        return SNAPSHOT_VERSION + pickle.dumps(state)
+                for key, part in keyed.items()]])
+        return {pid: tagged.encode(alts) for pid, alts in state.items()}
 
     def restore(self, partition, state):
+        """The inverse of snapshot(); plans not in `state` start empty."""
         cdef PlanRT p
         cdef Part part
-        if not state.startswith(SNAPSHOT_VERSION):
-            raise PlanError("matcher: unknown snapshot format")
-        data = pickle.loads(state[len(SNAPSHOT_VERSION):])
         self._unshare()  # restored stacks are per plan
         self.discard([p.plan_id for p in self._plans], partition)
+        data = {(pid, alt): parts for pid, alts in state.items()
+                for alt, parts in tagged.decode(alts)}
         for (pid, alt), parts in data.items():
             alts = self._by_id.get(pid, ())
             if alt >= len(alts):
@@ -539,7 +545,7 @@ cdef class CythonEngine:
                 part.ready = ready
                 part.held = held
                 keyed[key] = part
-                if pending or ready:
+                if part.pending or part.ready:
                     self._waiting[p.slot].add(part)
         self._relink_an()
 
@@ -551,6 +557,17 @@ cdef class CythonEngine:
         for p in self._plans:
             if p.overflows:
                 out[p.plan_id] = out.get(p.plan_id, 0) + p.overflows
+        return out
+
+    def function_failures(self):
+        """[(plan id, FunctionFailure)] of user-defined function calls since
+        the last call (each made its value missing)."""
+        cdef PlanRT p
+        out = []
+        for p in self._udf_plans:  # plans that call one (a step asks every time)
+            if p.failures:
+                out += [(p.plan_id, f) for f in p.failures]
+                p.failures = []
         return out
 
     def state_size(self):

@@ -4,11 +4,13 @@ plans to the temporal engine (services/matcher/tpstream/)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import sys
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from caesar.events.batch import EventBatch
 from caesar.plans.engine import DerivedEvent, PatternEngine
+from caesar.plans.functions import FunctionFailure
 from caesar.plans.pattern import PatternPlan
 from caesar.plans.temporal import TemporalPlan
 from caesar.services.common.config import EngineFactory
@@ -55,11 +57,36 @@ class EngineSet:
         # the temporal engine's arithmetic runs in Python (exact, unbounded)
         return self.patterns.overflows() if self.patterns is not None else {}
 
-    def snapshot(self, partition: int) -> Any:
-        return {"patterns": self.patterns.snapshot(partition) if self.patterns else None,
-                "temporal": self.temporal.snapshot(partition)}
+    def function_failures(self) -> list[tuple[str, FunctionFailure]]:
+        # temporal queries call no user-defined functions (the checker says so)
+        return self.patterns.function_failures() if self.patterns is not None else []
 
-    def restore(self, partition: int, state: Any) -> None:
-        if self.patterns is not None and state.get("patterns") is not None:
-            self.patterns.restore(partition, state["patterns"])
-        self.temporal.restore(partition, state["temporal"])
+    # State per plan id, as the pattern engines keep it (StageGraph stores
+    # each query's under its identity): the two engines' plans side by side.
+    def snapshot(self, partition: int) -> dict[str, Any]:
+        out = dict(self.patterns.snapshot(partition)) if self.patterns is not None else {}
+        out.update(self.temporal.snapshot(partition)["plans"])
+        return out
+
+    def restore(self, partition: int, state: Mapping[str, Any]) -> None:
+        from caesar.services.matcher.tpstream.engine import STATE_VERSION
+
+        patterns = {p: s for p, s in state.items() if p not in self._temporal_ids}
+        if self.patterns is not None and patterns:
+            self.patterns.restore(partition, patterns)
+        self.temporal.restore(partition, {"version": STATE_VERSION, "plans": {
+            p: s for p, s in state.items() if p in self._temporal_ids}})
+
+
+def engine_state_format(engine: Any) -> str:
+    """Which engine wrote a state, in which layout (the engine module's
+    STATE_FORMAT or STATE_VERSION): restoring another engine's is refused."""
+    if engine is None:
+        return ""
+    if isinstance(engine, EngineSet):
+        from caesar.services.matcher.tpstream.engine import STATE_VERSION
+
+        return f"{engine_state_format(engine.patterns)}+TemporalEngine/{STATE_VERSION}"
+    module = sys.modules.get(type(engine).__module__)
+    fmt = getattr(module, "STATE_FORMAT", None) or getattr(module, "STATE_VERSION", 1)
+    return f"{type(engine).__name__}/{fmt}"

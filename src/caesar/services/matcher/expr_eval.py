@@ -19,7 +19,9 @@ with this module on every value, including the missing-value rules:
   divisor), both MISSING on a zero divisor;
 - strings compare only with `=` and `!=`, and only with strings (anything
   else is unknown);
-- bools take part in arithmetic and comparisons as 0/1.
+- bools take part in arithmetic and comparisons as 0/1;
+- a user-defined function gets its arguments as Python values (strings as
+  str); a failing call is MISSING and recorded in `failures`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from caesar.plans.expr import Agg, Attr, Binary, Call, Const, Expr, Unary
+from caesar.plans.functions import Function, FunctionFailure
 
 
 class _Missing:
@@ -55,6 +58,36 @@ class _Overflows:
 
 
 overflows = _Overflows()
+
+
+class _Failures:
+    """Calls of user-defined functions that raised or returned a wrong
+    value (each made MISSING), for the engine to take (`take`)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self) -> None:
+        self.items: list[FunctionFailure] = []
+
+    def take(self) -> list[FunctionFailure]:
+        out, self.items = self.items, []
+        return out
+
+
+failures = _Failures()
+
+
+def call_function(udf: Function, values: Sequence[Any]) -> Any:
+    """A user-defined function's value (plans/functions.py): MISSING when an
+    argument is, or when it fails (recorded in `failures`)."""
+    if any(v is MISSING for v in values):
+        return MISSING
+    try:
+        result = udf.invoke(values)
+    except FunctionFailure as failure:
+        failures.items.append(failure)
+        return MISSING
+    return MISSING if result is None else result
 
 
 def _int64(value: int) -> Any:
@@ -141,9 +174,9 @@ def evaluate(expr: Expr, lookup: Lookup, agg: AggLookup | None = None) -> Any:
             return _compare(op, evaluate(left, lookup, agg), evaluate(right, lookup, agg))
         case Binary(op=op, left=left, right=right):
             return _arith(op, evaluate(left, lookup, agg), evaluate(right, lookup, agg))
-        case Call(func=func, args=args):
+        case Call(func=func, args=args, udf=udf):
             values = [evaluate(a, lookup, agg) for a in args]
-            return call(func, values)
+            return call(func, values) if udf is None else call_function(udf, values)
         case Agg():
             return MISSING if agg is None else agg(expr)
     raise TypeError(f"not an expression: {expr!r}")

@@ -17,6 +17,9 @@ cdef class PlanRT:
     cdef public list timeout_outputs
     cdef public i64 last_sweep
     cdef public long overflows  # integer results outside 64 bits (made missing)
+    cdef public list functions  # user-defined functions (OP_UDF's table)
+    cdef public list failures   # FunctionFailure of calls since the engine took them
+    cdef public object pool     # the StringPool string values are interned in
     cdef int[:, ::1] code
     cdef i64[::1] const_cells  # owns the constant table `cvals` points into
     cdef Cell* cvals

@@ -52,6 +52,9 @@ cdef class PlanRT:
         self.cvals = <Cell*> &self.const_cells[0]
         self.ckinds = cp.const_kinds.copy()
         self.overflows = 0
+        self.functions = list(cp.functions)
+        self.failures = []
+        self.pool = None
         self.pstart = cp.prog_start
         self.plen = cp.prog_len
         for i in range(MAXC):
@@ -107,5 +110,6 @@ cdef class PlanRT:
             free(self.scratch_k[i])
 
     def intern(self, pool):
+        self.pool = pool
         for idx, text in self.cp.const_strings:
             self.const_cells[idx] = pool.code(text)

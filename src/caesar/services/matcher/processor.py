@@ -5,16 +5,19 @@ returns alerts; it does no I/O."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from caesar.plans.execution import ExecutionPlan
 from caesar.plans.pattern import PatternPlan
+from caesar.plans.serialize import stage_identity
 from caesar.services.common.config import EngineFactory
 from caesar.services.common.messages import (
     Alert,
+    DeadLetter,
     Discard,
     Progress,
     RoutedBatch,
@@ -33,6 +36,7 @@ from caesar.services.router.contexts import ContextResolver, StageActivation
 class MatcherOutput:
     alerts: list[Alert] = field(default_factory=list)
     progress: Progress | None = None
+    dead_letters: list[DeadLetter] = field(default_factory=list)  # failed function calls
 
 
 class MatcherProcessor:
@@ -72,6 +76,7 @@ class MatcherProcessor:
             else:
                 raise TypeError(f"matcher cannot process {type(item).__name__}")
         self.alerts_emitted += len(out.alerts)
+        out.dead_letters = self.graph.take_dead_letters()
         return out
 
     def _run_batch(self, batch: RoutedBatch, out: MatcherOutput) -> None:
@@ -134,14 +139,16 @@ class MatcherProcessor:
         close()
         return out
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
+        """Plain data (services/store/state_format.py), queries by identity."""
         return {"graph": self.graph.snapshot(list(self.graph._keys)),
-                "watermark": self.watermark, "muted": dict(self.muted)}
+                "watermark": self.watermark,
+                "muted": [[p, self.graph.identities(m)] for p, m in self.muted.items()]}
 
-    def restore(self, state: dict) -> None:
+    def restore(self, state: Mapping[str, Any]) -> None:
         self.graph.restore(state["graph"])
-        self.watermark = state["watermark"]
-        self.muted = dict(state.get("muted", {}))
+        self.watermark = int(state["watermark"])
+        self.muted = {int(p): self.graph.plan_ids(m) for p, m in state["muted"]}
 
     def _alerts(self, outputs: Iterable[StageOutput]) -> list[Alert]:
         alerts = []
@@ -155,7 +162,8 @@ class MatcherProcessor:
             if self.muted and o.stage.plan.plan_id in self.muted.get(o.record["_p"], ()):
                 continue
             fields = {k: v for k, v in o.record.items() if k != "type" and not k.startswith("_")}
-            alerts.append(Alert(plan_id=o.stage.plan.plan_id, event_type=o.record["type"],
+            # the query's stable identity: the same across model versions
+            alerts.append(Alert(plan_id=stage_identity(o.stage), event_type=o.record["type"],
                                 partition=o.record["_p"], key=o.record["_key"],
                                 start_ts=o.start_ts, end_ts=o.end_ts, fields=fields,
                                 topic=topic,

@@ -27,7 +27,6 @@ own plan under the same plan id.
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -38,6 +37,7 @@ from caesar.errors import PlanError
 from caesar.events.batch import EventBatch
 from caesar.plans.engine import DerivedEvent
 from caesar.plans.expr import Agg, Attr, Binary, Call, Const, Expr, Unary, variables
+from caesar.plans.functions import FunctionFailure
 from caesar.plans.pattern import RUN_STRATEGIES, Output, PatternComponent, PatternPlan
 from caesar.services.matcher.expr_eval import (
     INT64_MAX,
@@ -47,11 +47,13 @@ from caesar.services.matcher.expr_eval import (
     Lookup,
     aggregate,
     evaluate,
+    failures,
     holds,
     overflows,
 )
+from caesar.services.store import tagged
 
-SNAPSHOT_VERSION = b"CAESAR-REF-2\n"
+STATE_FORMAT = 3  # layout of snapshot(); 3: alternatives, held matches (plain data)
 
 
 def _constants(expr: Expr) -> list[object]:
@@ -228,6 +230,11 @@ class _Skipping:
     prune: int | None  # seq the skip strategy prunes up to (None: nothing)
 
 
+# what snapshot() may hold besides plain values (services/store/tagged.py)
+for _cls in (Ev, _Skipping, DerivedEvent):
+    tagged.register(_cls)
+
+
 def _env(p: _Plan, bindings: Bindings, current: tuple[int, Ev] | None = None,
          neg: tuple[str, Ev] | None = None) -> tuple[Lookup, AggLookup]:
     """Lookup/agg functions over a (partial) binding. `current` = (Kleene
@@ -373,6 +380,7 @@ class ReferenceEngine:
         self._pending: dict[RunKey, list[Held]] = {}
         self._held: dict[RunKey, list[_Skipping]] = {}
         self._overflows: dict[str, int] = {}
+        self._failures: list[tuple[str, FunctionFailure]] = []
 
     # -- protocol ---------------------------------------------------------
 
@@ -392,6 +400,15 @@ class ReferenceEngine:
         if overflows.count != before:
             pid = p.plan.plan_id
             self._overflows[pid] = self._overflows.get(pid, 0) + overflows.count - before
+        if failures.items:
+            self._failures += [(p.plan.plan_id, f) for f in failures.take()]
+
+    def function_failures(self) -> list[tuple[str, FunctionFailure]]:
+        """(plan id, failure) of user-defined function calls since the last
+        call; this oracle evaluates per candidate, so it may report one
+        failing call more often than the Cython engine does."""
+        out, self._failures = self._failures, []
+        return out
 
     def overflows(self) -> dict[str, int]:
         """{plan id: integer results outside 64 bits so far}. The count of
@@ -436,24 +453,31 @@ class ReferenceEngine:
                 for key in [k for k in store if k[0] == pid and k[2] == partition]:
                     del store[key]
 
-    def snapshot(self, partition: int) -> bytes:
-        state = {name: {(pid, alt): v for (pid, alt, part), v in store.items()
-                        if part == partition}
-                 for name, store in (("hist", self._hist), ("runs", self._runs),
-                                     ("pending", self._pending), ("held", self._held))}
-        return SNAPSHOT_VERSION + pickle.dumps(state)
-
-    def restore(self, partition: int, state: bytes) -> None:
-        if not state.startswith(SNAPSHOT_VERSION):
-            raise PlanError("reference matcher: unknown snapshot format")
-        data = pickle.loads(state[len(SNAPSHOT_VERSION):])
+    def snapshot(self, partition: int) -> dict[str, Any]:
+        """Plain data per plan id (services/store/tagged.py): [[alternative,
+        {"hist": ..., "runs": ..., "pending": ..., "held": ...}], ...]."""
+        by_pid: dict[str, dict[int, dict[str, Any]]] = {}
         for name, store in (("hist", self._hist), ("runs", self._runs),
                             ("pending", self._pending), ("held", self._held)):
+            for (pid, alt, part), v in store.items():
+                if part == partition and v:
+                    by_pid.setdefault(pid, {}).setdefault(alt, {})[name] = v
+        return {pid: tagged.encode([[alt, data] for alt, data in alts.items()])
+                for pid, alts in by_pid.items()}
+
+    def restore(self, partition: int, state: dict[str, Any]) -> None:
+        stores: dict[str, dict[Any, Any]] = {
+            "hist": self._hist, "runs": self._runs, "pending": self._pending,
+            "held": self._held}
+        for store in stores.values():
             for key in [k for k in store if k[2] == partition]:
                 del store[key]
-            for (pid, alt), value in data[name].items():
-                if (pid, alt) in self._plans:
-                    store[(pid, alt, partition)] = value
+        for pid, alts in state.items():
+            for alt, data in tagged.decode(alts):
+                if (pid, alt) not in self._plans:
+                    continue
+                for name, value in data.items():
+                    stores[name][(pid, alt, partition)] = value
 
     # -- per event --------------------------------------------------------
 

@@ -7,29 +7,35 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import replace
+from typing import Any, cast
 
 import numpy as np
 
 from caesar.bus.records import OutRecord, Record, TopicPartition
 from caesar.codecs import SingleObjectCodec
 from caesar.codecs.flat import FlatCodec, flat_fields
+from caesar.plans.execution import ExecutionPlan
+from caesar.plans.pattern import PatternPlan
 from caesar.services.common.columnar import routed_from
 from caesar.services.common.config import ServiceConfig
 from caesar.services.common.latency import LatencyHistogram
-from caesar.services.common.messages import Alert, DeadLetter, Progress, RoutedBatch
+from caesar.services.common.messages import Alert, DeadLetter, PlanSwitch, Progress, RoutedBatch
 from caesar.services.common.replay import SeqFilter
+from caesar.services.common.switching import PartitionPlans, segments
 from caesar.services.common.wire import (
     DEAD,
     DERIVED,
     PROGRESS,
     ROUTED_BATCH,
+    SWITCH,
     alert_record,
     dead_record,
     output_record,
     progress_from,
     progress_record,
     register_model_schemas,
+    switch_from,
 )
 from caesar.services.matcher.processor import MatcherProcessor
 from caesar.services.matcher.stage_graph import default_engine_factory
@@ -42,20 +48,31 @@ class OutputEncoder:
 
     def __init__(self, cfg: ServiceConfig) -> None:
         self.cfg, self.codec = cfg, cfg.codec
-        repo = self.codec.repository
-        self.schemas: dict[str, tuple[str, list[str]]] = {
-            etype: (name, repo.get(name).field_names())
-            for etype, name in register_model_schemas(repo, cfg.plan).items()}
-        # Output types whose schema is a flat integer record: encoded in bulk.
-        self.flat: dict[str, FlatCodec] = {}
-        if isinstance(self.codec, SingleObjectCodec):
-            for etype, (name, _) in self.schemas.items():
-                if flat_fields(repo.get(name)) is not None:
-                    self.flat[etype] = FlatCodec(repo.get(name))
+        self._by_plan: dict[int, tuple[dict[str, tuple[str, list[str]]], dict[str, FlatCodec]]] \
+            = {}
+        self.flat: dict[str, FlatCodec] = {}  # of the plan being encoded
         # Input Kafka timestamp -> alert encoded: the pipeline's end-to-end latency.
         self.latency = LatencyHistogram()
 
-    def encode(self, alerts: list[Alert]) -> list[OutRecord]:
+    def _schemas(self, plan: ExecutionPlan
+                 ) -> tuple[dict[str, tuple[str, list[str]]], dict[str, FlatCodec]]:
+        """The plan's output schemas: event type -> (schema name, fields), and
+        the types whose schema is a flat integer record (encoded in bulk)."""
+        found = self._by_plan.get(id(plan))
+        if found is None:
+            repo = self.codec.repository
+            schemas = {etype: (name, repo.get(name).field_names())
+                       for etype, name in register_model_schemas(repo, plan).items()}
+            flat: dict[str, FlatCodec] = {}
+            if isinstance(self.codec, SingleObjectCodec):
+                for etype, (name, _) in schemas.items():
+                    if flat_fields(repo.get(name)) is not None:
+                        flat[etype] = FlatCodec(repo.get(name))
+            found = self._by_plan[id(plan)] = (schemas, flat)
+        return found
+
+    def encode(self, alerts: list[Alert], plan: ExecutionPlan | None = None) -> list[OutRecord]:
+        schemas, self.flat = self._schemas(plan or self.cfg.plan)
         out: list[OutRecord] = []
         now = time.time() * 1000
         for a in alerts:
@@ -75,7 +92,7 @@ class OutputEncoder:
                            for a, v in zip(group, values, strict=True))
                 continue
             for a in group:
-                own = self.schemas.get(etype)
+                own = schemas.get(etype)
                 try:
                     value = self.codec.encode(own[0], output_record(a, own[1])) if own \
                         else self.codec.encode(DERIVED, alert_record(a))
@@ -112,12 +129,34 @@ class OutputEncoder:
                          self.codec.encode(DEAD, dead_record(letter, "matcher")), None)
 
 
+def dead_records(cfg: ServiceConfig, letters: list[DeadLetter], service: str
+                 ) -> list[OutRecord]:
+    """Dead letters (failed user-defined function calls) for the dead-letter topic."""
+    return [OutRecord(cfg.topics.dead_letters, cfg.codec.encode(DEAD, dead_record(d, service)),
+                      None) for d in letters]
+
+
+def matcher_plan(plan: ExecutionPlan) -> ExecutionPlan:
+    """The plan the matcher runs: the `_acep_*` stages of a model with tables
+    stay internal (the acep service runs them and publishes what the rules
+    derive), so their matches do not leave as alerts."""
+    if plan.acep is None:
+        return plan
+    internal = plan.acep.input_types()
+    return replace(plan, matcher_stages=tuple(
+        replace(s, output_topic=None) if isinstance(s.plan, PatternPlan) and s.plan.output
+        is not None and s.plan.output.event_type in internal else s
+        for s in plan.matcher_stages))
+
+
 class MatcherHandler:
     def __init__(self, cfg: ServiceConfig) -> None:
         self.cfg = cfg
         self.codec = cfg.codec
         factory = cfg.engine_factory or default_engine_factory
-        self.procs = {j: MatcherProcessor(cfg.plan, factory) for j in cfg.partitions}
+        self.plans = PartitionPlans(cfg, lambda plan: MatcherProcessor(plan, factory),
+                                    view=matcher_plan)
+        self.procs = self.plans.procs
         self.seen = SeqFilter()  # per Kafka partition: routed batches
         self.outputs = OutputEncoder(cfg)
 
@@ -127,8 +166,27 @@ class MatcherHandler:
     def partition_inputs(self, j: int) -> list[TopicPartition]:
         return [TopicPartition(self.cfg.routed_topic, j)]
 
-    def handle(self, records: Sequence[Record]) -> list[OutRecord]:
-        by_partition: dict[int, list[RoutedBatch | Progress]] = defaultdict(list)
+    def handle(self, records: Sequence[Record]) -> dict[int, list[OutRecord]]:
+        outputs: dict[int, list[OutRecord]] = {}
+        for j, items in self._decode(records).items():
+            out = outputs[j] = []
+            for chunk, switch in segments(items):
+                if chunk:
+                    result = self.procs[j].process(cast(list[RoutedBatch | Progress], chunk))
+                    out += self.outputs.encode(result.alerts, self.plans.plan(j))
+                    out += dead_records(self.cfg, result.dead_letters, "matcher")
+                    if result.progress is not None:
+                        out.append(OutRecord(self.cfg.topics.progress, self.codec.encode(
+                            PROGRESS, progress_record(result.progress, self.cfg.actor_id, j)),
+                            b"__progress__", partition=j))
+                if switch is not None:
+                    self.plans.switch(j, switch.plan)
+        return outputs
+
+    def _decode(self, records: Sequence[Record]
+                ) -> dict[int, list[RoutedBatch | Progress | PlanSwitch]]:
+        """The fresh inputs per Kafka partition (replayed batches dropped)."""
+        by_partition: dict[int, list[RoutedBatch | Progress | PlanSwitch]] = defaultdict(list)
         for r in records:
             if r.value is None:  # a tombstone: the services never write one here
                 continue
@@ -139,24 +197,19 @@ class MatcherHandler:
                     by_partition[r.partition].append(batch)
             elif schema == PROGRESS:
                 by_partition[r.partition].append(progress_from(value))
-        out: list[OutRecord] = []
-        for j, items in by_partition.items():
-            result = self.procs[j].process(items)
-            out += self.outputs.encode(result.alerts)
-            if result.progress is not None:
-                out.append(OutRecord(self.cfg.topics.progress, self.codec.encode(
-                    PROGRESS, progress_record(result.progress, self.cfg.actor_id, j)),
-                    b"__progress__", partition=j))
-        return out
+            elif schema == SWITCH:
+                by_partition[r.partition].append(switch_from(value))
+        return by_partition
 
-    def idle(self, idle_s: float) -> list[OutRecord]:
-        return []
+    def plan_versions(self) -> dict[int, str]:
+        return dict(self.plans.versions)
 
     def snapshot_partition(self, j: int) -> Any:
-        return {"proc": self.procs[j].snapshot(), "seen": self.seen.last.get(j, -1)}
+        return {"plan": self.plans.versions[j], "proc": self.procs[j].snapshot(),
+                "seen": self.seen.last.get(j, -1)}
 
     def restore_partition(self, j: int, state: Any) -> None:
-        self.procs[j].restore(state["proc"])
+        self.plans.restore(j, state.get("plan"), state["proc"])
         if isinstance(state["seen"], int):
             self.seen.last[j] = state["seen"]
 

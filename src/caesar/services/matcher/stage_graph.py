@@ -14,7 +14,6 @@ become records.
 from __future__ import annotations
 
 import logging
-import pickle
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -28,17 +27,21 @@ from caesar.events.batch import EventBatch, StringPool, TypeColumns
 from caesar.plans.aggregate import AggregatePlan
 from caesar.plans.engine import DerivedEvent, PatternEngine
 from caesar.plans.execution import Stage
+from caesar.plans.functions import FunctionFailure
 from caesar.plans.pattern import PatternPlan
+from caesar.plans.serialize import stage_identity, state_fingerprint
 from caesar.plans.temporal import TemporalPlan
 from caesar.services.common.config import EngineFactory
-from caesar.services.common.messages import END_OF_TIME, Transaction, TxnBatch
+from caesar.services.common.messages import END_OF_TIME, DeadLetter, Transaction, TxnBatch
 from caesar.services.matcher.aggregate import AggregateExecutor
-from caesar.services.matcher.engines import build_engine
+from caesar.services.matcher.engines import build_engine, engine_state_format
 from caesar.services.matcher.output_rate import OutputLimiter
 from caesar.services.matcher.partitions import ContextPartitions
 from caesar.services.matcher.windows import WindowExecutor
+from caesar.services.store import tagged
+from caesar.services.store.state_format import StateCompatibilityError
 
-STATE_VERSION = 4  # 3: context partitions (CONTEXTS PER); 4: output limiters
+STATE_FORMAT = 3  # layout of snapshot(); 2: output limiters; 3: context partitions
 log = logging.getLogger(__name__)
 Record = dict[str, Any]  # event attributes + "type", "_ts", "_p" (partition id), "_key"
 _ABSENT = object()
@@ -129,6 +132,8 @@ class StageGraph:
         self._clock = -(2**62)  # the time of the step being run
         self._overflows_seen: dict[str, int] = {}
         self._by_id = {plan_id(s): s for s in self.stages}
+        self._identity = {plan_id(s): stage_identity(s) for s in self.stages}
+        self._fingerprint = {plan_id(s): state_fingerprint(s.plan) for s in self.stages}
         self._consumes = {plan_id(s): consumed_types(s) for s in self.stages}
         self._produces = {plan_id(s): output_type(s) for s in self.stages}
         self._consumed = frozenset(t for ts in self._consumes.values() for t in ts)
@@ -142,6 +147,9 @@ class StageGraph:
         self._keys: dict[int, str] = {}
         self._seq = 0
         self._time = -(2**62)
+        # failed user-defined function calls, as dead letters for the
+        # service to write (take_dead_letters)
+        self.dead_letters: list[DeadLetter] = []
         self.partitions = ContextPartitions(self.stream_attrs, self.context_key) \
             if self.context_key else None
         # Stages active whatever contexts hold: one engine call for all rows
@@ -173,6 +181,7 @@ class StageGraph:
         if len(events):
             outputs += self._run(events.in_pool(self.strings), active)
         self._time = ts
+        self._collect_failures()
         return outputs
 
     def step_transactions(self, ts: int, items: Sequence[tuple[Transaction, frozenset[str]]]
@@ -190,7 +199,34 @@ class StageGraph:
         outputs = [o for o, _ in released if self._emits(o.stage)]
         outputs += self._run_released(released)
         self._forget_history(watermark)
+        self._collect_failures()
         return outputs
+
+    def take_dead_letters(self) -> list[DeadLetter]:
+        out, self.dead_letters = self.dead_letters, []
+        return out
+
+    def _collect_failures(self) -> None:
+        """User-defined function calls that raised or returned a wrong value
+        (each made its value missing): one dead letter per plan and reason
+        with the number of calls, so a broken function cannot flood the topic."""
+        found: list[tuple[str, FunctionFailure]] = []
+        if self.engine is not None:
+            found += self.engine.function_failures()
+        for pid, agg in self.aggregates.items():
+            found += [(pid, f) for f in agg.take_failures()]
+        if not found:
+            return
+        counts: dict[tuple[str, str], int] = {}
+        for pid, failure in found:
+            key = (pid, str(failure))
+            counts[key] = counts.get(key, 0) + 1
+        for (pid, text), n in counts.items():
+            log.warning("plan %s: %s (%d call(s), value treated as missing)", pid, text, n,
+                        extra={"plan_id": pid})
+            self.dead_letters.append(DeadLetter(
+                "function", f"plan {pid}: {text}" + (f" ({n} calls)" if n > 1 else ""),
+                "", -1, -1))
 
     def _emits(self, stage: Stage) -> bool:
         return self._emit is None or plan_id(stage) in self._emit
@@ -516,52 +552,150 @@ class StageGraph:
                             extra={"plan_id": pid, "overflows": new})
 
     # ------------------------------------------------------------ state
-    def snapshot(self, partitions: Iterable[int]) -> bytes:
-        """Everything needed to resume these partitions (engine run state per
-        partition, aggregation tables, string pool, seq counter)."""
-        partitions = set(partitions)
+    def identities(self, plan_ids: Iterable[str]) -> list[str]:
+        """Plan ids -> the queries' stable identities (for stored state)."""
+        return sorted(self._identity[p] for p in plan_ids if p in self._identity)
+
+    def plan_ids(self, identities: Iterable[str]) -> frozenset[str]:
+        by_identity = {ident: pid for pid, ident in self._identity.items()}
+        return frozenset(by_identity[i] for i in identities if i in by_identity)
+
+    def snapshot(self, partitions: Iterable[int]) -> dict[str, Any]:
+        """Everything needed to resume these partitions, as plain data: per
+        query identity its state and the fingerprint of the plan that wrote it
+        (engine run state per partition, aggregation tables), plus the string
+        pool, seq counter and the contexts' activation history."""
+        wanted = set(partitions)
         ctx = self.partitions
         if ctx is not None:  # their stream partitions and the context partitions of those
-            streams = {ctx.stream_of(np.array([p], dtype=np.int64))[0].item() for p in partitions}
-            partitions |= streams
-            partitions |= {p for p in ctx.text
-                           if ctx.stream_of(np.array([p], dtype=np.int64))[0].item() in streams}
-        engine_state = {}
+            streams = {ctx.stream_of(np.array([p], dtype=np.int64))[0].item() for p in wanted}
+            wanted |= streams
+            wanted |= {p for p in ctx.text
+                       if ctx.stream_of(np.array([p], dtype=np.int64))[0].item() in streams}
+        partitions = sorted(wanted)
+        engine_state: dict[int, dict[str, Any]] = {}
         if self.engine is not None:
             engine_state = {p: self.engine.snapshot(p) for p in partitions}
-        aggs = {pid: a.snapshot() for pid, a in self.aggregates.items()}
-        strings = [self.strings.string(i) for i in range(len(self.strings))]
-        history = {p: list(h) for p, h in self._history.items() if p in partitions}
-        limiters = {pid: (lim.held, lim.seen, lim.closed_before)
-                    for pid, lim in self.limiters.items()}
-        return pickle.dumps((STATE_VERSION, engine_state, aggs, strings, self._seq, self._time,
-                             self._last_active, self._keys, history,
-                             ctx.state() if ctx is not None else {}, limiters))
-
-    def restore(self, state: bytes) -> None:
-        version, *rest = pickle.loads(state)
-        if version != STATE_VERSION:
-            raise PlanError(f"stage state version {version} is not {STATE_VERSION}")
-        engine_state, aggs, strings, seq, time, last_active, keys, history, ctx, limiters = rest
-        if self.partitions is not None:
-            self.partitions.restore(ctx)
-        for s in strings:
-            self.strings.code(s)
-        for pid, blob in aggs.items():
+        queries: dict[str, Any] = {}
+        for pid, ident in self._identity.items():
             if pid in self.aggregates:
-                self.aggregates[pid].restore(blob)
+                state: Any = self.aggregates[pid].snapshot()
+            else:
+                state = [[p, engine_state[p][pid]] for p in partitions
+                         if pid in engine_state.get(p, {})]
+            queries[ident] = {"plan": self._fingerprint[pid], "state": state}
+        ids = self._identity
+        return {"format": STATE_FORMAT,
+                "engine_format": _engine_format(self.engine),
+                "strings": [self.strings.string(i) for i in range(len(self.strings))],
+                "seq": self._seq, "time": self._time,
+                "last_active": [[p, sorted(ids[x] for x in a if x in ids)]
+                                for p, a in self._last_active.items() if p in partitions],
+                "keys": [[p, k] for p, k in self._keys.items() if p in partitions],
+                "history": [[p, [[ts, sorted(ids[x] for x in a if x in ids)] for ts, a in h]]
+                            for p, h in self._history.items() if p in partitions],
+                "queries": queries,
+                "context_partitions": ctx.state() if ctx is not None else {},
+                "limiters": [[self._identity[pid], tagged.encode(
+                    (lim.held, lim.seen, lim.closed_before))]
+                    for pid, lim in self.limiters.items()]}
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """The inverse of snapshot(), by query identity: a query of this plan
+        gets the state stored under its identity (or, renamed, under the
+        identity of a query with the very same plan); a stored query this plan
+        does not have is dropped; a query whose plan changed while it holds
+        state is refused (StateCompatibilityError names it)."""
+        self._check_format(state)
+        if self.partitions is not None:
+            self.partitions.restore(state["context_partitions"])
+        self._seq, self._time = int(state["seq"]), int(state["time"])
+        by_identity = {ident: pid for pid, ident in self._identity.items()}
+        stored = dict(state["queries"])
+        renamed = _renames(stored, by_identity, self._fingerprint)
+        engine_state: dict[int, dict[str, Any]] = defaultdict(dict)
+        for ident, entry in stored.items():
+            pid = self._carried(ident, entry, by_identity.get(ident) or renamed.get(ident))
+            if pid is None:
+                continue
+            if pid in self.aggregates:
+                self.aggregates[pid].restore(entry["state"])
                 self.aggregates[pid].strings = self.strings
+            else:
+                for p, data in entry["state"]:
+                    engine_state[int(p)][pid] = data
         if self.engine is not None:
-            for p, blob in engine_state.items():
-                self.engine.restore(p, blob)
-        self._seq, self._time = seq, time
-        self._last_active.update(last_active)
-        self._keys.update(keys)
-        self._history.update(history)
-        for pid, (held, seen, closed_before) in limiters.items():
+            for p, plans in engine_state.items():
+                self.engine.restore(p, plans)
+        ids = {**by_identity, **renamed}
+        self._last_active.update({int(p): frozenset(ids[x] for x in a if x in ids)
+                                  for p, a in state["last_active"]})
+        self._keys.update({int(p): k for p, k in state["keys"]})
+        self._history.update({int(p): [(int(ts), frozenset(ids[x] for x in a if x in ids))
+                                       for ts, a in h] for p, h in state["history"]})
+        for ident, data in state["limiters"]:
+            pid = ids.get(ident)
             if pid in self.limiters:
                 lim = self.limiters[pid]
-                lim.held, lim.seen, lim.closed_before = held, seen, closed_before
+                lim.held, lim.seen, lim.closed_before = tagged.decode(data)
+
+
+    def _check_format(self, state: Mapping[str, Any]) -> None:
+        if state.get("format") != STATE_FORMAT:
+            raise StateCompatibilityError(f"stage state format {state.get('format')} is not "
+                                          f"{STATE_FORMAT}")
+        if self.engine is not None and state["engine_format"] != _engine_format(self.engine):
+            raise StateCompatibilityError(
+                f"the pattern engine's state format {state['engine_format']} is not "
+                f"{_engine_format(self.engine)} (written by another engine version)")
+        for i, text in enumerate(state["strings"]):
+            if self.strings.code(text) != i:  # stored rows hold these codes
+                raise StateCompatibilityError("restoring into a graph that interned other "
+                                              "strings first")
+
+    def _carried(self, ident: str, entry: Mapping[str, Any], pid: str | None) -> str | None:
+        """The plan id a stored query's state goes to; None when it is dropped
+        (the query left the model, or it changed while holding nothing)."""
+        if pid is None:
+            if _holds(entry["state"]):
+                log.info("query %s is no longer in the model: its state is dropped", ident)
+            return None
+        if entry["plan"] != self._fingerprint[pid]:
+            if _holds(entry["state"]):
+                raise StateCompatibilityError(
+                    f"query {self._identity[pid]}: its plan changed, and the state it holds "
+                    "was written by the old plan; keep the query as it was, or give the "
+                    "changed query a new name so that it starts empty")
+            return None
+        return pid
+
+
+def _engine_format(engine: PatternEngine | None) -> str:
+    return engine_state_format(engine)
+
+
+def _holds(state: Any) -> bool:
+    """Does a stored query state hold anything (an aggregate's open windows,
+    an engine's partitions)?"""
+    if isinstance(state, dict):  # an aggregate's open windows; a count/session window: any
+        return bool(state.get("slots", True))
+    return bool(state)
+
+
+def _renames(stored: Mapping[str, Any], current: Mapping[str, str],
+             fingerprints: Mapping[str, str]) -> dict[str, str]:
+    """Stored identity -> plan id for queries renamed without other change:
+    the stored and the new query have the same plan fingerprint and that
+    fingerprint is unique on both sides."""
+    gone = {i: e["plan"] for i, e in stored.items() if i not in current}
+    new = {pid: fingerprints[pid] for i, pid in current.items() if i not in stored}
+    out = {}
+    for ident, fp in gone.items():
+        olds = [i for i, f in gone.items() if f == fp]
+        news = [pid for pid, f in new.items() if f == fp]
+        if len(olds) == 1 and len(news) == 1:
+            out[ident] = news[0]
+    return out
 
 
 def _decode(fields: Mapping[str, Any], strings: StringPool) -> dict[str, Any]:

@@ -46,6 +46,7 @@ cdef enum:
     OP_OR = 16
     OP_CALL = 17
     OP_AGG = 18
+    OP_UDF = 19     # a user-defined function (a Python call, vm.call_udf)
 
 # "no timestamp": below every event time
 cdef extern from *:

@@ -29,6 +29,7 @@ cdef u8 aggregate(PlanRT p, int func, int c, int sub, Env* env, Cell* out) excep
 cdef bint checks(PlanRT p, int level, Env* env) except -1
 cdef bint negchecks(PlanRT p, int c, Env* env) except -1
 cdef object pyvalue(u8 k, Cell v, pool)
+cdef u8 call_udf(PlanRT p, int f, int n, Cell* args, u8* kinds) except 255
 cdef object key_of(u8 k, Cell v)
 
 

@@ -33,7 +33,10 @@ from caesar.services.matcher.typedefs cimport (
     OP_NOT,
     OP_OR,
     OP_SUB,
+    OP_UDF,
 )
+
+from caesar.plans.functions import FunctionFailure
 
 
 cdef extern from *:
@@ -367,10 +370,42 @@ cdef u8 eval_prog(PlanRT p, int prog, Env* env, Cell* out) except 255:
         elif op == OP_AGG:
             sk[sp] = aggregate(p, a, b, c, env, &sv[sp])
             sp += 1
+        elif op == OP_UDF:
+            # a = function, b = number of arguments
+            sp -= b
+            sk[sp] = call_udf(p, a, b, &sv[sp], &sk[sp])
+            sp += 1
     if sp <= 0:
         return K_MISSING
     out[0] = sv[sp - 1]
     return sk[sp - 1]
+
+
+cdef u8 call_udf(PlanRT p, int f, int n, Cell* args, u8* kinds) except 255:
+    """Call user-defined function f of the plan with the n values at args
+    (plans/functions.py: missing if an argument is; a failure is missing and
+    kept in p.failures); its result goes to args[0], its kind is returned."""
+    cdef int i
+    cdef object value
+    for i in range(n):
+        if kinds[i] == K_MISSING:
+            return K_MISSING
+    udf = p.functions[f]
+    try:
+        value = udf.invoke([pyvalue(kinds[i], args[i], p.pool) for i in range(n)])
+    except FunctionFailure as failure:
+        p.failures.append(failure)
+        return K_MISSING
+    if value is None:
+        return K_MISSING
+    if udf.returns == "float":
+        args[0].f = value
+        return K_FLOAT
+    if udf.returns == "string":
+        args[0].i = p.pool.code(value)
+        return K_STR
+    args[0].i = value  # int (checked to fit in 64 bits) or bool
+    return K_BOOL if udf.returns == "bool" else K_INT
 
 
 cdef bint checks(PlanRT p, int level, Env* env) except -1:

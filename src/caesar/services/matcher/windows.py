@@ -23,7 +23,6 @@ an event older than the watermark is dropped, as by the time windows.
 
 from __future__ import annotations
 
-import pickle
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,10 +33,12 @@ import numpy as np
 from caesar.errors import PlanError
 from caesar.events.batch import StringPool, TypeColumns
 from caesar.plans.aggregate import AggregatePlan
+from caesar.plans.functions import FunctionFailure
 from caesar.services.matcher.column_eval import ColumnEvaluator, attributes, columns_from_records
 from caesar.services.matcher.expr_eval import MISSING, aggregate, overflows
+from caesar.services.store import tagged
 
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: plain data (services/store/tagged.py)
 GroupKey = tuple[Any, ...]  # (partition, group-by values...)
 
 
@@ -46,6 +47,10 @@ class _Session:
     start: int
     last: int
     values: list[tuple[Any, ...]] = field(default_factory=list)  # per event, per aggregate
+
+
+tagged.register(_Session)
+tagged.register_singleton("missing", MISSING)
 
 
 class WindowExecutor:
@@ -83,6 +88,11 @@ class WindowExecutor:
     @strings.setter
     def strings(self, pool: StringPool) -> None:
         self.evaluator.strings = pool
+
+    def take_failures(self) -> list[FunctionFailure]:
+        """Failed user-defined function calls since the last take."""
+        out, self.evaluator.failures = self.evaluator.failures, []
+        return out
 
     @property
     def overflows(self) -> int:
@@ -205,18 +215,18 @@ class WindowExecutor:
                    for c in self.plan.having)
 
     # -- state for the store
-    def snapshot(self) -> bytes:
+    def snapshot(self) -> dict[str, Any]:
+        """Plain data (services/store/tagged.py), with the strings its rows' codes name."""
         strings = [self.strings.string(i) for i in range(len(self.strings))]
-        return pickle.dumps((STATE_VERSION, self.watermark, self._keys,
-                             {g: list(d) for g, d in self._recent.items()}, self._seen,
-                             self._sessions, self._closed, strings))
+        return {"format": STATE_VERSION, "state": tagged.encode(
+            (self.watermark, self._keys, {g: list(d) for g, d in self._recent.items()},
+             self._seen, self._sessions, self._closed, strings))}
 
-    def restore(self, state: bytes) -> None:
-        version, *rest = pickle.loads(state)
-        if version != STATE_VERSION:
-            raise PlanError(f"window state version {version} is not {STATE_VERSION}")
+    def restore(self, state: Mapping[str, Any]) -> None:
+        if state.get("format") != STATE_VERSION:
+            raise PlanError(f"window state version {state.get('format')} is not {STATE_VERSION}")
         (self.watermark, self._keys, recent, self._seen, self._sessions, self._closed,
-         strings) = rest
+         strings) = tagged.decode(state["state"])
         self._recent = {g: deque(d, maxlen=self.plan.size) for g, d in recent.items()}
         pool = StringPool()
         for s in strings:

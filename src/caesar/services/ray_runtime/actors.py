@@ -46,7 +46,8 @@ class ServiceActor:
         cfg = ServiceConfig(plan=plan, topics=settings.topics, codec=make_codec(settings),
                             partitions=tuple(partitions), actor_id=actor_id,
                             allowance=options.get("allowance", 0),
-                            idle_flush_s=options.get("idle_flush_s"),
+                            max_ahead=options.get("max_ahead"),
+                            ahead_confirm=options.get("ahead_confirm", 100),
                             engine_factory=options.get("engine_factory"))
         self.loop = make_loop(service, cfg, bus, group_prefix=options.get("group_prefix", "caesar"),
                               batch_size=settings.kafka.consume_batch_size,
@@ -73,10 +74,11 @@ class ServiceActor:
         return {"service": self.service, "actor": self.actor_id, "pid": os.getpid(),
                 "records_in": s.records_in,
                 "records_out": s.records_out, "batches": s.batches, "commits": s.commits,
-                "restored_from": s.restored_from, "error": self.error,
+                "aborts": s.aborts, "recoveries": s.recoveries, "state_bytes": s.state_bytes,
+                "restore_s": s.restore_s, "restored_from": s.restored_from, "error": self.error,
+                "plans": self.plan_versions(),
                 "alive": self._thread.is_alive(), "uptime_s": time.time() - self.started,
                 "hop_ms": s.hop_ms.as_dict(), "lag": self._lag(),
-                "state_bytes": sum(st.last_bytes for st in self.loop.stores.values()),
                 **_counters(self.loop.handler)}
 
     def _lag(self) -> int | None:
@@ -85,6 +87,30 @@ class ServiceActor:
         except Exception:  # the broker is away: the stats call must still answer
             log.warning("%s: consumer lag unavailable", self.service, exc_info=True)
             return None
+
+    # -- model upgrades (Deployment.update) --------------------------------
+    def stage_plan(self, plan_json: str) -> str:
+        """Know this plan version before the switch reaches this actor."""
+        from caesar.plans.serialize import plan_from_json
+
+        return str(self.loop.plan_book.add(plan_from_json(plan_json)))
+
+    def request_plan(self, version: str) -> None:
+        """Scheduler: switch every partition at the next transaction boundary."""
+        self.loop.plan_book.requested = version
+
+    def plan_versions(self) -> dict[int, str]:
+        versions: dict[int, str] = self.loop.handler.plan_versions()  # type: ignore[attr-defined]
+        return versions
+
+    def plan_json(self) -> str:
+        """The plan most of this actor's partitions run."""
+        from collections import Counter
+
+        from caesar.plans.serialize import plan_json
+
+        counts = Counter(self.plan_versions().values())
+        return plan_json(self.loop.plan_book.get(counts.most_common(1)[0][0]))
 
     def stop(self) -> dict[str, Any]:
         self._stop.set()

@@ -3,6 +3,12 @@
 Parallelism: the internal topics have P partitions; each service runs
 `actors_per_service` actors, actor i owning the partitions j with
 j % actors_per_service == i (its group). Consumer group per service.
+
+`update(plan)` (`caesar deploy --update MODEL`) swaps the model while input
+keeps flowing: the driver checks that every query's state can carry over
+(services/common/plans.py), puts the new plan on the plans topic, stages it
+in every actor, then asks the schedulers to switch; the switch crosses every
+service in the data, partition by partition (services/common/switching.py).
 """
 
 from __future__ import annotations
@@ -13,11 +19,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from caesar.errors import CaesarError, RuntimeEnvironmentError
+from caesar.errors import ConfigError, RuntimeEnvironmentError
 from caesar.logs import settings_from_env
 from caesar.plans.execution import ExecutionPlan
+from caesar.runtime.ray_local import use_token_auth
 from caesar.services.common.config import RunnerOptions, ServiceConfig
-from caesar.services.wiring import SERVICES, service_topics
+from caesar.services.common.plans import UpgradeError, UpgradePlan, check_upgrade, publish_plan
+from caesar.services.wiring import SERVICES, service_topics, services_of
 from caesar.settings import Settings
 
 
@@ -29,9 +37,12 @@ def partition_groups(partitions: int, actors: int) -> list[tuple[int, ...]]:
 class Deployment:
     def __init__(self, plan: ExecutionPlan, settings: Settings, *, actors_per_service: int | None = None,
                  options: RunnerOptions | None = None) -> None:
-        if plan.acep is not None:
-            raise CaesarError("shared tables and rules (ACEP) run in embedded mode "
-                              "(caesar run, model.session()); not yet on Kafka + Ray")
+        local = [f.name for f in plan.functions if f.target is None]
+        if local:
+            # actors import functions by path (a plan carries no code)
+            raise ConfigError(f"function(s) {', '.join(local)} cannot be deployed: define "
+                              "them at module level in an importable module, or pass "
+                              "'package.module:function' (settings.functions)")
         self.plan, self.settings = plan, settings
         self.options: RunnerOptions = options.copy() if options else {}
         # The actors log like this driver (caesar.logs): level and format.
@@ -55,24 +66,114 @@ class Deployment:
         finally:
             bus.close()
 
+    @property
+    def prefix(self) -> str:
+        return str(self.options.get("group_prefix", "caesar"))
+
+    def _publish(self, plan: ExecutionPlan) -> str:
+        from caesar.bus.kafka import KafkaBus
+
+        bus = KafkaBus(self.settings.kafka)
+        try:
+            return publish_plan(bus, self.settings.topics.plans, plan)
+        finally:
+            bus.close()
+
     def start(self) -> None:
         from caesar.services.ray_runtime.actors import RemoteServiceActor
 
         self.create_topics()
+        self._publish(self.plan)
         groups = partition_groups(self.settings.topics.partitions, self.actors_per_service)
         settings_json = self.settings.model_dump_json()
         prefix = self.options.get("group_prefix", "caesar")
-        for service in SERVICES:
+        for service in services_of(self.plan):
+            # One ACEP actor owns every partition: the tables are shared by all.
+            owned = [tuple(range(self.settings.topics.partitions))] if service == "acep" \
+                else groups
             self.actors[service] = [
                 RemoteServiceActor.options(name=f"{prefix}-{service}-{i}").remote(
                     service, self.plan, settings_json, group, f"{service}-{i}", self.options)
-                for i, group in enumerate(groups)]
+                for i, group in enumerate(owned)]
 
     def stats(self) -> dict[str, list[dict[str, Any]]]:
         import ray
 
         return {s: ray.get([a.stats.remote() for a in actors], timeout=60)
                 for s, actors in self.actors.items()}
+
+    @classmethod
+    def attach(cls, settings: Settings, group_prefix: str = "caesar") -> Deployment:
+        """The deployment running under `group_prefix` (its actors found by
+        name in the settings' Ray namespace), e.g. to update it from another
+        process. RuntimeEnvironmentError when none runs."""
+        import ray
+
+        from caesar.plans.serialize import plan_from_json
+
+        actors: dict[str, list[Any]] = {}
+        for service in SERVICES:
+            found: list[Any] = []
+            while True:
+                try:
+                    found.append(ray.get_actor(f"{group_prefix}-{service}-{len(found)}",
+                                               namespace=settings.ray.namespace))
+                except ValueError:
+                    break
+            if not found:
+                raise RuntimeEnvironmentError(
+                    f"no running deployment {group_prefix!r} in Ray namespace "
+                    f"{settings.ray.namespace!r} (no actor {group_prefix}-{service}-0)")
+            actors[service] = found
+        plan = plan_from_json(ray.get(actors["matcher"][0].plan_json.remote(), timeout=60))
+        dep = cls(plan, settings, actors_per_service=len(actors["matcher"]),
+                  options={"group_prefix": group_prefix})
+        dep.actors = actors
+        return dep
+
+    def update(self, plan: ExecutionPlan, timeout_s: float = 300.0,
+               progress: Callable[[str], None] | None = None) -> UpgradePlan:
+        """Swap the running model for `plan` without stopping the input:
+        UpgradeError (nothing changed) when a query's state cannot carry over."""
+        import ray
+
+        from caesar.plans.serialize import plan_json
+
+        change = check_upgrade(self.plan, plan)
+        old_inputs = {t.topic for t in self.plan.event_types if t.topic}
+        new_inputs = {t.topic for t in plan.event_types if t.topic}
+        if old_inputs != new_inputs:
+            raise UpgradeError(f"the input topics changed ({sorted(old_inputs)} -> "
+                               f"{sorted(new_inputs)}): the schedulers read a fixed set; "
+                               "deploy the new model anew instead")
+        say = progress or (lambda _: None)
+        old_plan, self.plan = self.plan, plan
+        try:
+            self.create_topics()  # the new model's output topics
+        finally:
+            self.plan = old_plan
+        version = self._publish(plan)
+        text = plan_json(plan)
+        actors = [a for group in self.actors.values() for a in group]
+        ray.get([a.stage_plan.remote(text) for a in actors], timeout=120)
+        say(f"staged plan {version} in {len(actors)} actors; switching: {change.summary()}")
+        deadline = time.monotonic() + timeout_s
+        while True:
+            # asked again until done: a scheduler restarted meanwhile forgot the request
+            ray.get([a.request_plan.remote(version) for a in self.actors["scheduler"]],
+                    timeout=60)
+            versions = ray.get([a.plan_versions.remote() for a in actors], timeout=60)
+            behind = sum(1 for v in versions for got in v.values() if got != version)
+            if not behind:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeEnvironmentError(
+                    f"the model upgrade to {version} did not reach {behind} partition(s) "
+                    f"within {timeout_s:.0f} s (it goes on; see `stats()`)")
+            time.sleep(0.5)
+        self.plan = plan
+        say(f"every partition of every service runs plan {version}")
+        return change
 
     def kill(self, service: str, index: int = 0) -> None:
         """Kill one actor; Ray restarts it (max_restarts=-1)."""
@@ -96,6 +197,7 @@ def deploy_model(plan: ExecutionPlan, *, model_text: str, settings_file: Path | 
                  ray_address: str | None, run_for: float, console: Any,
                  options: RunnerOptions | None = None, observe_host: str = "127.0.0.1",
                  observe_port: int = 9464) -> None:
+    use_token_auth()
     import ray
 
     from caesar.settings import load_settings
@@ -137,6 +239,28 @@ def deploy_model(plan: ExecutionPlan, *, model_text: str, settings_file: Path | 
             observation.stop()
         dep.stop()
         console.print("stopped")
+
+
+def update_model(plan: ExecutionPlan, *, settings_file: Path | None, ray_address: str | None,
+                 prefix: str, console: Any) -> UpgradePlan:
+    """`caesar deploy --update MODEL`: attach to the running deployment, swap its model."""
+    use_token_auth()
+    import ray
+
+    from caesar.settings import load_settings
+
+    settings = load_settings(settings_file)
+    address = ray_address or settings.ray.address
+    try:
+        ray.init(address=address, namespace=settings.ray.namespace, include_dashboard=False,
+                 log_to_driver=False, ignore_reinit_error=True)
+    except Exception as exc:  # ConnectionError and Ray's own errors
+        raise RuntimeEnvironmentError(f"cannot reach Ray at {address or 'local'}: {exc}") from exc
+    dep = Deployment.attach(settings, prefix)
+    change = dep.update(plan, progress=lambda text: console.print(text, soft_wrap=True))
+    console.print(f"updated {prefix} to {plan.model} ({change.new}): {change.summary()}",
+                  soft_wrap=True)
+    return change
 
 
 def _stop_on_sigterm() -> Callable[[], None]:

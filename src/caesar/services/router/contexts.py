@@ -57,6 +57,15 @@ class ContextResolver:
     def names(self, vector: int) -> tuple[str, ...]:
         return tuple(sorted(n for b, n in self.names_by_bit.items() if vector >> b & 1))
 
+    def vector(self, names: Iterable[str]) -> int:
+        """The inverse of names(); contexts this plan does not have are left out
+        (stored state of another model version)."""
+        out = 0
+        for n in names:
+            if n in self.bits:
+                out |= 1 << self.bits[n]
+        return out
+
     # ---------------------------------------------------------- stages
     def stage_masks(self, stage: Stage) -> tuple[int, ...]:
         return tuple(self.mask(c) for c in stage.contexts)

@@ -14,12 +14,14 @@ the stages it owned are told to discard their partial matches first.
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from caesar.plans.execution import ExecutionPlan
+from caesar.plans.serialize import stage_identity
 from caesar.services.common.messages import (
     ContextChange,
     Discard,
@@ -50,6 +52,7 @@ class RouterProcessor:
     def __init__(self, plan: ExecutionPlan) -> None:
         self.resolver = ContextResolver(plan)
         self.activation = StageActivation(self.resolver, plan.matcher_stages)
+        self._identity = {s.plan.plan_id: stage_identity(s) for s in plan.matcher_stages}
         # Context-independent plans: stage -> masks of the contexts its outputs need.
         self._filters = [(pid, tuple(self.resolver.mask(c) for c in ctxs))
                          for pid, ctxs in getattr(plan, "context_filters", {}).items()]
@@ -200,24 +203,52 @@ class RouterProcessor:
         return vector, ended
 
     # state for the store
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
+        """Plain data (services/store/state_format.py); context vectors by
+        name, stages by identity."""
+        names = self.resolver.names
+        ident = self._identity
         pending = TxnBatch.concat(list(self.pending)) if self.pending else None
-        return {"pending": [] if pending is None else pending.transactions(),
-                "changes": {p: list(q) for p, q in self.changes.items()},
-                "vectors": dict(self.vectors), "scheduler_wm": self.scheduler_wm,
-                "deriver_done": self.deriver_done, "forwarded": self.forwarded,
-                "events_by_set": dict(self._events_by_set),
-                "skipped_transactions": self.skipped_transactions}
+        return {"pending": [] if pending is None else
+                [txn_data(t) for t in pending.transactions()],
+                "changes": [[c.partition, c.key, c.ts, list(names(c.vector)), list(c.contexts)]
+                            for q in self.changes.values() for c in q],
+                "vectors": [[p, list(names(v))] for p, v in self.vectors.items()],
+                "scheduler_wm": self.scheduler_wm, "deriver_done": self.deriver_done,
+                "forwarded": self.forwarded,
+                "events_by_set": [[sorted(ident.get(pid, pid) for pid in active), n]
+                                  for active, n in self._events_by_set.items()],
+                "skipped_transactions": self.skipped_transactions,
+                "routed_transactions": self.routed_transactions}
 
-    def restore(self, state: dict) -> None:
-        self.pending = deque([TxnBatch.of(state["pending"], self.schemas)]
-                             if state["pending"] else [])
-        self.changes = {p: deque(q) for p, q in state["changes"].items()}
-        self.vectors = dict(state["vectors"])
-        self.scheduler_wm, self.deriver_done = state["scheduler_wm"], state["deriver_done"]
-        self.forwarded = state["forwarded"]
-        self._events_by_set = Counter(state.get("events_by_set", {}))
-        self.skipped_transactions = state["skipped_transactions"]
+    def restore(self, state: Mapping[str, Any]) -> None:
+        vector = self.resolver.vector
+        pending = [txn_from_data(t) for t in state["pending"]]
+        self.pending = deque([TxnBatch.of(pending, self.schemas)] if pending else [])
+        self.changes = {}
+        for p, key, ts, names, contexts in state["changes"]:
+            self.changes.setdefault(int(p), deque()).append(
+                ContextChange(int(p), key, int(ts), self.resolver.effective(vector(names)),
+                              tuple(contexts)))
+        self.vectors = {int(p): self.resolver.effective(vector(names))
+                        for p, names in state["vectors"]}
+        self.scheduler_wm = int(state["scheduler_wm"])
+        self.deriver_done = int(state["deriver_done"])
+        self.forwarded = int(state["forwarded"])
+        by_identity = {i: pid for pid, i in self._identity.items()}
+        self._events_by_set = Counter({frozenset(by_identity[i] for i in active
+                                                 if i in by_identity): int(n)
+                                       for active, n in state["events_by_set"]})
+        self.skipped_transactions = int(state["skipped_transactions"])
+        self.routed_transactions = int(state["routed_transactions"])
+
+
+def txn_data(t: Transaction) -> list[Any]:
+    return [t.partition, t.key, t.ts, [dict(e) for e in t.events]]
+
+
+def txn_from_data(d: list[Any]) -> Transaction:
+    return Transaction(int(d[0]), d[1], int(d[2]), tuple(dict(e) for e in d[3]))
 
 
 def _partition_counts(batch: TxnBatch) -> tuple[np.ndarray, np.ndarray]:

@@ -1,17 +1,27 @@
-"""Keyed state of a service actor in a compacted changelog topic, plus a
-checkpoint record naming the input offsets that state covers.
+"""A service's state in its changelog topic, one changelog partition per Kafka
+partition j of the service's inputs, so whichever actor owns j after a
+regrouping restores exactly j's state.
 
-State is the actor's processors' snapshot (pickled, zlib, split into chunks
-below the broker's message limit), named by a header record keyed by the
-actor id that carries the format version, epoch and covered offsets. Recovery reads the changelog to its end, takes the
-newest record of the actor, restores it and resumes the inputs at the offsets
-it covers: work after those offsets is redone (at-least-once; downstream
-services drop replayed transactions by their per-partition sequence number).
+A checkpoint of partition j is written inside the runner's Kafka transaction
+(ServiceLoop.commit), together with the outputs and the input offsets it
+covers, so it becomes visible exactly when they do:
+
+    "j/0" ... "j/n-1"   chunks of the state (msgpack, state_format.py), each
+                        below the broker's message limit
+    "j"                 the header: format, chunk count, size, CRC, and the
+                        input offsets the state covers
+    tombstones          for chunk keys of a bigger earlier checkpoint
+
+Keys repeat from checkpoint to checkpoint, so the compacted topic keeps one
+checkpoint per partition. Restoring reads only the tail of partition j (the
+newest header is the last record of its transaction, its chunks right before
+it), not the whole log: restart time does not grow with uptime. A small
+Checkpoint record per partition goes to the checkpoints topic for operators.
 """
 
 from __future__ import annotations
 
-import pickle
+import logging
 import time
 import zlib
 from collections.abc import Mapping
@@ -19,140 +29,179 @@ from typing import Any
 
 from caesar.bus.errors import BusError
 from caesar.bus.protocol import Bus, BusProducer
-from caesar.bus.records import OutRecord, TopicPartition
+from caesar.bus.reading import read_to_end
+from caesar.bus.records import OutRecord, Record, TopicPartition
 from caesar.codecs import Codec
 from caesar.errors import CaesarError
+from caesar.services.store.state_format import (
+    PICKLE_FORMAT,
+    STATE_FORMAT,
+    StateFormatError,
+    pack,
+    unpack,
+)
 
-STATE_FORMAT = 2
 CHUNK_BYTES = 512 * 1024  # below Kafka's default 1 MB message limit
 CHANGELOG = "caesar.ChangelogRecord"
 CHECKPOINT = "caesar.Checkpoint"
+log = logging.getLogger(__name__)
 
 
 class StoreError(CaesarError):
     """A state store cannot be written or restored."""
 
 
-class CheckpointStore:
+class StateStore:
+    """The changelog of one service (all its Kafka partitions)."""
+
     def __init__(self, bus: Bus, codec: Codec, *, changelog_topic: str, checkpoints_topic: str,
-                 service: str, actor: str, restore_timeout_s: float = 60.0) -> None:
+                 service: str, restore_timeout_s: float = 60.0) -> None:
         self.bus, self.codec = bus, codec
         self.changelog_topic, self.checkpoints_topic = changelog_topic, checkpoints_topic
-        self.service, self.actor = service, actor
-        self.key = actor.encode()
+        self.service = service
         self.restore_timeout_s = restore_timeout_s
-        self.epoch = 0
-        self._previous_chunks: list[bytes] = []
+        self._chunks: dict[int, int] = {}  # partition -> chunks of its last checkpoint
+        self.epoch: dict[int, int] = {}
         self.bytes_written = 0
         self.last_bytes = 0  # size of the newest state written (compressed), for metrics
 
-    def write(self, producer: BusProducer, state: Any, covers: Mapping[TopicPartition, int],
-              ts: int) -> None:
-        """Queue the state (compressed, in chunks below Kafka's message limit),
-        then the header naming them with the input offsets they cover, then
-        tombstones for the previous epoch's chunks. The caller flushes the
-        producer before committing input offsets (see ServiceLoop.commit);
-        one partition keeps the order, so a delivered header implies its chunks."""
-        self.epoch += 1
-        blob = zlib.compress(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), 1)
+    # ------------------------------------------------------------ write
+    def write(self, producer: BusProducer, j: int, state: Any,
+              covers: Mapping[TopicPartition, int], ts: int) -> int:
+        """Queue partition j's checkpoint into the producer's open transaction;
+        returns its size in bytes."""
+        blob = zlib.compress(pack(state), 1)
         self.last_bytes = len(blob)
         chunks = [blob[i:i + CHUNK_BYTES] for i in range(0, len(blob), CHUNK_BYTES)] or [b""]
         offsets = [{"topic": tp.topic, "partition": tp.partition, "offset": off}
                    for tp, off in sorted(covers.items())]
         wall = int(time.time() * 1000)
-        out: list[OutRecord] = []
-        chunk_keys = []
-        for i, chunk in enumerate(chunks):
-            key = f"{self.actor}/{self.epoch}/{i}".encode()
-            chunk_keys.append(key)
-            out.append(OutRecord(self.changelog_topic, self._changelog(key, chunk, [], ts, wall),
-                                 key, partition=0))
-        header = pickle.dumps((STATE_FORMAT, self.epoch, len(chunks)))
+        out = [OutRecord(self.changelog_topic,
+                         self._record(f"{j}/{i}".encode(), chunk, [], ts, wall),
+                         f"{j}/{i}".encode(), partition=j)
+               for i, chunk in enumerate(chunks)]
+        header = pack({"format": STATE_FORMAT, "service": self.service, "partition": j,
+                       "chunks": len(chunks), "bytes": len(blob), "crc": zlib.crc32(blob)})
         out.append(OutRecord(self.changelog_topic,
-                             self._changelog(self.key, header, offsets, ts, wall), self.key,
-                             partition=0))
-        out += [OutRecord(self.changelog_topic, None, key, partition=0)
-                for key in self._previous_chunks]
-        self._previous_chunks = chunk_keys
+                             self._record(str(j).encode(), header, offsets, ts, wall),
+                             str(j).encode(), partition=j))
+        out += [OutRecord(self.changelog_topic, None, f"{j}/{i}".encode(), partition=j)
+                for i in range(len(chunks), self._chunks.get(j, 0))]
+        self._chunks[j] = len(chunks)
+        self.epoch[j] = self.epoch.get(j, 0) + 1
         checkpoint = self.codec.encode(CHECKPOINT, {
-            "version": 1, "service": self.service, "actor": self.actor, "epoch": self.epoch,
-            "inputs": offsets, "changelogs": [], "state_format": STATE_FORMAT, "wall_ms": wall})
-        out.append(OutRecord(self.checkpoints_topic, checkpoint, self.key, partition=0))
+            "version": 1, "service": self.service, "actor": f"{self.service}-p{j}",
+            "epoch": self.epoch[j], "inputs": offsets, "changelogs": [],
+            "state_format": STATE_FORMAT, "wall_ms": wall})
+        out.append(OutRecord(self.checkpoints_topic, checkpoint,
+                             f"{self.service}/{j}".encode()))
         producer.produce(out)
-        self.bytes_written = len(blob)
+        self.bytes_written += len(blob)
+        return len(blob)
+
+    def _record(self, key: bytes, state: bytes, offsets: list, ts: int, wall: int) -> bytes:
+        return self.codec.encode(CHANGELOG, {
+            "version": 1, "store": self.service, "state_format": STATE_FORMAT, "key": key,
+            "state": state, "covers": offsets, "ts": ts, "wall_ms": wall})
+
+    # ------------------------------------------------------------ restore
+    def load(self, j: int) -> tuple[Any, dict[TopicPartition, int]] | None:
+        """Partition j's newest committed state and the input offsets it covers,
+        or None when it has none."""
+        tp = TopicPartition(self.changelog_topic, j)
+        end = self._end_offset(tp)
+        window = 64
+        while True:
+            start = max(0, end - window)
+            found = self._scan(tp, j, start)
+            if found is not None:
+                return found
+            if start == 0:
+                return None
+            window *= 8
 
     def _end_offset(self, tp: TopicPartition) -> int:
-        """End offset, waiting out a topic whose leader is not elected yet."""
+        """End offset, waiting out a partition whose leader is not elected yet."""
         deadline = time.monotonic() + self.restore_timeout_s
         while True:
             try:
                 return self.bus.end_offsets([tp]).get(tp, 0)
             except BusError as exc:
                 if time.monotonic() > deadline:
-                    raise StoreError(f"{self.actor}: cannot read {tp.topic}: {exc}") from exc
+                    raise StoreError(f"{self.service}: cannot read {tp.topic}[{tp.partition}]: "
+                                     f"{exc}") from exc
                 time.sleep(0.5)
 
-    def _changelog(self, key: bytes, state: bytes, offsets: list, ts: int, wall: int) -> bytes:
-        return self.codec.encode(CHANGELOG, {
-            "version": 1, "store": self.service, "state_format": STATE_FORMAT, "key": key,
-            "state": state, "covers": offsets, "ts": ts, "wall_ms": wall})
-
-    def load(self) -> tuple[Any, dict[TopicPartition, int]] | None:
-        """The newest state of this actor and the input offsets it covers, or None."""
-        tp = TopicPartition(self.changelog_topic, 0)
-        end = self._end_offset(tp)
-        if end == 0:
-            return None
-        header, chunks = self._read_changelog(tp, end)
+    def _scan(self, tp: TopicPartition, j: int, start: int
+              ) -> tuple[Any, dict[TopicPartition, int]] | None:
+        """The newest complete checkpoint found reading from `start`; None when
+        the window holds no header or not all of its chunks."""
+        header, chunks = self._read_window(tp, j, start)
         if header is None:
             return None
-        return self._assemble(header, chunks)
-
-    def _read_changelog(self, tp: TopicPartition, end: int
-                        ) -> tuple[bytes | None, dict[bytes, bytes]]:
-        """This actor's newest header and its live state chunks, read up to `end`."""
-        consumer = self.bus.consumer(f"caesar-restore-{self.actor}")
-        header = None
-        chunks: dict[bytes, bytes] = {}
-        prefix = f"{self.actor}/".encode()
+        record = self._decode(header.value)
+        if record["state_format"] != STATE_FORMAT:
+            raise StoreError(self._format_message(record["state_format"], tp))
+        meta = unpack(record["state"])
+        if not isinstance(meta, dict) or meta.get("format") != STATE_FORMAT:
+            raise StoreError(f"{self.service}: the checkpoint header of {tp.topic}[{j}] is not "
+                             f"state format {STATE_FORMAT}")
+        parts = []
+        for i in range(int(meta["chunks"])):
+            chunk = chunks.get(f"{j}/{i}".encode())
+            if chunk is None or chunk.offset > header.offset:
+                return None  # not in this window: read from further back
+            parts.append(self._decode(chunk.value)["state"] or b"")
+        blob = b"".join(parts)
+        if zlib.crc32(blob) != meta["crc"] or len(blob) != meta["bytes"]:
+            raise StoreError(f"{self.service}: checkpoint of {tp.topic}[{j}] is corrupted "
+                             f"(size or CRC mismatch)")
         try:
-            consumer.assign([tp], {tp: 0})
-            position = 0
-            deadline = time.monotonic() + self.restore_timeout_s
-            while position < end:
-                if time.monotonic() > deadline:  # never loop without progress
-                    raise StoreError(f"{self.actor}: restoring {self.changelog_topic} stalled at "
-                                     f"offset {position} of {end}")
-                for rec in consumer.poll(1000, 1.0):
-                    position = rec.offset + 1
-                    if rec.key == self.key and rec.value is not None:
-                        header = rec.value
-                    elif rec.key is not None and rec.key.startswith(prefix):
-                        if rec.value is None:
-                            chunks.pop(rec.key, None)
-                        else:
-                            chunks[rec.key] = rec.value
-        finally:
-            consumer.close()
+            state = unpack(zlib.decompress(blob))
+        except zlib.error as exc:
+            raise StoreError(f"{self.service}: checkpoint of {tp.topic}[{j}] does not "
+                             f"decompress: {exc}") from exc
+        except StateFormatError as exc:
+            raise StoreError(f"{self.service}: checkpoint of {tp.topic}[{j}]: {exc}") from exc
+        self._chunks[j] = int(meta["chunks"])
+        covers = {TopicPartition(o["topic"], o["partition"]): o["offset"]
+                  for o in record["covers"]}
+        return state, covers
+
+    def _read_window(self, tp: TopicPartition, j: int, start: int
+                     ) -> tuple[Record | None, dict[bytes, Record]]:
+        """The last header of partition j from `start` on, and the chunks
+        (tombstones applied) seen up to the end."""
+        header: Record | None = None
+        chunks: dict[bytes, Record] = {}
+        head_key = str(j).encode()
+        try:
+            for batch in read_to_end(self.bus, [tp], {tp: start},
+                                     timeout_s=self.restore_timeout_s):
+                for rec in batch:
+                    if rec.key == head_key:
+                        header = rec if rec.value is not None else None
+                    elif rec.key is not None and rec.value is None:
+                        chunks.pop(rec.key, None)
+                    elif rec.key is not None:
+                        chunks[rec.key] = rec
+        except BusError as exc:
+            raise StoreError(f"{self.service}: restoring {tp.topic}[{j}]: {exc}") from exc
         return header, chunks
 
-    def _assemble(self, header: bytes, chunks: dict[bytes, bytes]
-                  ) -> tuple[Any, dict[TopicPartition, int]]:
-        """The state the header names, from its chunks, and the offsets it covers."""
-        record = self.codec.decode_as(CHANGELOG, header)
-        fmt, epoch, count = pickle.loads(record["state"])
-        if fmt != STATE_FORMAT:
-            raise StoreError(f"{self.actor}: state format {fmt} cannot be read by format "
-                             f"{STATE_FORMAT}; reset the changelog {self.changelog_topic}")
-        parts = []
-        for i in range(count):
-            raw = chunks.get(f"{self.actor}/{epoch}/{i}".encode())
-            if raw is None:
-                raise StoreError(f"{self.actor}: chunk {i} of checkpoint epoch {epoch} is missing "
-                                 f"from {self.changelog_topic}")
-            parts.append(self.codec.decode_as(CHANGELOG, raw)["state"])
-        state = pickle.loads(zlib.decompress(b"".join(parts)))
-        self.epoch = epoch
-        self._previous_chunks = [f"{self.actor}/{epoch}/{i}".encode() for i in range(count)]
-        covers = {TopicPartition(o["topic"], o["partition"]): o["offset"] for o in record["covers"]}
-        return state, covers
+    def _decode(self, value: bytes | None) -> dict[str, Any]:
+        try:
+            return self.codec.decode_as(CHANGELOG, value or b"")
+        except Exception as exc:
+            raise StoreError(f"{self.service}: a record of {self.changelog_topic} is not a "
+                             f"changelog record: {exc}") from exc
+
+    def _format_message(self, fmt: int, tp: TopicPartition) -> str:
+        if fmt == PICKLE_FORMAT:
+            why = ("it was written with pickle by an earlier CAESAR version; pickled bytes "
+                   "from a topic are never loaded (they could run code)")
+        else:
+            why = f"this CAESAR reads state format {STATE_FORMAT} only"
+        return (f"{self.service}: {tp.topic}[{tp.partition}] holds state format {fmt}: {why}. "
+                f"Start from empty state: delete the topic {tp.topic} (and reset the "
+                f"consumer groups' offsets) or deploy with fresh topic names")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -118,13 +119,12 @@ def run_serial(plan: AcepPlan, workload: Sequence[Transaction]) -> RunResult:
 
 class _Lane:
     def __init__(self) -> None:
-        self.queue: list[_StepSpec] = []
-        self.next = 0  # index of the head step
+        self.queue: deque[_StepSpec] = deque()  # registered steps not finished yet
         self.step: Step | None = None
         self.request: Request | None = None
 
     def head(self) -> _StepSpec | None:
-        return self.queue[self.next] if self.next < len(self.queue) else None
+        return self.queue[0] if self.queue else None
 
 
 class Simulator:
@@ -139,7 +139,6 @@ class Simulator:
             VersionedTables(plan.tables) if self.scheduler.versioned else PlainTables(plan.tables))
         self.gc_every = gc_every
         self.lanes: dict[str, _Lane] = {a.name: _Lane() for a in plan.actors}
-        self.registered: set[Position] = set()
         self.result = StepResult()
         self.out = RunResult()
         self.finished = 0
@@ -172,14 +171,13 @@ class Simulator:
         """InsertLock (Algorithm 1) for an arriving transaction."""
         for spec in txn:
             self.scheduler.register(spec.pos, *spec.resources(self.granularity))
-            self.registered.add(spec.pos)
             self.lanes[spec.actor.name].queue.append(spec)
 
     def _enabled(self) -> list[tuple[str, Callable[[], None]]]:
         out: list[tuple[str, Callable[[], None]]] = []
         for name, lane in self.lanes.items():
             spec = lane.head()
-            if spec is None or spec.pos not in self.registered:
+            if spec is None:
                 continue
             ready = self.scheduler.may_start(spec.pos) if lane.step is None else \
                 self._granted(spec.pos, lane.request)
@@ -205,16 +203,15 @@ class Simulator:
             except StopIteration:
                 self.scheduler.finish(spec.pos)
                 lane.step, lane.request = None, None
-                lane.next += 1
+                lane.queue.popleft()
                 self._step_done()
         return move
 
     def _step_done(self) -> None:
         self.finished += 1
-        if isinstance(self.store, VersionedTables):
+        if isinstance(self.store, VersionedTables) and self.finished % self.gc_every == 0:
             self.out.max_versions = max(self.out.max_versions, self.store.version_count())
-            if self.finished % self.gc_every == 0:
-                self.out.collected += self.store.gc(self.scheduler.low_water_mark())
+            self.out.collected += self.store.gc(self.scheduler.low_water_mark())
 
 
 def _chooser(choose: Chooser | random.Random | int) -> Chooser:

@@ -23,9 +23,10 @@ from caesar.plans.tables import AcepPlan
 from caesar.services.common.messages import Alert, DeadLetter
 from caesar.services.scheduler.acep.executors import Simulator, Transaction
 from caesar.services.scheduler.acep.steps import ActionError, Output
-from caesar.services.scheduler.acep.tables import Key, Row
+from caesar.services.scheduler.acep.tables import TOP, Key, Row, VersionedTables
 
 SCHEDULER_NAMES = ("sei", "s2pl", "lwm")
+STATE_VERSION = 1  # of snapshot(): bump when its layout changes
 
 
 class AcepProcessor:
@@ -42,13 +43,18 @@ class AcepProcessor:
         self.pending: dict[int, list[Alert]] = {}
         self.done_ts: int | None = None  # newest timestamp executed
 
-    def process(self, alerts: Sequence[Alert]) -> tuple[list[Alert], list[DeadLetter]]:
-        """Alerts in; (alerts out, dead letters)."""
+    def process(self, alerts: Sequence[Alert], watermark: int | None = None
+                ) -> tuple[list[Alert], list[DeadLetter]]:
+        """Alerts in; (alerts out, dead letters). With `watermark` (no match
+        below it will follow: the matchers' progress), the transactions
+        before it run; without, all but the newest timestamp seen."""
         passed = [a for a in alerts if a.event_type not in self.inputs]
         for a in alerts:
             if a.event_type in self.inputs:
                 ts = a.end_ts if self.done_ts is None else max(a.end_ts, self.done_ts + 1)
                 self.pending.setdefault(ts, []).append(a)
+        if watermark is not None:
+            return self._run(sorted(t for t in self.pending if t < watermark), passed)
         if len(self.pending) > 1:
             newest = max(self.pending)
             ready = sorted(t for t in self.pending if t < newest)
@@ -61,6 +67,30 @@ class AcepProcessor:
     def tables(self) -> dict[str, dict[Key, Row]]:
         """The tables' content after everything executed so far."""
         return self.executor.store.snapshot()
+
+    def snapshot(self) -> dict[str, Any]:
+        """Between calls no step is open: the tables' current rows, the
+        newest timestamp run and the matches held back are the whole state.
+        Plain data only (lists, maps, scalars): persisted state is data."""
+        return {"version": STATE_VERSION,
+                "tables": {name: [[list(key), row] for key, row in rows.items()]
+                           for name, rows in self.tables().items()},
+                "done_ts": self.done_ts,
+                "pending": [[ts, [_plain_alert(a) for a in alerts]]
+                            for ts, alerts in self.pending.items()]}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(f"ACEP state version {state.get('version')} is not "
+                             f"{STATE_VERSION}")
+        self.executor = Simulator(self.plan, self.executor.scheduler.name)
+        store = self.executor.store
+        assert isinstance(store, VersionedTables)
+        for name, rows in state["tables"].items():
+            for key, row in rows:
+                store.write(name, tuple(key), (-TOP, 0, 0), dict(row))
+        self.done_ts = state["done_ts"]
+        self.pending = {ts: [Alert(**a) for a in alerts] for ts, alerts in state["pending"]}
 
     def _run(self, stamps: list[int], passed: list[Alert]) -> tuple[list[Alert],
                                                                      list[DeadLetter]]:
@@ -91,6 +121,12 @@ class AcepProcessor:
         return DeadLetter(reason="table_action", detail=f"{e.where}: rule {e.actor} at "
                           f"{e.ts}: {e.reason}", topic="acep", partition=0, offset=e.ts,
                           raw=json.dumps(e.fields, default=str).encode(), value=e.fields)
+
+
+def _plain_alert(a: Alert) -> dict[str, Any]:
+    return {"plan_id": a.plan_id, "event_type": a.event_type, "partition": a.partition,
+            "key": a.key, "start_ts": a.start_ts, "end_ts": a.end_ts, "fields": dict(a.fields),
+            "topic": a.topic, "ingest_ms": a.ingest_ms}
 
 
 def _order(a: Alert) -> tuple[Any, ...]:

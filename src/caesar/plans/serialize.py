@@ -1,0 +1,115 @@
+"""Execution plans as plain JSON data, and their fingerprints.
+
+A deployment keeps every plan version it ran in Kafka (the plans topic) so a
+restarted actor can rebuild the plan that wrote its state; fingerprints say
+whether a query's state can carry over to a new version of the model.
+Decoding builds only the plan classes listed here (never arbitrary types),
+so a record of the plans topic is data, not code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from typing import Any
+
+from caesar.errors import PlanError
+from caesar.plans import expr as ir
+from caesar.plans.aggregate import AggregatePlan, AggregateSpec
+from caesar.plans.execution import (
+    ContextDef,
+    EventTypeDef,
+    ExecutionPlan,
+    FieldCheck,
+    OutputRate,
+    Stage,
+    TransitionStage,
+)
+from caesar.plans.pattern import Output, OutputField, PatternComponent, PatternPlan
+from caesar.plans.tables import AcepPlan, ActionPlan, ActorPlan, TableRead, TableSchema
+from caesar.plans.temporal import SituationSpec, TemporalConstraint, TemporalPlan
+
+PLAN_FORMAT = 1
+_CLASSES: dict[str, type] = {c.__name__: c for c in (
+    ExecutionPlan, EventTypeDef, FieldCheck, ContextDef, Stage, TransitionStage, PatternPlan,
+    PatternComponent, Output, OutputField, AggregatePlan, AggregateSpec, TemporalPlan,
+    SituationSpec, TemporalConstraint, OutputRate, AcepPlan, ActionPlan, ActorPlan, TableRead,
+    TableSchema, ir.Const, ir.Attr, ir.Unary, ir.Binary, ir.Call, ir.Agg)}
+
+
+def to_data(value: Any) -> Any:
+    """Plan objects -> JSON-able data (dataclasses tagged by class name)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        name = type(value).__name__
+        if _CLASSES.get(name) is not type(value):
+            raise PlanError(f"cannot serialize a {name} in a plan")
+        return {"$": name, **{f.name: to_data(getattr(value, f.name))
+                              for f in dataclasses.fields(value)}}
+    if isinstance(value, tuple):
+        return {"$t": [to_data(v) for v in value]}
+    if isinstance(value, list):
+        return [to_data(v) for v in value]
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise PlanError("plan maps must have string keys")
+        return {"$m": {k: to_data(v) for k, v in value.items()}}
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    raise PlanError(f"cannot serialize a {type(value).__name__} in a plan")
+
+
+def from_data(data: Any) -> Any:
+    if isinstance(data, list):
+        return [from_data(v) for v in data]
+    if isinstance(data, dict):
+        if "$t" in data:
+            return tuple(from_data(v) for v in data["$t"])
+        if "$m" in data:
+            return {k: from_data(v) for k, v in data["$m"].items()}
+        cls = _CLASSES.get(data.get("$", ""))
+        if cls is None:
+            raise PlanError(f"not a plan class: {str(data.get('$'))[:80]!r}")
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: from_data(v) for k, v in data.items() if k in names})
+    return data
+
+
+def plan_json(plan: ExecutionPlan) -> str:
+    return json.dumps({"format": PLAN_FORMAT, "plan": to_data(plan)}, sort_keys=True,
+                      separators=(",", ":"))
+
+
+def plan_from_json(text: str | bytes) -> ExecutionPlan:
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise PlanError(f"not a plan: {exc}") from exc
+    if not isinstance(doc, dict) or doc.get("format") != PLAN_FORMAT:
+        raise PlanError(f"unknown plan format {doc.get('format') if isinstance(doc, dict) else '?'}")
+    plan = from_data(doc["plan"])
+    if not isinstance(plan, ExecutionPlan):
+        raise PlanError("the plan record does not hold an execution plan")
+    return plan
+
+
+def _digest(data: Any) -> str:
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def plan_version(plan: ExecutionPlan) -> str:
+    """Fingerprint of a whole execution plan (a deployment's model version)."""
+    return _digest(to_data(plan))
+
+
+def state_fingerprint(plan: PatternPlan | AggregatePlan | TemporalPlan) -> str:
+    """Fingerprint of what a query's state depends on: its compiled plan
+    without its id (a renamed but unchanged query keeps its state)."""
+    # (schemas included: they fix the column layout of the events it stores)
+    return _digest(to_data(dataclasses.replace(plan, plan_id="")))
+
+
+def stage_identity(stage: Stage) -> str:
+    """The query's stable identity (its name, or a content fingerprint)."""
+    return stage.identity or stage.plan.plan_id
