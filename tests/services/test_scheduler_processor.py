@@ -144,3 +144,30 @@ def test_state_survives_the_state_format_mid_stream():
     got += second.process(records(values)[25:]).transactions + second.flush().transactions
     flat = [t for t in got if isinstance(t, Transaction)]
     assert summary(flat) == summary([t for t in want if isinstance(t, Transaction)])
+
+
+def test_each_input_topic_has_its_own_watermark_and_the_slowest_holds_the_release():
+    """Two input topics in one Kafka partition: one topic's records all
+    arriving before the other's makes nothing late (lateness is judged against
+    the record's own topic), and nothing is released before both have spoken."""
+    from dataclasses import replace
+
+    plan = two_context_plan()
+    pos_type = plan.event_types[0]
+    plan = replace(plan, event_types=(replace(pos_type, topic="a"),
+                                      replace(pos_type, name="Pos2", topic="b")))
+
+    def recs(topic, stamps, first=0):
+        return [InputRecord(topic, 0, first + i, {k: v for k, v in pos(t, i, 7, 1.0).items()
+                                                  if k != "type"})
+                for i, t in enumerate(stamps)]
+
+    s = SchedulerProcessor(plan, allowance=0)
+    out = s.process(recs("a", [1, 2, 3, 9]))
+    assert out.dead_letters == [] and not [t for t in out.transactions if not isinstance(
+        t, Progress)], "topic b has not spoken: nothing is released"
+    out = s.process(recs("b", [1, 4, 2], first=10))  # 2 after 4: late within b
+    assert [(d.reason, d.offset) for d in out.dead_letters] == [("late", 12)]
+    released = sorted({int(t) for b in out.transactions if not isinstance(b, Progress)
+                       for t in b.timestamps()})
+    assert released == [1, 2, 3]  # below min(9, 4)

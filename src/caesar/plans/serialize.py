@@ -26,6 +26,7 @@ from caesar.plans.execution import (
     Stage,
     TransitionStage,
 )
+from caesar.plans.functions import Function
 from caesar.plans.pattern import Output, OutputField, PatternComponent, PatternPlan
 from caesar.plans.tables import AcepPlan, ActionPlan, ActorPlan, TableRead, TableSchema
 from caesar.plans.temporal import SituationSpec, TemporalConstraint, TemporalPlan
@@ -40,6 +41,11 @@ _CLASSES: dict[str, type] = {c.__name__: c for c in (
 
 def to_data(value: Any) -> Any:
     """Plan objects -> JSON-able data (dataclasses tagged by class name)."""
+    if isinstance(value, Function):
+        # by import path only, never code; a function of this process only
+        # (target None) is fingerprinted by its signature and cannot be loaded
+        return {"$f": {"name": value.name, "params": list(value.params),
+                       "returns": value.returns, "target": value.target}}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         name = type(value).__name__
         if _CLASSES.get(name) is not type(value):
@@ -48,6 +54,8 @@ def to_data(value: Any) -> Any:
                               for f in dataclasses.fields(value)}}
     if isinstance(value, tuple):
         return {"$t": [to_data(v) for v in value]}
+    if isinstance(value, frozenset):
+        return {"$s": sorted((to_data(v) for v in value), key=_canonical)}
     if isinstance(value, list):
         return [to_data(v) for v in value]
     if isinstance(value, dict):
@@ -65,6 +73,10 @@ def from_data(data: Any) -> Any:
     if isinstance(data, dict):
         if "$t" in data:
             return tuple(from_data(v) for v in data["$t"])
+        if "$s" in data:
+            return frozenset(from_data(v) for v in data["$s"])
+        if "$f" in data:
+            return _function(data["$f"])
         if "$m" in data:
             return {k: from_data(v) for k, v in data["$m"].items()}
         cls = _CLASSES.get(data.get("$", ""))
@@ -73,6 +85,21 @@ def from_data(data: Any) -> Any:
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: from_data(v) for k, v in data.items() if k in names})
     return data
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _function(data: Any) -> Function:
+    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+        raise PlanError("a plan's function needs a name")
+    target = data.get("target")
+    if target is None:
+        raise PlanError(f"function {data['name']} was local to the process that compiled the "
+                        "model: name it as 'package.module:function' to deploy it")
+    return Function(data["name"], tuple(data.get("params", ())), str(data.get("returns", "")),
+                    str(target))
 
 
 def plan_json(plan: ExecutionPlan) -> str:

@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
 
         from caesar.examples.linear_road.consume_alerts import DEFAULT_TOPICS, AlertConsumer
         from caesar.examples.linear_road.generator import GeneratorConfig, generate
-        from caesar.examples.linear_road.produce import print_progress, produce
+        from caesar.examples.linear_road.produce import produce, produce_progress
         from caesar.examples.linear_road.validate import reports_from_generator, validate
         from caesar.jobs.spark_session import JARS_DIR, ensure_spark_jars, spark_session
         from caesar.language import compile_model
@@ -112,8 +112,9 @@ def register(app: typer.Typer) -> None:
             step(f"producing Linear Road reports: {xways} expressway(s), {duration} s "
                  f"simulated, {cars} cars per direction, speed {speed or 'max'}")
             started = time.monotonic()
-            produce(spark, generate(config), bootstrap, speed=speed, progress=print_progress,
-                    fanout=fanout)
+            with produce_progress(duration) as progress:
+                produce(spark, generate(config), bootstrap, speed=speed, progress=progress,
+                        fanout=fanout)
             step(f"waiting for the alerts (done after {idle_stop:.0f} s without new ones)")
             consumer.wait_idle(idle_stop, max_s=duration + 600)
             typer.echo(f"pipeline done in {time.monotonic() - started:.0f} s")

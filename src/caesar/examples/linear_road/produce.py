@@ -27,6 +27,7 @@ import itertools
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -125,6 +126,34 @@ def model_producer(spark: SparkSession, bootstrap: str, topic: str = DEFAULT_TOP
         update={"bootstrap_servers": bootstrap})})
     return ModelProducer(spark, model, settings, ColumnMapping(event_type="PositionReport"),
                          kafka_options=kafka_options, source="linear-road-generator")
+
+
+@contextmanager
+def produce_progress(duration_s: int) -> Iterator[Callable[[ProduceStats], None]]:
+    """A live bar of simulated time on a terminal; numbered lines otherwise
+    (logs, CI), as `print_progress`."""
+    if not sys.stdout.isatty():
+        yield print_progress
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    with Progress(TextColumn("[bold]producing[/bold] simulated s"), BarColumn(),
+                  MofNCompleteColumn(), TextColumn("{task.fields[detail]}"),
+                  TimeElapsedColumn()) as bar:
+        task = bar.add_task("produce", total=duration_s, detail="")
+
+        def update(stats: ProduceStats) -> None:
+            rate = stats.records / stats.wall_s if stats.wall_s else 0.0
+            bar.update(task, completed=min(stats.simulated_s, duration_s),
+                       detail=f"{stats.records:,} reports, {rate:,.0f}/s")
+
+        yield update
 
 
 def print_progress(stats: ProduceStats) -> None:

@@ -148,8 +148,17 @@ class SchedulerProcessor:
         # in a model that names no topics: embedded runs from files).
         self.inputs = [t for t in plan.event_types if t.topic is not None] or \
             list(plan.event_types)
-        self.watermark = NEVER  # W: every event with ts < W is released or late
-        self.max_ts = NEVER  # highest accepted event time
+        self.watermark = NEVER  # release: every event with ts < W is released
+        self.max_ts = NEVER  # highest accepted event time (any input topic)
+        # Per input topic (of this Kafka partition j): its own watermark, from
+        # its own records only, against which its records are late; the
+        # release watermark is the lowest of them (a topic that has not
+        # spoken yet holds it back), so how topics interleave never decides
+        # what is late. Once a record of a declared input topic arrives, every
+        # declared topic counts (records from elsewhere, e.g. a file in
+        # embedded mode, are their own sources).
+        self.source_wm: dict[str, int] = {}
+        self.source_max: dict[str, int] = {}
         # ts -> partition id -> (key, [(topic, offset, event)])
         self.buffer: dict[int, dict[int, tuple[str, list[tuple[str, int, dict[str, Any]]]]]] = {}
         # far-ahead records waiting for a decision, with their event time
@@ -192,9 +201,31 @@ class SchedulerProcessor:
         the end of time)."""
         out = SchedulerOutput()
         self._settle_ahead(out, accept=False)
-        self.watermark = max(self.watermark, END_OF_TIME)
+        self._advance_all(END_OF_TIME)
         self._release(out)
         return out
+
+    def _advance_all(self, watermark: int) -> None:
+        for t in self.source_wm:
+            self.source_wm[t] = max(self.source_wm[t], watermark)
+        self.watermark = max(self.watermark, watermark)
+
+    def _source(self, topic: str, *, max_ts: int | None = None, wm: int | None = None) -> None:
+        """Move one input topic's watermark, then the release watermark."""
+        if topic in self.by_topic and topic not in self.source_wm:
+            for t in self.by_topic:
+                self.source_wm.setdefault(t, NEVER)
+        current = self.source_wm.get(topic, NEVER)
+        if max_ts is not None:
+            self.source_max[topic] = max(self.source_max.get(topic, NEVER), max_ts)
+            current = max(current, self.source_max[topic] - self.allowance)
+        if wm is not None:
+            current = max(current, wm)
+        self.source_wm[topic] = current
+        self.watermark = max(self.watermark, min(self.source_wm.values()))
+
+    def _wm(self, topic: str) -> int:
+        return max(self.source_wm.get(topic, NEVER), NEVER)
 
     def advance(self, watermark: int) -> SchedulerOutput:
         """An input watermark from the caller: no event below `watermark`
@@ -202,14 +233,14 @@ class SchedulerProcessor:
         below it is late)."""
         out = SchedulerOutput()
         self._settle_ahead(out, accept=False)
-        self.watermark = max(self.watermark, watermark)
+        self._advance_all(watermark)
         self._release(out)
         return out
 
     def _accept(self, rec: InputRecord, out: SchedulerOutput) -> None:
         if rec.watermark is not None:
             self._settle_ahead(out, accept=False)
-            self.watermark = max(self.watermark, rec.watermark)
+            self._source(rec.topic, wm=rec.watermark)
             return
         if rec.error is not None or rec.value is None:
             self._dead(out, rec, "undecodable", rec.error or "no value")
@@ -219,12 +250,13 @@ class SchedulerProcessor:
             self._dead(out, rec, reason, problem)
             return
         ts = rec.value[etype.ts_field]
-        if ts < self.watermark:
+        wm = max(self._wm(rec.topic), self.watermark)
+        if ts < wm:
             self._dead(out, rec, "late",
-                       f"ts {ts} is below the partition's watermark {self.watermark} "
+                       f"ts {ts} is below the partition's watermark {wm} "
                        f"(allowed out-of-orderness {self.allowance})")
             return
-        reference = max(self.max_ts, self.watermark)
+        reference = max(self.source_max.get(rec.topic, NEVER), wm)
         if self.max_ahead is not None and reference > NEVER and ts > reference + self.max_ahead:
             self.ahead.append((rec, ts))
             if 0 < self.ahead_confirm <= len(self.ahead):
@@ -238,16 +270,17 @@ class SchedulerProcessor:
         """Accept the held far-ahead records (enough of them in a row: the input
         jumped) or dead-letter them (a record within range came after them)."""
         held, self.ahead = self.ahead, []
-        reference = max(self.max_ts, self.watermark)
         for rec, ts in held:
+            wm = max(self._wm(rec.topic), self.watermark)
+            reference = max(self.source_max.get(rec.topic, NEVER), wm)
             if not accept:
                 self._dead(out, rec, "ahead",
                            f"ts {ts} is more than {self.max_ahead} ahead of the partition's "
                            f"event time {reference} and the records after it are not (a clock "
                            f"far off?); raise max_ahead if such jumps are real")
-            elif ts < self.watermark:
+            elif ts < wm:
                 self._dead(out, rec, "late", f"ts {ts} is below the partition's watermark "
-                           f"{self.watermark} (allowed out-of-orderness {self.allowance})")
+                           f"{wm} (allowed out-of-orderness {self.allowance})")
             else:
                 etype, _, _ = self.check(rec.topic, rec.value or {})
                 assert etype is not None
@@ -263,7 +296,7 @@ class SchedulerProcessor:
             slot[pid] = (key, [])
         slot[pid][1].append((rec.topic, rec.offset, event))
         self.max_ts = max(self.max_ts, ts)
-        self.watermark = max(self.watermark, self.max_ts - self.allowance)
+        self._source(rec.topic, max_ts=ts)
 
     def check(self, topic: str, value: Mapping[str, Any]
               ) -> tuple[EventTypeDef | None, str, str]:
@@ -320,6 +353,8 @@ class SchedulerProcessor:
     def snapshot(self) -> dict[str, Any]:
         """Plain data (services/store/state_format.py)."""
         return {"watermark": self.watermark, "max_ts": self.max_ts,
+                "source_wm": [[t, w] for t, w in self.source_wm.items()],
+                "source_max": [[t, m] for t, m in self.source_max.items()],
                 "buffer": [[ts, [[pid, key, [list(e) for e in events]]
                                  for pid, (key, events) in slot.items()]]
                            for ts, slot in self.buffer.items()],
@@ -329,6 +364,8 @@ class SchedulerProcessor:
     def restore(self, state: Mapping[str, Any]) -> None:
         self.watermark = int(state["watermark"])
         self.max_ts = int(state["max_ts"])
+        self.source_wm.update({t: int(w) for t, w in state.get("source_wm", [])})
+        self.source_max = {t: int(m) for t, m in state.get("source_max", [])}
         self.buffer = {int(ts): {int(pid): (key, [(t, int(o), dict(e)) for t, o, e in events])
                                  for pid, key, events in slot}
                        for ts, slot in state["buffer"]}
