@@ -93,6 +93,9 @@ CASES = [
      ["unknown pattern variable z"]),
     ("keyed-syntax", "DEFAULT CONTEXT c {\n  SWITCH CONTEXT acc KEYED s.seg PATTERN S s\n}",
      errors.ModelSyntaxError, 7, 28, ["found", "expected"]),
+    ("never-derived-here", "DEFAULT CONTEXT c {}\nCONTEXT b {\n  DERIVE M(r.vid) PATTERN R r\n}\n"
+     "DERIVE N(m.vid) PATTERN M m", errors.ModelStructureError, 10, 1,
+     ["M is never derived in context c, where this query runs"]),
     ("partition", "EVENT T(ts INT, x INT) FROM TOPIC \"t\"", errors.UnknownNameError, 3, 1,
      ["PARTITION BY attribute seg is missing from input event type T"]),
 ]

@@ -320,7 +320,7 @@ class _Checker:
                 if t in made_in and not set(q.contexts) <= made_in[t]:
                     missing = sorted(set(q.contexts) - made_in[t])
                     raise self.err(ModelStructureError, f"{t} is never derived in context "
-                                   f"{', '.join(missing)}, where this query runs", q.pos,
+                                   f"{', '.join(missing)}, where this query runs", q.source.pos,
                                    found=f"CONTEXT {', '.join(q.contexts)}",
                                    expected=f"contexts where {t} is derived: "
                                    + ", ".join(sorted(made_in[t])))

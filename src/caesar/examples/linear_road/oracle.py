@@ -153,9 +153,9 @@ class Oracle:
     """Feed records in time order (`feed`), then `finish`."""
 
     def __init__(self, historical: Mapping[tuple[int, int, int], int] | None = None,
-                 outputs: Outputs = Outputs()) -> None:
+                 outputs: Outputs | None = None) -> None:
         self.historical = historical or {}
-        self.out = outputs
+        self.out = outputs or Outputs()
         self.roads: dict[tuple[int, int], _Road] = defaultdict(_Road)
         self.accounts: dict[int, int] = defaultdict(int)
         self.second = -1
@@ -302,7 +302,12 @@ def main(argv: list[str] | None = None) -> int:
     # The package's own classes, not those of `__main__` when run with -m.
     from caesar.examples.linear_road import oracle as this
     from caesar.examples.linear_road.lr_output import format_row
-    from caesar.examples.linear_road.records import BadLine, ExpenditureQuery, read_historical, read_lr
+    from caesar.examples.linear_road.records import (
+        BadLine,
+        ExpenditureQuery,
+        read_historical,
+        read_lr,
+    )
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--lr-file", required=True)

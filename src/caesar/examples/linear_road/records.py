@@ -190,9 +190,11 @@ def write_lr(records: Iterable[LrRecord], target: str | Path) -> int:
 
 def read_historical(source: str | Path,
                     wanted: set[tuple[int, int, int]] | None = None,
-                    bad: list[BadLine] | None = None) -> dict[tuple[int, int, int], int]:
-    """The historical-tolls file as {(vid, day, xway): toll}; with `wanted`,
-    only those keys (the public file has 69 days for every car)."""
+                    bad: list[BadLine] | None = None,
+                    vids: set[int] | None = None) -> dict[tuple[int, int, int], int]:
+    """The historical-tolls file as {(vid, day, xway): toll}; with `wanted`, only
+    those keys, with `vids` only those cars (the public file has 69 days for
+    every car)."""
     out: dict[tuple[int, int, int], int] = {}
     with open(source, encoding="ascii", errors="replace") as handle:
         for number, line in enumerate(handle, start=1):
@@ -207,7 +209,7 @@ def read_historical(source: str | Path,
                                        "expected 4 integers vid,day,xway,toll"))
                 continue
             key = (vid, day, xway)
-            if wanted is None or key in wanted:
+            if (wanted is None or key in wanted) and (vids is None or vid in vids):
                 out[key] = toll
     return out
 

@@ -111,6 +111,10 @@ class StageGraph:
         self._consumes = {plan_id(s): consumed_types(s) for s in self.stages}
         self._produces = {plan_id(s): output_type(s) for s in self.stages}
         self._last_active: dict[int, frozenset[str]] = {}
+        # Context-independent plans: partition -> [(ts, stages whose context
+        # does not hold from ts on)] (`mute`); their outputs, judged at their
+        # own timestamp like released results, feed no other stage.
+        self._muted: dict[int, list[tuple[int, frozenset[str]]]] = {}
         # partition -> [(ts, active stages from ts on)]: a result released
         # late (a closed aggregation window) runs with the contexts of its own
         # timestamp, not those of the step that released it.
@@ -170,10 +174,34 @@ class StageGraph:
     def _forget_history(self, watermark: int) -> None:
         # Results not yet released are stamped >= watermark (their windows
         # end after it): keep the entry in force at watermark and later ones.
-        for hist in self._history.values():
-            i = bisect_right(hist, watermark, key=lambda h: h[0]) - 1
+        # The muting of the matcher's outputs is read after this call (for results
+        # stamped from the previous step on): keep what was in force then.
+        for hist, bound in [*((h, watermark) for h in self._history.values()),
+                            *((h, min(watermark, self._time)) for h in self._muted.values())]:
+            i = bisect_right(hist, bound, key=lambda h: h[0]) - 1
             if i > 0:
                 del hist[:i]
+
+    def mute(self, partition: int, ts: int, muted: frozenset[str]) -> None:
+        """Context-independent plans: from `ts` on, `muted` stages' outputs are dropped."""
+        hist = self._muted.setdefault(partition, [])
+        if not hist or hist[-1][1] != muted:
+            hist.append((ts, muted))
+
+    def muted_at(self, partition: int, ts: int) -> frozenset[str]:
+        hist = self._muted.get(partition)
+        if not hist:
+            return frozenset()
+        i = bisect_right(hist, ts, key=lambda h: h[0]) - 1
+        return hist[max(i, 0)][1]
+
+    def muted_state(self) -> dict[int, list[tuple[int, frozenset[str]]]]:
+        return {p: list(h) for p, h in self._muted.items()}
+
+    def restore_muted(self, state: Mapping[int, Any]) -> None:
+        # Older snapshots hold partition -> muted stages of the latest transaction.
+        self._muted = {p: list(h) if isinstance(h, list) else [(-(2**62), frozenset(h))]
+                       for p, h in state.items()}
 
     def discard(self, plan_ids: Iterable[str], partition: int) -> None:
         ids = [p for p in plan_ids if p in self._by_id and
@@ -229,6 +257,9 @@ class StageGraph:
                 return
             new = self._call_engine(pending, available)
             for o in new:
+                if self._muted and o.stage.plan.plan_id in self.muted_at(o.record["_p"],
+                                                                         o.record["_ts"]):
+                    continue
                 available[o.record["type"]].append(o.record)
             outputs.extend(new)
             pending.clear()
@@ -334,9 +365,6 @@ class MatcherProcessor:
         self.watermark = -(2**62)
         self.alerts_emitted = 0
         self.ingest: dict[int, int] = {}  # partition -> Kafka ms of its latest input
-        # Context-independent plans: partition -> stages whose outputs are
-        # dropped (their context does not hold as of its latest transaction).
-        self.muted: dict[int, frozenset[str]] = {}
 
     def process(self, items: Sequence[RoutedTransaction | Discard | Progress]) -> MatcherOutput:
         out = MatcherOutput()
@@ -362,8 +390,8 @@ class MatcherProcessor:
                     self.graph.discard(item.discard, item.txn.partition)
                 step_ts = item.txn.ts
                 step.append((item.txn, frozenset(item.active)))
-                if item.muted or item.txn.partition in self.muted:
-                    self.muted[item.txn.partition] = frozenset(item.muted)
+                if item.muted or self.graph.muted_at(item.txn.partition, item.txn.ts):
+                    self.graph.mute(item.txn.partition, item.txn.ts, frozenset(item.muted))
             elif isinstance(item, Discard):
                 run_step()
                 self.graph.discard(item.plan_ids, item.partition)
@@ -381,19 +409,19 @@ class MatcherProcessor:
 
     def snapshot(self) -> dict:
         return {"graph": self.graph.snapshot(list(self.graph._keys)),
-                "watermark": self.watermark, "muted": dict(self.muted)}
+                "watermark": self.watermark, "muted": self.graph.muted_state()}
 
     def restore(self, state: dict) -> None:
         self.graph.restore(state["graph"])
         self.watermark = state["watermark"]
-        self.muted = dict(state.get("muted", {}))
+        self.graph.restore_muted(state.get("muted", {}))
 
     def _alerts(self, outputs: Iterable[StageOutput]) -> list[Alert]:
         alerts = []
         for o in outputs:
             if o.stage.output_topic is None:
                 continue
-            if self.muted and o.stage.plan.plan_id in self.muted.get(o.record["_p"], ()):
+            if o.stage.plan.plan_id in self.graph.muted_at(o.record["_p"], o.record["_ts"]):
                 continue
             fields = {k: v for k, v in o.record.items() if k != "type" and not k.startswith("_")}
             alerts.append(Alert(plan_id=o.stage.plan.plan_id, event_type=o.record["type"],
