@@ -39,3 +39,14 @@ step "fetch spark jars"
 CAESAR_PYTHON="$PY" bash src/caesar/jobs/fetch_spark_jars.sh
 step "fetch helm"
 bash scripts/fetch_helm.sh
+
+# Headless Chromium for the live context view's browser test: Debian's package
+# (browsers fetched by test tools cannot be downloaded here).
+if ! command -v chromium >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    step "installing Debian's chromium (headless browser tests)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "note: chromium is not installed and this is not root: the live view's browser test will skip"
+  fi
+fi

@@ -11,6 +11,11 @@ export PATH="$VENV/bin:$HOME/.cache/caesar/bin:$PATH"
 echo; echo "==> ruff"
 ruff check .
 
+echo; echo "==> mypy"
+mypy
+# The Cython engine's stub (engine.pyi) against the built module.
+python -m mypy.stubtest caesar.services.matcher.engine --ignore-missing-stub
+
 echo; echo "==> pytest"
 set +e
 pytest "$@"

@@ -33,8 +33,8 @@ from typing import Any
 from caesar.examples.linear_road.generator import GeneratorConfig, generate
 from caesar.examples.linear_road.partitioning import wire_records
 from caesar.plans.execution import ExecutionPlan
+from caesar.services.common.messages import InputRecord
 from caesar.services.embedded.pipeline import EmbeddedPipeline
-from caesar.services.scheduler.messages import InputRecord
 
 TOPIC = "lr-position-reports"
 

@@ -99,8 +99,7 @@ def main() -> None:
     for kind, r in workloads:
         res = run_pair(wl, r, kind)
         name = f"LR+{r}{kind[0]}" if r else "LR"
-        for mode in MODES:
-            rows.append(row("workload", name, 1, mode, res[mode], res))
+        rows.extend(row("workload", name, 1, mode, res[mode], res) for mode in MODES)
         print_rows(rows[-2:])
 
     print(f"\nPart 2: expressways ({lr_cfg['duration_s']} s simulated, "
@@ -110,8 +109,7 @@ def main() -> None:
     for x in xways_list:
         w = make_workload(GeneratorConfig(xways=x, seed=args.seed, **lr_cfg))
         sweep[x] = run_pair(w, 0)
-        for mode in MODES:
-            rows.append(row("xways", "LR", x, mode, sweep[x][mode], sweep[x]))
+        rows.extend(row("xways", "LR", x, mode, sweep[x][mode], sweep[x]) for mode in MODES)
         print_rows(rows[-2:])
 
     lrows = l_ratings(sweep, accelerations)

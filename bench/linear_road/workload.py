@@ -55,5 +55,4 @@ def model_text(replicas: int, kind: str = "filter") -> str:
         raise ValueError("src/caesar/examples/linear_road/model.caesar changed: context section not found")
     text = text.replace(marker, "\n".join(events) + "\n\n" + marker)
     text = text.replace("CONTEXT congestion {\n", "CONTEXT congestion {\n" + "".join(congestion), 1)
-    text = text.replace("CONTEXT accident {\n", "CONTEXT accident {\n" + "".join(accident), 1)
-    return text
+    return text.replace("CONTEXT accident {\n", "CONTEXT accident {\n" + "".join(accident), 1)

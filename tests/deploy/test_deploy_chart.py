@@ -28,16 +28,24 @@ DEFAULT: list[Path] = []
 SASL_TLS = [VALUES_DIR / "sasl-tls-3-workers.yaml"]
 NO_SPARK = [VALUES_DIR / "no-spark-autoscaling.yaml"]
 MTLS = [VALUES_DIR / "mtls-client-cert.yaml"]
+GENERIC_SPARK = [VALUES_DIR / "generic-spark-jobs.yaml"]
 VALUE_SETS = {"default": DEFAULT, "sasl-tls-3-workers": SASL_TLS,
-              "no-spark-autoscaling": NO_SPARK, "mtls-client-cert": MTLS}
+              "no-spark-autoscaling": NO_SPARK, "mtls-client-cert": MTLS,
+              "generic-spark-jobs": GENERIC_SPARK}
 EXPECTED_KINDS = {
     "default": {"ServiceAccount": 1, "Role": 1, "RoleBinding": 1, "ConfigMap": 1,
-                "RayCluster": 1, "Deployment": 1, "SparkApplication": 2, "Job": 1},
+                "RayCluster": 1, "Deployment": 1, "Service": 1, "SparkApplication": 2,
+                "Job": 1},
     "sasl-tls-3-workers": {"ServiceAccount": 1, "Role": 1, "RoleBinding": 1, "ConfigMap": 1,
-                           "RayCluster": 1, "Deployment": 1, "SparkApplication": 2, "Job": 1},
-    "no-spark-autoscaling": {"RayCluster": 1, "Deployment": 1},
+                           "RayCluster": 1, "Deployment": 1, "Service": 1,
+                           "SparkApplication": 2, "Job": 1},
+    "no-spark-autoscaling": {"RayCluster": 1, "Deployment": 1, "Service": 1},
     "mtls-client-cert": {"ServiceAccount": 1, "Role": 1, "RoleBinding": 1, "ConfigMap": 1,
-                         "RayCluster": 1, "Deployment": 1, "SparkApplication": 1, "Job": 1},
+                         "RayCluster": 1, "Deployment": 1, "Service": 1,
+                         "SparkApplication": 1, "Job": 1},
+    "generic-spark-jobs": {"ServiceAccount": 1, "Role": 1, "RoleBinding": 1, "ConfigMap": 1,
+                           "RayCluster": 1, "Deployment": 1, "Service": 1,
+                           "SparkApplication": 3, "Job": 1},
 }
 
 
@@ -113,8 +121,20 @@ def test_default_values_run_the_example_model(rendered: dict) -> None:
     pod = driver["spec"]["template"]["spec"]
     assert pod["containers"][0]["command"] == [
         "caesar", "deploy", "/model/model.caesar", "--ray-address",
-        "ray://caesar-head-svc.streams.svc:10001"]
+        "ray://caesar-head-svc.streams.svc:10001", "--observe-host", "0.0.0.0",
+        "--observe-port", "9464"]
     assert "caesar-head-svc.streams.svc:6379" in pod["initContainers"][0]["command"][2]
+    # Metrics, probes and the live view on the driver's observe port.
+    container = pod["containers"][0]
+    assert container["ports"] == [{"name": "observe", "containerPort": 9464, "protocol": "TCP"}]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "observe"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/ready", "port": "observe"}
+    annotations = driver["spec"]["template"]["metadata"]["annotations"]
+    assert (annotations["prometheus.io/scrape"], annotations["prometheus.io/port"],
+            annotations["prometheus.io/path"]) == ("true", "9464", "/metrics")
+    service = one(docs, "Service", "-driver")
+    assert service["spec"]["ports"][0]["targetPort"] == "observe"
+    assert service["spec"]["selector"] == driver["spec"]["selector"]["matchLabels"]
     topics = one(docs, "Job", "-topics")
     # Topics before anything of the release starts or changes.
     assert topics["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
@@ -330,6 +350,12 @@ BAD_VALUES = {
         "spark.jobs.producer.module: Does not match pattern",
         "spark.jobs.producer.executor.instances: Must be greater than or equal to 1",
     ],
+    "spark-job-module-and-command.yaml": [
+        "spark.jobs.producer: Must validate one and only one schema (oneOf)",
+    ],
+    "spark-job-unknown-command.yaml": [
+        'spark.jobs.replay.command must be one of the following: "produce", "consume", "replay"',
+    ],
     "sasl-without-secret.yaml": [
         "kafka.sasl.existingSecret: String length must be greater than or equal to 1",
     ],
@@ -421,9 +447,9 @@ def test_commands_match_the_caesar_cli(rendered: dict) -> None:
     commands = []
     for name, docs in rendered.items():
         for doc in by_kind(docs, "Job") + by_kind(docs, "Deployment"):
-            for container in doc["spec"]["template"]["spec"]["containers"]:
-                commands.append((name, container["command"]))
-    assert len(commands) == 7  # 3 topic jobs + 4 drivers
+            commands.extend((name, container["command"])
+                            for container in doc["spec"]["template"]["spec"]["containers"])
+    assert len(commands) == 9  # 4 topic jobs + 5 drivers
     for name, command in commands:
         assert command[0] == "caesar"
         sub = group.get_command(click.Context(group), command[1])
@@ -438,13 +464,58 @@ def test_commands_match_the_caesar_cli(rendered: dict) -> None:
 
 
 def test_spark_job_modules_exist() -> None:
-    """The default Spark jobs are modules of jobs/ with a main() (python -m works)."""
+    """The default Spark jobs are modules with a main() (python -m works) or
+    `caesar spark` commands."""
     import importlib
 
     values = yaml.safe_load((CHART / "values.yaml").read_text())
+    commands = []
     for job in values["spark"]["jobs"].values():
+        if "command" in job:
+            commands.append(job["command"])
+            continue
         module = importlib.import_module(job["module"])
         assert callable(getattr(module, "main", None)), f"{job['module']} has no main()"
+    assert sorted(commands) == ["consume", "produce", "replay"]
+
+
+def test_generic_spark_jobs_run_caesar_spark_on_the_charts_model(rendered: dict,
+                                                                tmp_path: Path) -> None:
+    """`command` jobs run `caesar spark <command> /model/model.caesar <args>`, and those
+    arguments parse with the real CLI."""
+    import click
+    import typer
+
+    from caesar.cli import main as cli
+
+    cli._register_all()
+    spark = typer.main.get_command(cli.app).get_command(click.Context(typer.main.get_command(
+        cli.app)), "spark")
+    assert spark is not None
+    apps = {a["metadata"]["name"]: a["spec"] for a in
+            by_kind(rendered["generic-spark-jobs"], "SparkApplication")}
+    assert set(apps) == {"caesar-produce", "caesar-consume", "caesar-replay"}
+    parsed = {}
+    for name, spec in apps.items():
+        module, group, command, *args = spec["arguments"]
+        assert (module, group) == ("caesar.cli.main", "spark")
+        assert spec["mainApplicationFile"] == "local:///opt/caesar/bin/run_module.py"
+        assert {m["mountPath"] for m in spec["driver"]["volumeMounts"]} >= {"/model"}
+        sub = spark.get_command(click.Context(spark), command)
+        assert sub is not None, f"{name}: no `caesar spark {command}`"
+        parsed[command] = sub.make_context(command, list(args)).params
+        assert str(parsed[command]["model"]) == "/model/model.caesar"
+    assert parsed["produce"]["source"] == "s3a://bucket/hh/"
+    assert parsed["produce"]["maps"] == ["ts=event_time"]
+    assert (parsed["consume"]["to"], parsed["consume"]["writer"]) == ("s3a://bucket/out", "spark")
+    assert parsed["replay"]["source"] == "s3a://my-bucket/history/"
+    # The chart's model is what the jobs run: it compiles, and feeds Sanitize.
+    from caesar.jobs.job_model import JobModel
+
+    model = one(rendered["generic-spark-jobs"], "ConfigMap", "-model")["data"]["model.caesar"]
+    path = tmp_path / "model.caesar"
+    path.write_text(model)
+    assert JobModel.load(path).input_topics() == ["hh-sanitize"]
 
 
 def test_chart_packages_with_its_files(helm: Path, tmp_path: Path) -> None:

@@ -9,8 +9,8 @@ from caesar.bus.records import OutRecord, TopicSpec
 from caesar.codecs import make_codec
 from caesar.examples.linear_road.avro import POSITION_REPORT, TOLL_NOTIFICATION, encode, repository
 from caesar.examples.linear_road.hops import breakdown
-from caesar.services.scheduler.messages import Progress, RoutedTransaction, Transaction
-from caesar.services.scheduler.wire import (
+from caesar.services.common.messages import Progress, RoutedTransaction, Transaction
+from caesar.services.common.wire import (
     PROGRESS,
     ROUTED,
     TXN,

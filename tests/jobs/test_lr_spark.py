@@ -167,7 +167,8 @@ def test_produce_then_consume_round_trip(spark, kafka_bootstrap, unique_name, tm
     keyed = spark.read.format("kafka").option("kafka.bootstrap.servers", kafka_bootstrap) \
         .option("subscribe", input_topic).option("startingOffsets", "earliest").load()
     keys = {(r.key.decode()) for r in keyed.select("key").distinct().collect()}
-    assert keys == {f"0:{r.dir}:{p}" for r in reports for p in fanout_segments(r.seg, r.dir)}
+    # keyed by the model's PARTITION BY xway, dir, pseg (the stream partition key)
+    assert keys == {f"0|{r.dir}|{p}" for r in reports for p in fanout_segments(r.seg, r.dir)}
     back = inputs_from_topic(spark, kafka_bootstrap, input_topic)
     assert sorted(tuple(r)[:8] for r in back.reports.collect()) == sorted(reports)
 

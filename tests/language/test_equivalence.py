@@ -50,9 +50,9 @@ events = st.lists(st.one_of(reports, reports, reports, alarms), max_size=80)
 
 
 def _run(plan, stream):
+    from caesar.services.common.messages import InputRecord
     from caesar.services.embedded.pipeline import EmbeddedPipeline
     from caesar.services.matcher.reference import ReferenceEngine
-    from caesar.services.scheduler.messages import InputRecord
 
     pipe = EmbeddedPipeline(plan, engine_factory=ReferenceEngine)
     ts = 0

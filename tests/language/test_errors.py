@@ -93,9 +93,10 @@ CASES = [
      ["unknown pattern variable z"]),
     ("keyed-syntax", "DEFAULT CONTEXT c {\n  SWITCH CONTEXT acc KEYED s.seg PATTERN S s\n}",
      errors.ModelSyntaxError, 7, 28, ["found", "expected"]),
-    ("never-derived-here", "DEFAULT CONTEXT c {}\nCONTEXT b {\n  DERIVE M(r.vid) PATTERN R r\n}\n"
-     "DERIVE N(m.vid) PATTERN M m", errors.ModelStructureError, 10, 1,
-     ["M is never derived in context c, where this query runs"]),
+    ("consumed-outside-its-contexts", "DEFAULT CONTEXT c {\n  SWITCH CONTEXT d PATTERN S s\n"
+     "  DERIVE A(r.vid) PATTERN R r\n}\nCONTEXT d {\n  DERIVE B(a.vid) PATTERN A a\n}",
+     errors.ModelStructureError, 11, 27, ["A is never derived in context d", "found CONTEXT d",
+                                         "expected contexts where A is derived: c"]),
     ("partition", "EVENT T(ts INT, x INT) FROM TOPIC \"t\"", errors.UnknownNameError, 3, 1,
      ["PARTITION BY attribute seg is missing from input event type T"]),
 ]
@@ -162,7 +163,7 @@ def test_cli_prints_error_without_traceback(tmp_path, monkeypatch, capsys) -> No
     model = tmp_path / "bad.caesar"
     model.write_text("DERIVE A(r.vid) PATTERN R r\n")
     code, _, err = _caesar(monkeypatch, capsys, "explain", str(model))
-    assert code == 2
+    assert code == 3  # a model error (2 is for usage errors, 1 for runtime failures)
     flat = " ".join(err.split())
     assert "bad.caesar:1:25" in flat and "unknown event type R" in flat
     assert "Traceback" not in err

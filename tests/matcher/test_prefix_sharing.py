@@ -43,9 +43,9 @@ def sharing_plans(draw):
         comps = list(prefix)
         ntail = draw(st.integers(1, 2))
         tail_vars = [f"t{j}" for j in range(ntail)]
-        for v in tail_vars:
-            comps.append(comp(v, *draw(st.lists(st.sampled_from(TYPES), min_size=1, max_size=2,
-                                                 unique=True))))
+        comps.extend(comp(v, *draw(st.lists(st.sampled_from(TYPES), min_size=1, max_size=2,
+                                            unique=True)))
+                     for v in tail_vars)
         if draw(st.booleans()):
             comps.insert(draw(st.integers(nprefix, len(comps) - 1)),
                          comp("n0", draw(st.sampled_from(TYPES)), neg=True))

@@ -8,11 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from service_plans import pos, two_context_plan
 
+from caesar.services.common.messages import InputRecord, Progress
 from caesar.services.deriver.processor import DeriverProcessor
 from caesar.services.matcher.processor import MatcherProcessor
 from caesar.services.matcher.reference import ReferenceEngine
 from caesar.services.router.processor import RouterProcessor
-from caesar.services.scheduler.messages import InputRecord, Progress
 from caesar.services.scheduler.processor import SchedulerProcessor
 
 

@@ -9,16 +9,16 @@ from service_plans import pos, two_context_plan
 from caesar.bus.memory import InMemoryBus
 from caesar.bus.records import OutRecord
 from caesar.codecs import make_codec
+from caesar.services.common.config import ServiceConfig
 from caesar.services.embedded.bus_pipeline import (
     BusPipeline,
-    make_loop,
     produce_inputs,
     read_alerts,
     read_dead_letters,
 )
 from caesar.services.embedded.pipeline import EmbeddedPipeline
 from caesar.services.matcher.reference import ReferenceEngine
-from caesar.services.store.loop import ServiceConfig
+from caesar.services.wiring import make_loop
 from caesar.settings import TopicSettings
 
 

@@ -55,7 +55,8 @@ def test_sigterm_stops_the_deployment(monkeypatch):
         timer.start()
         console = _Console()
         deployment.deploy_model(plan, model_text="", settings_file=None, ray_address=None,
-                                run_for=0, console=console)  # returns only when signalled
+                                run_for=0, console=console,
+                                observe_port=0)  # returns only when signalled
         timer.join()
         assert _FakeDeployment.instances[-1].stopped
         assert console.lines[-1] == "stopped"

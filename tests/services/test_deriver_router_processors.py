@@ -4,10 +4,7 @@ from service_plans import pos, two_context_plan
 
 from caesar.plans.execution import ContextDef, Stage
 from caesar.plans.pattern import PatternComponent, PatternPlan
-from caesar.services.deriver.processor import DeriverProcessor
-from caesar.services.matcher.reference import ReferenceEngine
-from caesar.services.router.processor import RouterProcessor
-from caesar.services.scheduler.messages import (
+from caesar.services.common.messages import (
     ContextChange,
     Discard,
     Progress,
@@ -15,6 +12,9 @@ from caesar.services.scheduler.messages import (
     Transaction,
     partition_id,
 )
+from caesar.services.deriver.processor import DeriverProcessor
+from caesar.services.matcher.reference import ReferenceEngine
+from caesar.services.router.processor import RouterProcessor
 
 P7 = partition_id("7")
 

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from caesar.language import compile_model
+from caesar.services.common.messages import Progress, Transaction, partition_id
 from caesar.services.deriver.processor import DeriverProcessor
 from caesar.services.matcher.reference import ReferenceEngine
-from caesar.services.scheduler.messages import Progress, Transaction, partition_id
 
 MODEL = """MODEL keyed
 TIME UNIT SECONDS

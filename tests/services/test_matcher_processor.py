@@ -5,14 +5,14 @@ from service_plans import SCHEMAS, pos, two_context_plan
 from caesar.plans.execution import Stage
 from caesar.plans.expr import Attr
 from caesar.plans.pattern import Output, OutputField, PatternComponent, PatternPlan
-from caesar.services.matcher.processor import MatcherProcessor
-from caesar.services.matcher.reference import ReferenceEngine
-from caesar.services.scheduler.messages import (
+from caesar.services.common.messages import (
     Progress,
     RoutedTransaction,
     Transaction,
     partition_id,
 )
+from caesar.services.matcher.processor import MatcherProcessor
+from caesar.services.matcher.reference import ReferenceEngine
 
 P7 = partition_id("7")
 

@@ -10,11 +10,11 @@ from service_plans import pos, two_context_plan
 
 from caesar.bus.records import OutRecord
 from caesar.codecs import make_codec
+from caesar.services.common.config import ServiceConfig
 from caesar.services.embedded.bus_pipeline import produce_inputs, read_alerts, read_dead_letters
 from caesar.services.embedded.pipeline import EmbeddedPipeline
 from caesar.services.matcher.reference import ReferenceEngine
 from caesar.services.ray_runtime.deployment import Deployment
-from caesar.services.store.loop import ServiceConfig
 from caesar.settings import KafkaSettings, Settings, TopicSettings
 
 pytestmark = pytest.mark.integration

@@ -3,7 +3,7 @@ dead letters (TopologyTestDriver style, no bus)."""
 
 from service_plans import pos, two_context_plan
 
-from caesar.services.scheduler.messages import InputRecord, Progress, Transaction, partition_id
+from caesar.services.common.messages import InputRecord, Progress, Transaction, partition_id
 from caesar.services.scheduler.processor import SchedulerProcessor
 
 

@@ -6,7 +6,7 @@ from importlib.resources import files
 
 from caesar.codecs import SchemaRepository
 from caesar.language import compile_model
-from caesar.services.scheduler.wire import register_model_schemas
+from caesar.services.common.wire import register_model_schemas
 
 LR_MODEL = files("caesar.examples.linear_road") / "model.caesar"
 

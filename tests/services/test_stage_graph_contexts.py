@@ -5,9 +5,9 @@ that released it."""
 from __future__ import annotations
 
 from caesar.language import compile_model
-from caesar.services.matcher.processor import StageGraph, output_type
+from caesar.services.common.messages import Transaction, partition_id
 from caesar.services.matcher.reference import ReferenceEngine
-from caesar.services.scheduler.messages import Transaction, partition_id
+from caesar.services.matcher.stage_graph import StageGraph, output_type
 
 MODEL = """MODEL m
 TIME UNIT SECONDS

@@ -1,7 +1,7 @@
 """Messages survive the Avro records of the internal topics unchanged."""
 
 from caesar.codecs import make_codec
-from caesar.services.scheduler.messages import (
+from caesar.services.common.messages import (
     Alert,
     ContextChange,
     Discard,
@@ -9,7 +9,7 @@ from caesar.services.scheduler.messages import (
     RoutedTransaction,
     Transaction,
 )
-from caesar.services.scheduler.wire import (
+from caesar.services.common.wire import (
     CHANGE,
     DERIVED,
     PROGRESS,

@@ -38,7 +38,7 @@ Model: {{ include "caesar.modelPath" . }} from ConfigMap {{ include "caesar.mode
 Spark jobs (Spark operator):
 {{- range $key, $job := .Values.spark.jobs }}
 {{- if $job.enabled }}
-  {{ include "caesar.fullname" $ }}-{{ $key | kebabcase }}: python -m {{ $job.module }}
+  {{ include "caesar.fullname" $ }}-{{ $key | kebabcase }}: {{ if $job.command }}caesar spark {{ $job.command }} {{ include "caesar.modelPath" $ }}{{ else }}python -m {{ $job.module }}{{ end }}
 {{- end }}
 {{- end }}
   kubectl -n {{ .Release.Namespace }} get sparkapplications

@@ -21,8 +21,9 @@ def kafka_bus(settings: Settings | KafkaSettings | None = None) -> KafkaBus:
     """A KafkaBus for `settings.kafka` (Settings or KafkaSettings). Imported lazily
     so embedded mode does not load librdkafka."""
     from caesar.bus.kafka import KafkaBus
+    from caesar.settings import Settings
 
-    return KafkaBus(getattr(settings, "kafka", settings))
+    return KafkaBus(settings.kafka if isinstance(settings, Settings) else settings)
 
 
 __all__ = [

@@ -22,7 +22,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, Resourc
 
 from caesar.bus.errors import BusError, UnknownTopicError
 from caesar.bus.protocol import OffsetReset
-from caesar.bus.records import OutRecord, Record, TopicPartition, TopicSpec
+from caesar.bus.records import Headers, OutRecord, Record, TopicPartition, TopicSpec
 from caesar.settings import KafkaSettings
 
 # Errors a consumer reports in-band that are not failures.
@@ -58,7 +58,8 @@ class KafkaBus:
     @property
     def admin(self) -> AdminClient:
         if self._admin is None:
-            self._admin = AdminClient(self.settings.client_config())
+            conf: dict[str, str | int | float | bool] = {**self.settings.client_config()}
+            self._admin = AdminClient(conf)
         return self._admin
 
     def producer(self) -> KafkaProducer:
@@ -167,9 +168,10 @@ class KafkaBus:
                 self._meta = Consumer({**self.settings.client_config(),
                                        "group.id": f"caesar-meta-{uuid.uuid4().hex[:8]}",
                                        "enable.auto.commit": False})
-            return {TopicPartition(*tp): self._high_watermark(tp) for tp in partitions}
+            meta = self._meta
+            return {TopicPartition(*tp): self._high_watermark(meta, tp) for tp in partitions}
 
-    def _high_watermark(self, tp: TopicPartition) -> int:
+    def _high_watermark(self, meta: Consumer, tp: TopicPartition) -> int:
         # A broker answers NOT_LEADER / LEADER_NOT_AVAILABLE while leadership
         # of a fresh partition settles; such errors are retried until the
         # admin timeout, anything else fails at once.
@@ -177,7 +179,7 @@ class KafkaBus:
         delay = 0.05
         while True:
             try:
-                _, high = self._meta.get_watermark_offsets(
+                _, high = meta.get_watermark_offsets(
                     KTopicPartition(tp.topic, tp.partition), timeout=self._admin_timeout_s)
                 return high
             except KafkaException as exc:
@@ -309,10 +311,12 @@ class KafkaConsumer:
                 if err.code() not in _BENIGN:
                     self.last_error = err.str()
                 continue
+            topic, partition, offset = m.topic(), m.partition(), m.offset()
+            # librdkafka sets these on every message that is not an error.
+            assert topic is not None and partition is not None and offset is not None
             _, ts = m.timestamp()
-            headers = m.headers()
-            out.append(Record(m.topic(), m.partition(), m.offset(), m.key(), m.value(), ts,
-                              tuple(headers) if headers else ()))
+            out.append(Record(topic, partition, offset, m.key(), m.value(), ts,
+                              _headers(m.headers())))
         consumed = self._consumed
         for r in out:
             consumed[TopicPartition(r.topic, r.partition)] = r.offset + 1
@@ -357,3 +361,12 @@ class KafkaConsumer:
         if not self._closed:
             self._closed = True
             self._consumer.close()
+
+
+def _headers(raw: Sequence[tuple[str, str | bytes | None]] | Mapping[str, str | bytes | None] | None
+             ) -> Headers:
+    """A consumed message's headers (librdkafka gives a list of (name, bytes or None))."""
+    if not raw:
+        return ()
+    pairs = raw.items() if isinstance(raw, Mapping) else raw
+    return tuple((k, v.encode() if isinstance(v, str) else v) for k, v in pairs)

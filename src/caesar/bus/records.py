@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-Headers = tuple[tuple[str, bytes], ...]
+Headers = tuple[tuple[str, bytes | None], ...]  # Kafka allows null header values
 
 
 class TopicPartition(NamedTuple):

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Callable, Sequence
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -16,17 +18,34 @@ from rich.table import Table
 from caesar.errors import CaesarError
 from caesar.plans.execution import ExecutionPlan
 
+if TYPE_CHECKING:
+    from caesar.services.common.config import EngineFactory
+    from caesar.services.common.messages import Alert
+
 MAX_DEAD_SHOWN = 20
+
+
+class InputFormat(StrEnum):
+    auto = "auto"
+    jsonl = "jsonl"
+    csv = "csv"
+
+
+class EngineChoice(StrEnum):
+    cython = "cython"
+    reference = "reference"
+
+
+class BusChoice(StrEnum):
+    direct = "direct"
+    memory = "memory"
 out = Console()
 err = Console(stderr=True)
 
 
 def load_plan(model: Path) -> ExecutionPlan:
-    try:
-        from caesar.language import compile_model  # type: ignore[attr-defined]
-    except ImportError as exc:
-        raise CaesarError("the CAESAR compiler (caesar.language.compile_model) is not "
-                          "available in this build") from exc
+    from caesar.language import compile_model
+
     if not model.exists():
         raise CaesarError(f"model file {model} does not exist")
     return compile_model(model)
@@ -37,19 +56,22 @@ def register(app: typer.Typer) -> None:
     def run(
         model: Annotated[Path, typer.Argument(help="model file (.caesar)")],
         input: Annotated[Path, typer.Option("--input", "-i", help="events: JSON lines or CSV")],
-        fmt: Annotated[str, typer.Option("--format", help="auto | jsonl | csv")] = "auto",
+        fmt: Annotated[InputFormat, typer.Option(
+            "--format", help="input format (auto: by the file's suffix)")] = InputFormat.auto,
         allowance: Annotated[int, typer.Option(help="out-of-orderness allowed in event time")] = 0,
         as_json: Annotated[bool, typer.Option("--json", help="print alerts as JSON lines")] = False,
-        engine: Annotated[str, typer.Option(help="auto | cython | reference")] = "auto",
+        engine: Annotated[EngineChoice, typer.Option(
+            help="the Cython engine, or the pure-Python reference (its test oracle)")]
+        = EngineChoice.cython,
         batch_size: Annotated[int, typer.Option(help="input records per batch")] = 5000,
-        bus: Annotated[str, typer.Option(
+        bus: Annotated[BusChoice, typer.Option(
             help="direct: processors handed batches directly | memory: the service "
-                 "runners (Avro, commit protocol) over the in-memory bus")] = "direct",
+                 "runners (Avro, commit protocol) over the in-memory bus")] = BusChoice.direct,
     ) -> None:
         """Run MODEL on the events in FILE in one process (embedded mode) and print the alerts."""
+        from caesar.services.common.messages import InputRecord
         from caesar.services.embedded.inputs import read_events
         from caesar.services.embedded.pipeline import EmbeddedPipeline
-        from caesar.services.scheduler.messages import InputRecord
 
         plan = load_plan(model)
         if bus == "memory":
@@ -65,8 +87,6 @@ def register(app: typer.Typer) -> None:
             err.print(f"{len(alerts)} alerts, {len(dead)} dead letters in "
                       f"{time.perf_counter() - started:.2f}s (in-memory bus)")
             return
-        if bus != "direct":
-            raise CaesarError(f"unknown --bus {bus!r} (direct or memory)")
         pipe = EmbeddedPipeline(plan, allowance=allowance, engine_factory=_engine(engine),
                                 batch_size=batch_size)
         started = time.perf_counter()
@@ -97,8 +117,9 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def deploy(
         model: Annotated[Path, typer.Argument(help="model file (.caesar)")],
-        settings_file: Annotated[Path | None, typer.Option("--settings",
-                                                           help="settings file")] = None,
+        settings_file: Annotated[Path | None, typer.Option(
+            "--config", "-c", "--settings",
+            help="settings file (.yaml/.toml); default $CAESAR_CONFIG")] = None,
         ray_address: Annotated[str | None, typer.Option(
             "--ray-address", help="Ray cluster (default: local or RAY_ADDRESS)")] = None,
         run_for: Annotated[float, typer.Option(
@@ -107,6 +128,11 @@ def register(app: typer.Typer) -> None:
         idle_flush: Annotated[float | None, typer.Option(
             help="seconds of quiet input after which the scheduler releases what it "
                  "holds (later events at or below it become late)")] = None,
+        observe_port: Annotated[int, typer.Option(
+            help="port of the metrics (/metrics), probes (/healthz, /ready) and live "
+                 "context view (/); 0 = none")] = 9464,
+        observe_host: Annotated[str, typer.Option(
+            help="address to serve them on (0.0.0.0 inside a pod)")] = "127.0.0.1",
     ) -> None:
         """Start the CAESAR services for MODEL as Ray actors reading and writing Kafka."""
         from caesar.services.ray_runtime.deployment import deploy_model
@@ -114,29 +140,22 @@ def register(app: typer.Typer) -> None:
         plan = load_plan(model)
         deploy_model(plan, model_text=model.read_text(), settings_file=settings_file,
                      ray_address=ray_address, run_for=run_for, console=err,
-                     options={"allowance": allowance, "idle_flush_s": idle_flush})
+                     options={"allowance": allowance, "idle_flush_s": idle_flush},
+                     observe_host=observe_host, observe_port=observe_port)
 
 
-def _engine(name: str):
-    if name == "auto":
-        from caesar.services.matcher.processor import default_engine_factory
-
-        return default_engine_factory
-    if name == "reference":
+def _engine(choice: EngineChoice) -> EngineFactory:
+    if choice is EngineChoice.reference:
         from caesar.services.matcher.reference import ReferenceEngine
 
         return ReferenceEngine
-    if name == "cython":
-        try:
-            from caesar.services.matcher.engine import CythonEngine  # type: ignore[import-not-found]
-        except ImportError as exc:
-            raise CaesarError("the Cython engine is not built (run scripts/setup.sh)") from exc
-        return CythonEngine
-    raise CaesarError(f"unknown engine {name!r} (auto, cython or reference)")
+    from caesar.services.matcher.engine import CythonEngine
+
+    return CythonEngine
 
 
-def _printer(as_json: bool):
-    def show(alerts) -> None:
+def _printer(as_json: bool) -> Callable[[Sequence[Alert]], None]:
+    def show(alerts: Sequence[Alert]) -> None:
         if not alerts:
             return
         if as_json:

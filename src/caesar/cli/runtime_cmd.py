@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from caesar.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from caesar.runtime.local import LocalRuntime
 
 console = Console()
 
@@ -30,7 +33,7 @@ def _settings(config: Path | None, runtime_dir: Path | None, **runtime: Any) -> 
     return settings
 
 
-def _runtime(settings: Settings):  # noqa: ANN202
+def _runtime(settings: Settings) -> LocalRuntime:
     from caesar.runtime.local import LocalRuntime
 
     return LocalRuntime(settings.runtime)
@@ -60,8 +63,12 @@ def up(
     settings = _settings(config, runtime_dir, broker_port=port, controller_port=controller_port,
                          ray_port=ray_port, ray=ray)
     runtime = _runtime(settings)
-    report = runtime.up(settings, create_topics=topics,
-                        progress=lambda msg: console.print(f"[cyan]•[/cyan] {msg}"))
+    with console.status("starting the local runtime", spinner="dots") as spinner:
+        def progress(msg: str) -> None:
+            console.print(f"[cyan]•[/cyan] {msg}")
+            spinner.update(f"{msg} ...")
+
+        report = runtime.up(settings, create_topics=topics, progress=progress)
     times = ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items())
     console.print(f"[green]up[/green] ({times})")
     if report.created_topics:

@@ -39,11 +39,11 @@ def make_codec(settings: Settings | None = None,
                repository: SchemaRepository | None = None) -> Codec:
     """The codec the settings ask for."""
     repository = repository or SchemaRepository.from_directory()
-    url = settings.kafka.schema_registry_url if settings is not None else None
-    if url:
+    kafka = settings.kafka if settings is not None else None
+    if kafka is not None and kafka.schema_registry_url:
         from caesar.codecs.registry import RegistryCodec
 
-        return RegistryCodec(url, repository, settings.kafka.schema_registry_config)
+        return RegistryCodec(kafka.schema_registry_url, repository, kafka.schema_registry_config)
     return SingleObjectCodec(repository)
 
 

@@ -87,6 +87,8 @@ class RegistryCodec:
                 schema = self.client.get_schema(schema_id)
             except SchemaRegistryError as exc:
                 raise UnknownSchemaError(f"schema id {schema_id} is not in the registry: {exc}") from exc
+            if schema.schema_str is None:
+                raise UnknownSchemaError(f"schema id {schema_id} has no schema text in the registry")
             entry = self._entry_for(json.loads(schema.schema_str))
             with self._lock:
                 self._by_id[schema_id] = entry
@@ -97,7 +99,7 @@ class RegistryCodec:
         registered schema as is (registered by another producer)."""
         parsed = parse_schema(raw, _write_hint=False)
         canonical = to_parsing_canonical_form(parsed)
-        fp = crc64_avro(canonical.encode())
+        fp = crc64_avro(canonical)
         for known in self.repository.entries():
             if known.fingerprint == fp:
                 return known

@@ -35,6 +35,12 @@ class SchemaEntry:
     def fingerprint_bytes(self) -> bytes:
         return self.fingerprint.to_bytes(8, "little")
 
+    def field_names(self) -> list[str]:
+        """The fields of a record schema, in order."""
+        if not isinstance(self.raw, dict) or self.raw.get("type") != "record":
+            raise CodecError(f"{self.name} is not a record schema")
+        return [f["name"] for f in self.raw["fields"]]
+
 
 class SchemaRepository:
     """Schemas by full name and fingerprint. Several versions of one name may be
@@ -71,8 +77,8 @@ class SchemaRepository:
                 except (SchemaParseException, CodecError, ValueError) as exc:
                     raise CodecError(f"{path}: invalid Avro schema: {exc}") from exc
             if len(failed) == len(pending):
-                path, _, exc = failed[0]
-                raise CodecError(f"{path}: refers to an unknown named type: {exc}")
+                path, _, unknown = failed[0]
+                raise CodecError(f"{path}: refers to an unknown named type: {unknown}")
             pending = [(p, r) for p, r, _ in failed]
 
     def add(self, raw: dict[str, Any] | str | list[Any]) -> SchemaEntry:
@@ -86,7 +92,7 @@ class SchemaRepository:
         standalone = _inline(parsed, named, set())
         canonical = to_parsing_canonical_form(standalone)
         parsed = parse_schema(standalone, _write_hint=False)
-        entry = SchemaEntry(name, standalone, parsed, canonical, crc64_avro(canonical.encode()))
+        entry = SchemaEntry(name, standalone, parsed, canonical, crc64_avro(canonical))
         self._named = named
         self._by_name[name] = entry
         self._by_fingerprint[entry.fingerprint] = entry

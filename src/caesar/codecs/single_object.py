@@ -96,4 +96,6 @@ def _read(data: bytes, writer: SchemaEntry, reader: SchemaEntry, offset: int = H
     if rest:
         raise CorruptRecordError(
             f"{writer.name} body has {rest} unexpected trailing bytes (corrupt or wrong schema)")
+    if not isinstance(record, dict):
+        raise CorruptRecordError(f"{writer.name} is not a record schema")
     return record

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from caesar.errors import ConfigError
+
+if TYPE_CHECKING:
+    from caesar.settings import Settings
 
 
 def add_kafka_option_argument(parser: argparse.ArgumentParser) -> None:
@@ -19,14 +23,15 @@ def add_kafka_option_argument(parser: argparse.ArgumentParser) -> None:
                              "comes from CAESAR settings and CAESAR_KAFKA__SECURITY__*)")
 
 
-def spark_kafka_options(pairs: Sequence[str] = (), *, from_settings: bool = True
-                        ) -> dict[str, str]:
-    """`kafka.*` options: the settings' security, then each KEY=VALUE pair."""
+def spark_kafka_options(pairs: Sequence[str] = (), *, from_settings: bool = True,
+                        settings: Settings | None = None) -> dict[str, str]:
+    """`kafka.*` options: the security of `settings` (default: load_settings()),
+    then each KEY=VALUE pair."""
     conf: dict[str, str] = {}
     if from_settings:
         from caesar.settings import load_settings
 
-        conf.update(load_settings().kafka.security.java_client_config())
+        conf.update((settings or load_settings()).kafka.security.java_client_config())
     for pair in pairs:
         key, sep, value = pair.partition("=")
         key = key.strip().removeprefix("kafka.")

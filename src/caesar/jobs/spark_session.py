@@ -45,6 +45,11 @@ def kafka_jars() -> list[str]:
     return jars
 
 
+def _under_spark_submit() -> bool:
+    """Launched by spark-submit (or the Spark operator): its --master stands."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
 def spark_session(app_name: str, master: str | None = None, kafka: bool = False,
                   shuffle_partitions: int = 4) -> SparkSession:
     """A (shared, if one is active) SparkSession; `kafka=True` puts the connector on it.
@@ -60,9 +65,12 @@ def spark_session(app_name: str, master: str | None = None, kafka: bool = False,
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    builder = SparkSession.builder.appName(app_name)
+    master = master or os.environ.get("CAESAR_SPARK_MASTER")
+    if master is not None or not _under_spark_submit():
+        builder = builder.master(master or "local[2]")
     builder = (
-        SparkSession.builder.appName(app_name)
-        .master(master or os.environ.get("CAESAR_SPARK_MASTER", "local[2]"))
+        builder
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

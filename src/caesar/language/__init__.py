@@ -11,6 +11,7 @@ Every failure on user input is a caesar.errors.ModelError subclass.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from caesar.language.algebra import AlgebraPlan, phase2
 from caesar.language.ast import Model
 from caesar.language.errors import LanguageError, ModelStructureError
 from caesar.language.independent import context_independent
-from caesar.language.optimizer import RULES, optimize
+from caesar.language.optimizer import RULES, Rule, optimize
 from caesar.language.parser import parse
 from caesar.language.phase1 import QuerySet, query_set
 from caesar.language.physical import physical_plan
@@ -55,7 +56,7 @@ def _read(text_or_path: str | Path, file: str | None) -> tuple[str, str]:
 
 
 def compile_phases(text_or_path: str | Path, file: str | None = None,
-                   rules=RULES) -> Compilation:
+                   rules: Sequence[tuple[str, Rule]] = RULES) -> Compilation:
     text, name = _read(text_or_path, file)
     model = parse(text, name)
     try:

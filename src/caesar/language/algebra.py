@@ -16,12 +16,13 @@ identical sub-plans of different queries compare equal.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
+from caesar.language.checked import Action, AggregateBody, CheckedQuery
 from caesar.language.phase1 import QuerySet
-from caesar.language.semantics import CheckedQuery
 from caesar.plans import expr as ir
-from caesar.plans.pattern import PatternComponent
+from caesar.plans.pattern import PatternComponent, Strategy
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class P:
     inputs: tuple[Op, ...]  # one input per component
     equivalence: tuple[str, ...] = ()
     within: int | None = None
-    strategy: str = "skip_till_any_match"
+    strategy: Strategy = "skip_till_any_match"
     qid: str = field(default="", compare=False)
 
 
@@ -59,7 +60,7 @@ class AGG:
     size: int
     slide: int
     group_by: tuple[str, ...]
-    aggregates: tuple[tuple[str, str, ir.Expr | None], ...]
+    aggregates: tuple[tuple[str, ir.AggFunc, ir.Expr | None], ...]
     child: Op
     qid: str = field(default="", compare=False)
 
@@ -74,7 +75,7 @@ class PR:
 
 @dataclass(frozen=True)
 class CX:
-    action: str  # INITIATE | SWITCH | TERMINATE
+    action: Action
     context: str
     current: tuple[str, ...]  # the contexts the deriving query runs in (CT_curr of a SWITCH)
     child: Op
@@ -106,7 +107,7 @@ class AlgebraPlan:
     shared: tuple[tuple[str, str], ...] = ()
     applied: tuple[str, ...] = ()  # names of optimizer rules applied, in order
 
-    def with_roots(self, roots) -> AlgebraPlan:
+    def with_roots(self, roots: Iterable[tuple[str, Op]]) -> AlgebraPlan:
         return replace(self, roots=tuple(roots))
 
 
@@ -131,7 +132,7 @@ def with_children(op: Op, new: tuple[Op, ...]) -> Op:
             return replace(op, child=new[0])
 
 
-def transform(op: Op, fn) -> Op:
+def transform(op: Op, fn: Callable[[Op], Op]) -> Op:
     """Bottom-up rewrite: fn is applied to each node after its children."""
     kids = children(op)
     if kids:
@@ -139,7 +140,7 @@ def transform(op: Op, fn) -> Op:
     return fn(op)
 
 
-def walk(op: Op):
+def walk(op: Op) -> Iterator[Op]:
     yield op
     for k in children(op):
         yield from walk(k)
@@ -153,34 +154,35 @@ def individual_plan(q: CheckedQuery, producers: dict[str, tuple[Op, ...]]) -> Op
     def leaf(types: tuple[str, ...]) -> Op:
         return Stream(types, tuple(p for t in types for p in producers.get(t, ())))
 
-    if q.form == "aggregate":
+    body = q.body
+    if isinstance(body, AggregateBody):
         node: Op = leaf(q.input_types)
-        if q.conjuncts:
-            node = FI(tuple(c.expr for c in q.conjuncts), node)
-        node = AGG(q.size, q.slide, q.group_by, q.aggregates, node, qid=q.qid)
-        if q.having:
-            node = FI(q.having, node)
+        if body.conjuncts:
+            node = FI(tuple(c.expr for c in body.conjuncts), node)
+        node = AGG(body.size, body.slide, body.group_by, body.aggregates, node, qid=q.qid)
+        if body.having:
+            node = FI(body.having, node)
         node = PR(q.output_type, q.output_fields, node, qid=q.qid)
         return CW(q.contexts, node)
     inputs = []
     comps = []
-    for comp in q.components:
+    for comp in body.components:
         node = leaf(comp.types)
-        own = tuple(c.expr for c in q.conjuncts if c.component == comp.var)
+        own = tuple(c.expr for c in body.conjuncts if c.component == comp.var)
         if own:
             node = FI(own, node, var=comp.var)
         if comp.iteration_filter is not None:
             node = FI((comp.iteration_filter,), node, var=comp.var, iteration=True)
         inputs.append(node)
         comps.append(replace(comp, iteration_filter=None))
-    node = P(tuple(comps), tuple(inputs), q.equivalence, q.within, q.strategy, qid=q.qid)
-    where = tuple(c.expr for c in q.conjuncts if c.component is None)
+    node = P(tuple(comps), tuple(inputs), body.equivalence, body.within, body.strategy,
+             qid=q.qid)
+    where = tuple(c.expr for c in body.conjuncts if c.component is None)
     if where:
         node = FI(where, node)
-    if q.kind == "deriving":
-        assert q.action is not None and q.target is not None
-        return CX(q.action, q.target, q.contexts, CW(q.contexts, node), qid=q.qid,
-                  key=q.output_fields)
+    if q.transition is not None:
+        return CX(q.transition.action, q.transition.target, q.contexts,
+                  CW(q.contexts, node), qid=q.qid, key=q.output_fields)
     node = PR(q.output_type, q.output_fields, node, qid=q.qid)
     return CW(q.contexts, node)
 
@@ -200,18 +202,18 @@ def phase2(qs: QuerySet) -> AlgebraPlan:
     remaining = list(qs.queries)
     produced_by: dict[str, list[str]] = {}
     for q in qs.queries:
-        if q.kind == "processing":
+        if not q.deriving:
             produced_by.setdefault(q.output_type, []).append(q.qid)
     while remaining:
         for q in list(remaining):
             deps = [qid for t in q.input_types for qid in produced_by.get(t, ())]
             if all(d in plans for d in deps):
                 plans[q.qid] = individual_plan(q, producers)
-                if q.kind == "processing":
+                if not q.deriving:
                     producers[q.output_type] = producers.get(q.output_type, ()) + (plans[q.qid],)
                 remaining.remove(q)
     roots = tuple((q.qid, plans[q.qid]) for q in qs.queries
-                  if q.kind == "deriving" or q.output_type not in consumed)
+                  if q.deriving or q.output_type not in consumed)
     return AlgebraPlan(roots=roots, query_set=qs)
 
 
@@ -229,20 +231,8 @@ def label(op: Op) -> str:
             text = " AND ".join(ir.render(c) for c in cs)
             where = f" on {var}" if var else ""
             return f"FI{'*' if it else ''}{where}[{text}]"
-        case P(components=comps, equivalence=eq, within=w, strategy=s, qid=qid):
-            parts = []
-            for c in comps:
-                t = c.types[0] if len(c.types) == 1 else f"ANY({', '.join(c.types)})"
-                parts.append(("NOT " if c.negated else "") + t + ("+" if c.kleene else "") +
-                             f" {c.var}")
-            text = f"P {qid}[SEQ({', '.join(parts)})" if len(comps) > 1 else f"P {qid}[{parts[0]}"
-            if eq:
-                text += f" [{', '.join(eq)}]"
-            if w is not None:
-                text += f" WITHIN {w}"
-            if s != "skip_till_any_match":
-                text += f" {s}"
-            return text + "]"
+        case P():
+            return _pattern_label(op)
         case AGG(size=size, slide=slide, group_by=gb, aggregates=aggs, qid=qid):
             items = ", ".join(f"{f}({ir.render(a) if a is not None else '*'}) AS {n}"
                               for n, f, a in aggs)
@@ -251,14 +241,34 @@ def label(op: Op) -> str:
             return f"AGG {qid}[{items}{by} {win}]"
         case PR(event_type=t, fields=fs, qid=qid):
             return f"PR {qid}[{t}({', '.join(n + '=' + ir.render(e) for n, e in fs)})]"
-        case CX(action=a, context=c, current=cur, qid=qid, key=key):
-            by = f" KEYED BY {', '.join(ir.render(e) for _, e in key)}" if key else ""
-            if a == "INITIATE":
-                return f"CI {qid}[{c}{by}]"
-            if a == "TERMINATE":
-                return f"CT {qid}[{c}{by}]"
-            return f"CI {qid}[{c}] + CT[{', '.join(cur)}]{by}"
+        case CX():
+            return _context_label(op)
     raise TypeError(op)
+
+
+def _pattern_label(op: P) -> str:
+    parts = []
+    for c in op.components:
+        t = c.types[0] if len(c.types) == 1 else f"ANY({', '.join(c.types)})"
+        parts.append(("NOT " if c.negated else "") + t + ("+" if c.kleene else "") + f" {c.var}")
+    text = f"P {op.qid}[SEQ({', '.join(parts)})" if len(op.components) > 1 else \
+        f"P {op.qid}[{parts[0]}"
+    if op.equivalence:
+        text += f" [{', '.join(op.equivalence)}]"
+    if op.within is not None:
+        text += f" WITHIN {op.within}"
+    if op.strategy != "skip_till_any_match":
+        text += f" {op.strategy}"
+    return text + "]"
+
+
+def _context_label(op: CX) -> str:
+    by = f" KEYED BY {', '.join(ir.render(e) for _, e in op.key)}" if op.key else ""
+    if op.action == "INITIATE":
+        return f"CI {op.qid}[{op.context}{by}]"
+    if op.action == "TERMINATE":
+        return f"CT {op.qid}[{op.context}{by}]"
+    return f"CI {op.qid}[{op.context}] + CT[{', '.join(op.current)}]{by}"
 
 
 def render_plan(plan: AlgebraPlan, title: str = "") -> str:
@@ -271,9 +281,8 @@ def render_plan(plan: AlgebraPlan, title: str = "") -> str:
     if plan.overlaps:
         out.append("overlapping contexts: " +
                    ", ".join(f"{a}~{b}" for a, b in plan.overlaps))
-    for g in plan.groups:
-        out.append(f"group {g.gid}: contexts {', '.join(g.contexts)}; "
-                   f"queries {', '.join(g.queries) or '-'}")
+    out.extend(f"group {g.gid}: contexts {', '.join(g.contexts)}; "
+               f"queries {', '.join(g.queries) or '-'}" for g in plan.groups)
     if plan.applied:
         out.append("rules: " + ", ".join(plan.applied))
     return "\n".join(out) + "\n"

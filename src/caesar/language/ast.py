@@ -12,7 +12,7 @@ NOWHERE = SourcePosition("<model>", 0, 0)
 
 
 def _pos() -> SourcePosition:
-    return field(default=NOWHERE, compare=False, repr=False)  # type: ignore[return-value]
+    return field(default=NOWHERE, compare=False, repr=False)
 
 
 # ---- expressions -----------------------------------------------------------

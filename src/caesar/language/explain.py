@@ -3,9 +3,14 @@ and after optimization (used by `caesar explain` and the golden tests)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from caesar.language.algebra import AlgebraPlan, Op, children, label, render_plan
 from caesar.language.phase1 import render_query_set
 from caesar.plans.execution import ExecutionPlan
+
+if TYPE_CHECKING:
+    from caesar.language import Compilation
 
 
 def render_execution(plan: ExecutionPlan) -> str:
@@ -14,20 +19,20 @@ def render_execution(plan: ExecutionPlan) -> str:
                                     f"{' (keyed)' if c.keyed else ''} bit {c.bit}"
                                     for c in plan.contexts)]
     for title, stages in (("deriver", plan.deriver_stages), ("matcher", plan.matcher_stages)):
-        for s in stages:
-            out.append(f"{title}: {s.plan.plan_id} in [{', '.join(s.contexts)}]"
-                       + (f" feeds {', '.join(s.feeds)}" if s.feeds else "")
-                       + (f" -> topic {s.output_topic}" if s.output_topic else ""))
-    for t in plan.transitions:
-        out.append(f"transition: {t.stage.plan.plan_id} in [{', '.join(t.stage.contexts)}] "
-                   f"{t.action} {t.context}"
-                   + (f" keyed by {', '.join(t.key_fields)}" if t.key_fields else ""))
+        out.extend(f"{title}: {s.plan.plan_id} in [{', '.join(s.contexts)}]"
+                   + (f" feeds {', '.join(s.feeds)}" if s.feeds else "")
+                   + (f" -> topic {s.output_topic}" if s.output_topic else "")
+                   for s in stages)
+    out.extend(f"transition: {t.stage.plan.plan_id} in [{', '.join(t.stage.contexts)}] "
+               f"{t.action} {t.context}"
+               + (f" keyed by {', '.join(t.key_fields)}" if t.key_fields else "")
+               for t in plan.transitions)
     for c, gids in plan.context_groups.items():
         out.append(f"context {c}: grouped windows {', '.join(gids)}")
     return "\n".join(out) + "\n"
 
 
-def explain_text(compiled) -> str:
+def explain_text(compiled: Compilation) -> str:
     return "\n".join([
         "== phase 1: query set ==", render_query_set(compiled.query_set),
         "== phase 2: plan before optimization ==", render_plan(compiled.unoptimized),
@@ -51,7 +56,8 @@ def plan_dot(plan: AlgebraPlan, name: str, out: list[str]) -> None:
         shape = "box" if type(op).__name__ in ("Stream",) else "ellipse"
         out.append(f'    {nid} [label="{_dot_escape(label(op))}", shape={shape}];')
         for k in children(op):
-            out.append(f"    {node(k)} -> {nid};")  # edges follow the event flow
+            child = node(k)  # writes the child's subtree first
+            out.append(f"    {child} -> {nid};")  # edges follow the event flow
         return nid
 
     for qid, root in plan.roots:
@@ -61,7 +67,7 @@ def plan_dot(plan: AlgebraPlan, name: str, out: list[str]) -> None:
     out.append("  }")
 
 
-def explain_dot(compiled) -> str:
+def explain_dot(compiled: Compilation) -> str:
     out = ["digraph caesar {", "  rankdir=BT;", '  node [fontname="Helvetica"];']
     plan_dot(compiled.unoptimized, "before", out)
     plan_dot(compiled.optimized, "after", out)

@@ -13,16 +13,7 @@ TYPE_SPELLING = {"int": "INT", "float": "FLOAT", "string": "STRING", "bool": "BO
 def format_expr(node: ast.ExprNode, parent: int = 0) -> str:
     match node:
         case ast.Literal(value=value):
-            if isinstance(value, bool):
-                return "TRUE" if value else "FALSE"
-            if isinstance(value, str):
-                return '"' + value + '"' if '"' not in value else "'" + value + "'"
-            if isinstance(value, float):
-                text = repr(value)
-                if "e" in text or "inf" in text or "nan" in text:
-                    text = f"{value:.6f}"
-                return text if value >= 0 else f"({text})" if parent >= 5 else text
-            return str(value) if value >= 0 or parent < 5 else f"({value})"
+            return format_literal(value, parent)
         case ast.Ref(var=var, name=name):
             return name if var is None else f"{var}.{name}"
         case ast.UnaryExpr(op="NOT", operand=operand):
@@ -47,6 +38,20 @@ def format_expr(node: ast.ExprNode, parent: int = 0) -> str:
     raise TypeError(f"not an expression node: {node!r}")
 
 
+def format_literal(value: int | float | str | bool, parent: int = 0) -> str:
+    """A literal; a negative number in parentheses where a sign would bind wrongly."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, str):
+        return '"' + value + '"' if '"' not in value else "'" + value + "'"
+    if isinstance(value, float):
+        text = repr(value)
+        if "e" in text or "inf" in text or "nan" in text:
+            text = f"{value:.6f}"
+        return text if value >= 0 else f"({text})" if parent >= 5 else text
+    return str(value) if value >= 0 or parent < 5 else f"({value})"
+
+
 def format_duration(d: ast.Duration) -> str:
     return str(d.amount) if d.unit is None else f"{d.amount} {d.unit}"
 
@@ -68,15 +73,7 @@ def format_pattern(p: ast.Pattern) -> str:
 
 
 def format_query(q: ast.Query, indent: str = "") -> str:
-    lines: list[str] = []
-    items = ", ".join(format_expr(i.expr) + (f" AS {i.alias}" if i.alias else "") for i in q.items)
-    if q.kind == "window":
-        head = f"{q.action} CONTEXT {q.target}"
-        if q.instance_key:
-            head += " KEYED BY " + ", ".join(format_expr(e) for e in q.instance_key)
-        lines.append(head)
-    else:
-        lines.append(f"DERIVE {q.derive_type}({items})")
+    lines = [_query_head(q)]
     if q.kind == "aggregate":
         lines.append(f"FROM {q.source}" + (f" {q.source_var}" if q.source_var else ""))
     else:
@@ -84,27 +81,48 @@ def format_query(q: ast.Query, indent: str = "") -> str:
         lines.append(f"PATTERN {format_pattern(q.pattern)}")
     if q.where is not None:
         lines.append(f"WHERE {format_expr(q.where)}")
-    if q.kind == "aggregate":
-        w = q.window
-        assert w is not None
-        if w.kind == "TUMBLING":
-            lines.append(f"WINDOW TUMBLING {format_duration(w.size)}")
-        else:
-            assert w.slide is not None
-            lines.append(f"WINDOW SLIDING {format_duration(w.size)} EVERY {format_duration(w.slide)}")
-        if q.group_by:
-            lines.append("GROUP BY " + ", ".join(q.group_by))
-        if q.having is not None:
-            lines.append(f"HAVING {format_expr(q.having)}")
-    else:
-        if q.within is not None:
-            lines.append(f"WITHIN {format_duration(q.within)}")
-        if q.strategy is not None:
-            lines.append(f"STRATEGY {q.strategy}")
+    lines += _aggregate_clauses(q) if q.kind == "aggregate" else _pattern_clauses(q)
     if q.contexts:
         lines.append("CONTEXT " + ", ".join(q.contexts))
     body = ("\n" + indent + "  ").join(lines)
     return indent + body + ";"
+
+
+def _query_head(q: ast.Query) -> str:
+    """`INITIATE CONTEXT c [KEYED BY ...]` or `DERIVE T(items)`."""
+    if q.kind == "window":
+        head = f"{q.action} CONTEXT {q.target}"
+        if q.instance_key:
+            head += " KEYED BY " + ", ".join(format_expr(e) for e in q.instance_key)
+        return head
+    items = ", ".join(format_expr(i.expr) + (f" AS {i.alias}" if i.alias else "") for i in q.items)
+    return f"DERIVE {q.derive_type}({items})"
+
+
+def _aggregate_clauses(q: ast.Query) -> list[str]:
+    """WINDOW, GROUP BY, HAVING of an aggregation query."""
+    w = q.window
+    assert w is not None
+    if w.kind == "TUMBLING":
+        lines = [f"WINDOW TUMBLING {format_duration(w.size)}"]
+    else:
+        assert w.slide is not None
+        lines = [f"WINDOW SLIDING {format_duration(w.size)} EVERY {format_duration(w.slide)}"]
+    if q.group_by:
+        lines.append("GROUP BY " + ", ".join(q.group_by))
+    if q.having is not None:
+        lines.append(f"HAVING {format_expr(q.having)}")
+    return lines
+
+
+def _pattern_clauses(q: ast.Query) -> list[str]:
+    """WITHIN and STRATEGY of a pattern query."""
+    lines = []
+    if q.within is not None:
+        lines.append(f"WITHIN {format_duration(q.within)}")
+    if q.strategy is not None:
+        lines.append(f"STRATEGY {q.strategy}")
+    return lines
 
 
 def format_event(e: ast.EventDecl) -> str:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, Generic, NoReturn, TypedDict, TypeVar
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import (
@@ -13,6 +15,7 @@ from lark.exceptions import (
     UnexpectedInput,
     UnexpectedToken,
 )
+from lark.tree import Meta
 
 from caesar.errors import SourcePosition
 from caesar.language import ast
@@ -121,7 +124,8 @@ def _syntax_error(exc: UnexpectedInput, text: str, file: str) -> LanguageError:
         return ModelSyntaxError("unexpected input", pos, text, found=found,
                                 expected=_expected(exc.expected))
     if isinstance(exc, UnexpectedCharacters):
-        char = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else "end of model"
+        at = exc.pos_in_stream
+        char = text[at] if at is not None and at < len(text) else "end of model"
         return ModelSyntaxError("unexpected character", pos, text, found=repr(char),
                                 expected=_expected(exc.allowed or set()))
     if isinstance(exc, UnexpectedEOF):
@@ -142,23 +146,46 @@ def _reserved(token: Token, file: str, text: str) -> LanguageError:
         SourcePosition(file, token.line or 1, token.column or 1), text, found=repr(str(token)))
 
 
-class _Tagged:
+T = TypeVar("T")
+
+# What lark hands a rule: the already transformed children, tokens and AST
+# nodes mixed as the grammar rule has them.
+Children = Sequence[Any]
+
+
+class _Tagged(Generic[T]):
     """A clause result tagged with its clause name (used while assembling queries)."""
 
-    def __init__(self, tag: str, value: object, pos: SourcePosition) -> None:
+    def __init__(self, tag: str, value: T, pos: SourcePosition) -> None:
         self.tag = tag
         self.value = value
         self.pos = pos
 
 
+class _CommonClauses(TypedDict, total=False):
+    """The clauses every query kind may have, as `ast.Query` keywords."""
+
+    where: ast.ExprNode
+    within: ast.Duration
+    strategy: str
+    strategy_pos: SourcePosition
+    contexts: tuple[str, ...]
+    contexts_pos: SourcePosition
+
+
+# Model-level declarations that may each appear once, with their spelling.
+HEADER_DECLARATIONS = {"model": "MODEL", "time_unit": "TIME UNIT", "strategy": "STRATEGY",
+                       "partition": "PARTITION BY"}
+
+
 @v_args(meta=True)
-class _ToAst(Transformer):
+class _ToAst(Transformer[Token, ast.Model]):
     def __init__(self, file: str, text: str) -> None:
         super().__init__()
         self.file = file
         self.text = text
 
-    def _pos(self, meta) -> SourcePosition:
+    def _pos(self, meta: Meta) -> SourcePosition:
         if getattr(meta, "empty", True):
             return SourcePosition(self.file, 1, 1)
         return SourcePosition(self.file, meta.line, meta.column)
@@ -167,60 +194,53 @@ class _ToAst(Transformer):
         return SourcePosition(self.file, token.line or 1, token.column or 1)
 
     # ---- model ----
-    def start(self, meta, items):
-        name = time_unit = strategy = None
-        partition: tuple[str, ...] = ()
-        events, contexts, queries = [], [], []
-        strategy_pos = partition_pos = ast.NOWHERE
-        for item in items:
-            if isinstance(item, _Tagged):
-                if item.tag in ("model", "time_unit", "strategy", "partition"):
-                    if item.tag == "model":
-                        if name is not None:
-                            raise ModelSyntaxError("MODEL is declared twice", item.pos, self.text)
-                        name = item.value
-                    elif item.tag == "time_unit":
-                        if time_unit is not None:
-                            raise ModelSyntaxError("TIME UNIT is declared twice", item.pos, self.text)
-                        time_unit = item.value
-                    elif item.tag == "strategy":
-                        if strategy is not None:
-                            raise ModelSyntaxError("STRATEGY is declared twice", item.pos, self.text)
-                        strategy, strategy_pos = item.value, item.pos
-                    else:
-                        if partition:
-                            raise ModelSyntaxError("PARTITION BY is declared twice", item.pos, self.text)
-                        partition, partition_pos = item.value, item.pos
-            elif isinstance(item, ast.EventDecl):
-                events.append(item)
-            elif isinstance(item, ast.ContextBlock):
-                contexts.append(item)
-            elif isinstance(item, ast.Query):
-                queries.append(item)
-        return ast.Model(name=name, time_unit=time_unit, partition_by=partition, strategy=strategy,
-                         events=tuple(events), contexts=tuple(contexts), queries=tuple(queries),
-                         file=self.file, source=self.text, pos=self._pos(meta),
-                         strategy_pos=strategy_pos, partition_pos=partition_pos)
+    def start(self, meta: Meta, items: Children) -> ast.Model:
+        header = self._header([i for i in items if isinstance(i, _Tagged)])
+        name, time_unit = header.get("model"), header.get("time_unit")
+        strategy, partition = header.get("strategy"), header.get("partition")
+        return ast.Model(
+            name=name.value if name else None,
+            time_unit=time_unit.value if time_unit else None,
+            partition_by=partition.value if partition else (),
+            strategy=strategy.value if strategy else None,
+            events=tuple(i for i in items if isinstance(i, ast.EventDecl)),
+            contexts=tuple(i for i in items if isinstance(i, ast.ContextBlock)),
+            queries=tuple(i for i in items if isinstance(i, ast.Query)),
+            file=self.file, source=self.text, pos=self._pos(meta),
+            strategy_pos=strategy.pos if strategy else ast.NOWHERE,
+            partition_pos=partition.pos if partition else ast.NOWHERE)
 
-    def model_decl(self, meta, children):
+    def _header(self, declarations: list[_Tagged[Any]]) -> dict[str, _Tagged[Any]]:
+        """The model-level declarations by tag; each may be given once."""
+        seen: dict[str, _Tagged[Any]] = {}
+        for item in declarations:
+            if item.tag not in HEADER_DECLARATIONS:
+                continue
+            if item.tag in seen:
+                raise ModelSyntaxError(f"{HEADER_DECLARATIONS[item.tag]} is declared twice",
+                                       item.pos, self.text)
+            seen[item.tag] = item
+        return seen
+
+    def model_decl(self, meta: Meta, children: Children) -> _Tagged[str]:
         return _Tagged("model", str(children[0]), self._pos(meta))
 
-    def time_unit_decl(self, meta, children):
+    def time_unit_decl(self, meta: Meta, children: Children) -> _Tagged[str]:
         return _Tagged("time_unit", _unit(children[0]), self._pos(meta))
 
-    def partition_decl(self, meta, children):
+    def partition_decl(self, meta: Meta, children: Children) -> _Tagged[tuple[str, ...]]:
         return _Tagged("partition", children[0], self._pos(meta))
 
-    def strategy_decl(self, meta, children):
+    def strategy_decl(self, meta: Meta, children: Children) -> _Tagged[str]:
         return _Tagged("strategy", str(children[0]), self._tpos(children[0]))
 
-    def name_list(self, meta, children):
+    def name_list(self, meta: Meta, children: Children) -> tuple[str, ...]:
         return tuple(str(c) for c in children)
 
-    def reserved_decl(self, meta, children):
+    def reserved_decl(self, meta: Meta, children: Children) -> NoReturn:
         raise _reserved(children[0], self.file, self.text)
 
-    def event_decl(self, meta, children):
+    def event_decl(self, meta: Meta, children: Children) -> ast.EventDecl:
         name = str(children[0])
         fields = [c for c in children[1:] if isinstance(c, ast.FieldDecl)]
         opts = {}
@@ -236,23 +256,23 @@ class _ToAst(Transformer):
                              output_topic=opts.get("output_topic"),
                              pos=self._tpos(children[0]))
 
-    def field_decl(self, meta, children):
+    def field_decl(self, meta: Meta, children: Children) -> ast.FieldDecl:
         return ast.FieldDecl(str(children[0]), TYPE_NAMES[str(children[1]).lower()],
                              self._tpos(children[0]))
 
-    def timestamp_opt(self, meta, children):
+    def timestamp_opt(self, meta: Meta, children: Children) -> _Tagged[str]:
         return _Tagged("timestamp", str(children[0]), self._pos(meta))
 
-    def topic_opt(self, meta, children):
+    def topic_opt(self, meta: Meta, children: Children) -> _Tagged[str]:
         return _Tagged("topic", _string(children[0]), self._pos(meta))
 
-    def output_topic_opt(self, meta, children):
+    def output_topic_opt(self, meta: Meta, children: Children) -> _Tagged[str]:
         return _Tagged("output_topic", _string(children[0]), self._pos(meta))
 
-    def schema_opt(self, meta, children):
+    def schema_opt(self, meta: Meta, children: Children) -> _Tagged[str]:
         return _Tagged("schema", _string(children[0]), self._pos(meta))
 
-    def context_block(self, meta, children):
+    def context_block(self, meta: Meta, children: Children) -> ast.ContextBlock:
         default = isinstance(children[0], Token) and children[0].type == "DEFAULT"
         rest = children[1:] if default else children
         name_tok = rest[0]
@@ -262,23 +282,25 @@ class _ToAst(Transformer):
                                 pos=self._tpos(name_tok), keyed=keyed)
 
     # ---- queries ----
-    def _clauses(self, children) -> dict[str, _Tagged]:
-        out: dict[str, _Tagged] = {}
+    def _clauses(self, children: Children) -> dict[str, _Tagged[Any]]:
+        out: dict[str, _Tagged[Any]] = {}
         for c in children:
             if isinstance(c, _Tagged):
                 out[c.tag] = c
         return out
 
-    def window_query(self, meta, children):
+    def window_query(self, meta: Meta, children: Children) -> ast.Query:
         action, target = children[0], children[1]
         cl = self._clauses(children[2:])
-        keyed = {"instance_key": cl["key"].value, "key_pos": cl["key"].pos} if "key" in cl else {}
+        key = cl.get("key")
         return ast.Query(kind="window", action=str(action).upper(), target=str(target),
-                         pattern=cl["pattern"].value, **self._common(cl), **keyed,
+                         pattern=cl["pattern"].value, **self._common(cl),
+                         instance_key=key.value if key else (),
+                         key_pos=key.pos if key else ast.NOWHERE,
                          pos=self._pos(meta), target_pos=self._tpos(target))
 
-    def _common(self, cl: dict[str, _Tagged]) -> dict:
-        out: dict = {}
+    def _common(self, cl: dict[str, _Tagged[Any]]) -> _CommonClauses:
+        out: _CommonClauses = {}
         if "where" in cl:
             out["where"] = cl["where"].value
         if "within" in cl:
@@ -291,7 +313,7 @@ class _ToAst(Transformer):
             out["contexts_pos"] = cl["context"].pos
         return out
 
-    def retrieval_query(self, meta, children):
+    def retrieval_query(self, meta: Meta, children: Children) -> ast.Query:
         name = children[0]
         items = tuple(c for c in children[1:] if isinstance(c, ast.DeriveItem))
         cl = self._clauses(children[1:])
@@ -299,7 +321,7 @@ class _ToAst(Transformer):
                          pattern=cl["pattern"].value, **self._common(cl), pos=self._pos(meta),
                          target_pos=self._tpos(name))
 
-    def aggregate_query(self, meta, children):
+    def aggregate_query(self, meta: Meta, children: Children) -> ast.Query:
         name = children[0]
         items = tuple(c for c in children[1:] if isinstance(c, ast.DeriveItem))
         tokens = [c for c in children[1:] if isinstance(c, Token)]
@@ -313,49 +335,49 @@ class _ToAst(Transformer):
                          having=cl["having"].value if "having" in cl else None,
                          **common, pos=self._pos(meta), target_pos=self._tpos(source))
 
-    def derive_item(self, meta, children):
+    def derive_item(self, meta: Meta, children: Children) -> ast.DeriveItem:
         alias = str(children[1]) if len(children) > 1 else None
         return ast.DeriveItem(children[0], alias, self._pos(meta))
 
-    def tumbling(self, meta, children):
+    def tumbling(self, meta: Meta, children: Children) -> _Tagged[ast.Window]:
         return _Tagged("window", ast.Window("TUMBLING", children[0], None, self._pos(meta)),
                        self._pos(meta))
 
-    def sliding(self, meta, children):
+    def sliding(self, meta: Meta, children: Children) -> _Tagged[ast.Window]:
         return _Tagged("window", ast.Window("SLIDING", children[0], children[1], self._pos(meta)),
                        self._pos(meta))
 
-    def key_clause(self, meta, children):
+    def key_clause(self, meta: Meta, children: Children) -> _Tagged[tuple[ast.ExprNode, ...]]:
         return _Tagged("key", tuple(children), self._pos(meta))
 
-    def group_clause(self, meta, children):
+    def group_clause(self, meta: Meta, children: Children) -> _Tagged[tuple[str, ...]]:
         return _Tagged("group", children[0], self._pos(meta))
 
-    def having_clause(self, meta, children):
+    def having_clause(self, meta: Meta, children: Children) -> _Tagged[ast.ExprNode]:
         return _Tagged("having", children[0], self._pos(meta))
 
-    def pattern_clause(self, meta, children):
+    def pattern_clause(self, meta: Meta, children: Children) -> _Tagged[ast.Pattern]:
         return _Tagged("pattern", as_pattern(children[0]), self._pos(meta))
 
-    def where_clause(self, meta, children):
+    def where_clause(self, meta: Meta, children: Children) -> _Tagged[ast.ExprNode]:
         return _Tagged("where", children[0], self._pos(meta))
 
-    def within_clause(self, meta, children):
+    def within_clause(self, meta: Meta, children: Children) -> _Tagged[ast.Duration]:
         return _Tagged("within", children[0], self._pos(meta))
 
-    def query_strategy(self, meta, children):
+    def query_strategy(self, meta: Meta, children: Children) -> _Tagged[str]:
         return _Tagged("strategy", str(children[0]), self._tpos(children[0]))
 
-    def context_clause(self, meta, children):
+    def context_clause(self, meta: Meta, children: Children) -> _Tagged[tuple[str, ...]]:
         return _Tagged("context", children[0], self._pos(meta))
 
-    def duration(self, meta, children):
+    def duration(self, meta: Meta, children: Children) -> ast.Duration:
         amount = int(children[0])
         unit = _unit(children[1]) if len(children) > 1 else None
         return ast.Duration(amount, unit, self._pos(meta))
 
     # ---- patterns ----
-    def seq(self, meta, children):
+    def seq(self, meta: Meta, children: Children) -> ast.Pattern:
         comps: list[ast.Component] = []
         for c in children:
             if isinstance(c, ast.Pattern):
@@ -364,12 +386,12 @@ class _ToAst(Transformer):
                 comps.append(c)
         return ast.Pattern(tuple(comps), True, self._pos(meta))
 
-    def negated(self, meta, children):
+    def negated(self, meta: Meta, children: Children) -> ast.Component:
         comp: ast.Component = children[0]
         return ast.Component(comp.types, comp.var, True, comp.kleene, comp.any_of, comp.filter,
                              self._pos(meta))
 
-    def component(self, meta, children):
+    def component(self, meta: Meta, children: Children) -> ast.Component:
         types_node = children[0]
         any_of = isinstance(types_node, tuple) and types_node[0] == "any"
         types = types_node[1]
@@ -383,105 +405,104 @@ class _ToAst(Transformer):
                 var = str(c)
             elif isinstance(c, _Tagged):
                 filt = c.value
-        comp = ast.Component(types, var, False, kleene, any_of, filt, self._pos(meta))
-        return comp
+        return ast.Component(types, var, False, kleene, any_of, filt, self._pos(meta))
 
-    def filter_clause(self, meta, children):
+    def filter_clause(self, meta: Meta, children: Children) -> _Tagged[ast.ExprNode]:
         return _Tagged("filter", children[0], self._pos(meta))
 
-    def single_type(self, meta, children):
+    def single_type(self, meta: Meta, children: Children) -> tuple[str, tuple[str, ...]]:
         return ("single", (str(children[0]),))
 
-    def any_type(self, meta, children):
+    def any_type(self, meta: Meta, children: Children) -> tuple[str, tuple[str, ...]]:
         return ("any", tuple(str(c) for c in children))
 
     # ---- expressions ----
-    def or_expr(self, meta, children):
+    def or_expr(self, meta: Meta, children: Children) -> ast.ExprNode:
         return _fold("OR", children, self._pos(meta))
 
-    def and_expr(self, meta, children):
+    def and_expr(self, meta: Meta, children: Children) -> ast.ExprNode:
         return _fold("AND", children, self._pos(meta))
 
-    def not_op(self, meta, children):
+    def not_op(self, meta: Meta, children: Children) -> ast.UnaryExpr:
         return ast.UnaryExpr("NOT", children[0], self._pos(meta))
 
-    def comparison(self, meta, children):
+    def comparison(self, meta: Meta, children: Children) -> ast.BinaryExpr:
         op = str(children[1])
         return ast.BinaryExpr(COMPARISON_SPELLING.get(op, op), children[0], children[2],
                               self._tpos(children[1]))
 
-    def sum(self, meta, children):
+    def sum(self, meta: Meta, children: Children) -> ast.ExprNode:
         return self._chain(children)
 
-    def product(self, meta, children):
+    def product(self, meta: Meta, children: Children) -> ast.ExprNode:
         return self._chain(children)
 
-    def _chain(self, children):
+    def _chain(self, children: Children) -> ast.ExprNode:
         left = children[0]
         for i in range(1, len(children), 2):
             op = children[i]
             left = ast.BinaryExpr(str(op), left, children[i + 1], self._tpos(op))
         return left
 
-    def neg(self, meta, children):
+    def neg(self, meta: Meta, children: Children) -> ast.ExprNode:
         operand = children[1]
         if isinstance(operand, ast.Literal) and isinstance(operand.value, int | float) \
                 and not isinstance(operand.value, bool):
             return ast.Literal(-operand.value, self._pos(meta))
         return ast.UnaryExpr("-", operand, self._pos(meta))
 
-    def int_lit(self, meta, children):
+    def int_lit(self, meta: Meta, children: Children) -> ast.Literal:
         return ast.Literal(int(children[0]), self._pos(meta))
 
-    def float_lit(self, meta, children):
+    def float_lit(self, meta: Meta, children: Children) -> ast.Literal:
         return ast.Literal(float(children[0]), self._pos(meta))
 
-    def str_lit(self, meta, children):
+    def str_lit(self, meta: Meta, children: Children) -> ast.Literal:
         return ast.Literal(_string(children[0]), self._pos(meta))
 
-    def true_lit(self, meta, children):
+    def true_lit(self, meta: Meta, children: Children) -> ast.Literal:
         return ast.Literal(True, self._pos(meta))
 
-    def false_lit(self, meta, children):
+    def false_lit(self, meta: Meta, children: Children) -> ast.Literal:
         return ast.Literal(False, self._pos(meta))
 
-    def qualified(self, meta, children):
+    def qualified(self, meta: Meta, children: Children) -> ast.Ref:
         return ast.Ref(str(children[0]), str(children[1]), self._pos(meta))
 
-    def bare(self, meta, children):
+    def bare(self, meta: Meta, children: Children) -> ast.Ref:
         return ast.Ref(None, str(children[0]), self._pos(meta))
 
-    def call(self, meta, children):
+    def call(self, meta: Meta, children: Children) -> ast.CallExpr:
         return ast.CallExpr(str(children[0]).lower(), tuple(children[1:]), pos=self._pos(meta))
 
-    def distinct_call(self, meta, children):
+    def distinct_call(self, meta: Meta, children: Children) -> ast.CallExpr:
         return ast.CallExpr(str(children[0]).lower(), (children[1],), distinct=True,
                             pos=self._pos(meta))
 
-    def star_call(self, meta, children):
+    def star_call(self, meta: Meta, children: Children) -> ast.CallExpr:
         return ast.CallExpr(str(children[0]).lower(), (), star=True, pos=self._pos(meta))
 
-    def equivalence(self, meta, children):
+    def equivalence(self, meta: Meta, children: Children) -> ast.Equivalence:
         return ast.Equivalence(tuple(str(c) for c in children), self._pos(meta))
 
 
-def _fold(op: str, children, pos: SourcePosition):
+def _fold(op: str, children: Children, pos: SourcePosition) -> ast.ExprNode:
     left = children[0]
     for right in children[1:]:
         left = ast.BinaryExpr(op, left, right, pos)
     return left
 
 
-def _unit(token) -> str:
+def _unit(token: Token) -> str:
     word = str(token).lower().rstrip("s")
     return UNITS[word]
 
 
-def _string(token) -> str:
+def _string(token: Token) -> str:
     return str(token)[1:-1]
 
 
-def as_pattern(node) -> ast.Pattern:
+def as_pattern(node: ast.Pattern | ast.Component) -> ast.Pattern:
     """PATTERN with a single component is a one-component pattern."""
     if isinstance(node, ast.Pattern):
         return node

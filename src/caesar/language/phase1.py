@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from caesar.language.checked import CheckedModel, CheckedQuery
 from caesar.language.formatter import format_query
-from caesar.language.semantics import CheckedModel, CheckedQuery
 
 
 @dataclass(frozen=True)
@@ -21,11 +21,11 @@ class QuerySet:
 
     @property
     def deriving(self) -> tuple[CheckedQuery, ...]:
-        return tuple(q for q in self.queries if q.kind == "deriving")
+        return tuple(q for q in self.queries if q.deriving)
 
     @property
     def processing(self) -> tuple[CheckedQuery, ...]:
-        return tuple(q for q in self.queries if q.kind == "processing")
+        return tuple(q for q in self.queries if not q.deriving)
 
     def by_id(self, qid: str) -> CheckedQuery:
         return next(q for q in self.queries if q.qid == qid)

@@ -15,10 +15,11 @@ both services.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from caesar.language.algebra import AGG, CW, CX, FI, PR, AlgebraPlan, Op, P, Stream
-from caesar.language.semantics import CheckedModel
+from caesar.language.checked import Action, CheckedModel, marker_type
 from caesar.plans import expr as ir
 from caesar.plans.aggregate import AggregatePlan, AggregateSpec
 from caesar.plans.execution import (
@@ -38,7 +39,7 @@ class _Query:
     contexts: set[str]
     output_type: str
     deps: list[str] = field(default_factory=list)
-    transition: tuple[str, str] | None = None
+    transition: tuple[Action, str] | None = None
     key_fields: tuple[str, ...] = ()  # KEYED BY of a transition: its output fields
 
 
@@ -57,104 +58,132 @@ class _Extractor:
         self.queries: dict[str, _Query] = {}
         self.all_contexts = set(model.context_names())
 
-    def schemas(self, types) -> dict[str, dict[str, str]]:
+    def schemas(self, types: Iterable[str]) -> dict[str, dict[str, str]]:
         return {t: dict(self.model.event_types[t].fields) for t in types
                 if t in self.model.event_types}
 
     def query(self, op: Op) -> str:
         """Extract the query rooted at op; return its qid."""
-        node = op
-        cx: CX | None = None
-        pr: PR | None = None
-        above: list[ir.Expr] = []
-        ctx_above: set[str] | None = None
-        while not isinstance(node, P | AGG):
-            if isinstance(node, CX):
-                cx = node
-            elif isinstance(node, CW):
-                ctx_above = set(node.contexts) if ctx_above is None else ctx_above & set(node.contexts)
-            elif isinstance(node, PR):
-                pr = node
-            elif isinstance(node, FI):
-                above = list(node.conjuncts) + above
-            else:
-                raise TypeError(f"unexpected operator above a pattern: {node!r}")
-            node = node.child  # type: ignore[union-attr]
-        leaf_ctx: set[str] = set()
-        deps: list[str] = []
-        saw_cw = False
-
-        def chain(inp: Op) -> tuple[list[ir.Expr], list[ir.Expr], Stream]:
-            nonlocal saw_cw
-            conj: list[ir.Expr] = []
-            iteration: list[ir.Expr] = []
-            while not isinstance(inp, Stream):
-                if isinstance(inp, FI):
-                    (iteration if inp.iteration else conj)[:0] = list(inp.conjuncts)
-                elif isinstance(inp, CW):
-                    saw_cw = True
-                    leaf_ctx.update(inp.contexts)
-                else:
-                    raise TypeError(f"unexpected operator on a pattern input: {inp!r}")
-                inp = inp.child  # type: ignore[union-attr]
-            for producer in inp.producers:
-                deps.append(self.query(producer))
-            return conj, iteration, inp
-
-        if isinstance(node, P):
-            comps = []
-            where: list[ir.Expr] = []
-            types: list[str] = []
-            for comp, inp in zip(node.components, node.inputs, strict=True):
-                conj, iteration, stream = chain(inp)
-                types.extend(stream.types)
-                where.extend(conj)
-                it = None
-                for e in iteration:
-                    it = e if it is None else ir.Binary("AND", it, e)
-                comps.append(type(comp)(var=comp.var, types=comp.types, negated=comp.negated,
-                                        kleene=comp.kleene, iteration_filter=it))
-            where.extend(above)
-            if cx is not None:
-                from caesar.language.semantics import marker_type
-
-                output = Output(marker_type(cx.action, cx.context),
-                                tuple(OutputField(n, e) for n, e in cx.key))
-            else:
-                assert pr is not None
-                output = Output(pr.event_type, tuple(OutputField(n, e) for n, e in pr.fields))
-            qid = node.qid
-            plan: PatternPlan | AggregatePlan = PatternPlan(
-                plan_id=qid, components=tuple(comps), where=tuple(dict.fromkeys(where)),
-                equivalence=node.equivalence, within=node.within,
-                strategy=node.strategy,  # type: ignore[arg-type]
-                output=output, schemas=self.schemas(dict.fromkeys(types)))
-        else:
-            conj, _, stream = chain(node.child)
-            assert pr is not None
-            qid = node.qid
-            plan = AggregatePlan(
-                plan_id=qid, source_type=stream.types[0], output_type=pr.event_type,
-                size=node.size, slide=node.slide, group_by=node.group_by,
-                aggregates=tuple(AggregateSpec(n, f, a) for n, f, a in node.aggregates),  # type: ignore[arg-type]
-                where=tuple(conj), having=tuple(above))
-        if ctx_above is not None:
-            contexts = ctx_above
-        elif saw_cw:
-            contexts = leaf_ctx
+        above, leaf = _above(op)
+        inputs = _Inputs()
+        plan = self._pattern_plan(leaf, above, inputs) if isinstance(leaf, P) else \
+            self._aggregate_plan(leaf, above, inputs)
+        if above.contexts is not None:
+            contexts = above.contexts
+        elif inputs.saw_cw:
+            contexts = inputs.contexts
         else:
             contexts = set(self.all_contexts)
+        self._record(leaf.qid, plan, contexts, inputs.deps, above.cx)
+        return leaf.qid
+
+    def _record(self, qid: str, plan: PatternPlan | AggregatePlan, contexts: set[str],
+                deps: list[str], cx: CX | None) -> None:
+        """Keep the query; one reached again (shared) runs in both places."""
         existing = self.queries.get(qid)
-        if existing is None:
-            out_type = plan.output.event_type if isinstance(plan, PatternPlan) and plan.output \
-                else getattr(plan, "output_type", "")
-            self.queries[qid] = _Query(qid, plan, contexts, out_type, deps,
-                                       (cx.action, cx.context) if cx is not None else None,
-                                       tuple(n for n, _ in cx.key) if cx is not None else ())
-        else:
+        if existing is not None:
             existing.contexts |= contexts
             existing.deps = list(dict.fromkeys(existing.deps + deps))
-        return qid
+            return
+        out_type = plan.output.event_type if isinstance(plan, PatternPlan) and plan.output \
+            else getattr(plan, "output_type", "")
+        self.queries[qid] = _Query(qid, plan, contexts, out_type, deps,
+                                   (cx.action, cx.context) if cx is not None else None,
+                                   tuple(n for n, _ in cx.key) if cx is not None else ())
+
+    def _chain(self, inp: Op, inputs: _Inputs) -> tuple[list[ir.Expr], list[ir.Expr], Stream]:
+        """Down one input to its stream: (conjuncts, iteration filters, stream);
+        the queries deriving the stream are extracted first."""
+        conj: list[ir.Expr] = []
+        iteration: list[ir.Expr] = []
+        while not isinstance(inp, Stream):
+            if isinstance(inp, FI):
+                (iteration if inp.iteration else conj)[:0] = list(inp.conjuncts)
+            elif isinstance(inp, CW):
+                inputs.saw_cw = True
+                inputs.contexts.update(inp.contexts)
+            else:
+                raise TypeError(f"unexpected operator on a pattern input: {inp!r}")
+            inp = inp.child
+        inputs.deps.extend(self.query(producer) for producer in inp.producers)
+        return conj, iteration, inp
+
+    def _pattern_plan(self, node: P, above: _Above, inputs: _Inputs) -> PatternPlan:
+        comps = []
+        where: list[ir.Expr] = []
+        types: list[str] = []
+        for comp, inp in zip(node.components, node.inputs, strict=True):
+            conj, iteration, stream = self._chain(inp, inputs)
+            types.extend(stream.types)
+            where.extend(conj)
+            it = None
+            for e in iteration:
+                it = e if it is None else ir.Binary("AND", it, e)
+            comps.append(type(comp)(var=comp.var, types=comp.types, negated=comp.negated,
+                                    kleene=comp.kleene, iteration_filter=it))
+        where.extend(above.conjuncts)
+        if above.cx is not None:
+            cx = above.cx
+            output = Output(marker_type(cx.action, cx.context),
+                            tuple(OutputField(n, e) for n, e in cx.key))
+        else:
+            assert above.pr is not None
+            pr = above.pr
+            output = Output(pr.event_type, tuple(OutputField(n, e) for n, e in pr.fields))
+        return PatternPlan(
+            plan_id=node.qid, components=tuple(comps), where=tuple(dict.fromkeys(where)),
+            equivalence=node.equivalence, within=node.within, strategy=node.strategy,
+            output=output, schemas=self.schemas(dict.fromkeys(types)))
+
+    def _aggregate_plan(self, node: AGG, above: _Above, inputs: _Inputs) -> AggregatePlan:
+        conj, _, stream = self._chain(node.child, inputs)
+        assert above.pr is not None
+        return AggregatePlan(
+            plan_id=node.qid, source_type=stream.types[0], output_type=above.pr.event_type,
+            size=node.size, slide=node.slide, group_by=node.group_by,
+            aggregates=tuple(AggregateSpec(n, f, a) for n, f, a in node.aggregates),
+            where=tuple(conj), having=tuple(above.conjuncts))
+
+
+@dataclass
+class _Above:
+    """The operators above a query's P or AGG: its context transition or
+    projection, the filters over its output (WHERE of a pattern, HAVING of an
+    aggregation), the contexts of the windows over it (None: no window)."""
+
+    cx: CX | None = None
+    pr: PR | None = None
+    conjuncts: list[ir.Expr] = field(default_factory=list)
+    contexts: set[str] | None = None
+
+
+@dataclass
+class _Inputs:
+    """What the inputs below a P or AGG hold: the contexts of their windows
+    (whether there are any) and the queries that derive their streams."""
+
+    contexts: set[str] = field(default_factory=set)
+    saw_cw: bool = False
+    deps: list[str] = field(default_factory=list)
+
+
+def _above(op: Op) -> tuple[_Above, P | AGG]:
+    above = _Above()
+    node = op
+    while not isinstance(node, P | AGG):
+        if isinstance(node, CX):
+            above.cx = node
+        elif isinstance(node, CW):
+            above.contexts = set(node.contexts) if above.contexts is None else \
+                above.contexts & set(node.contexts)
+        elif isinstance(node, PR):
+            above.pr = node
+        elif isinstance(node, FI):
+            above.conjuncts = list(node.conjuncts) + above.conjuncts
+        else:
+            raise TypeError(f"unexpected operator above a pattern: {node!r}")
+        node = node.child
+    return above, node
 
 
 def physical_plan(plan: AlgebraPlan) -> ExecutionPlan:
@@ -214,7 +243,7 @@ def physical_plan(plan: AlgebraPlan) -> ExecutionPlan:
         q = ex.queries[qid]
         assert q.transition is not None
         transitions.append(TransitionStage(stage(qid, deriver_members, "deriver"),
-                                           q.transition[0],  # type: ignore[arg-type]
+                                           q.transition[0],
                                            q.transition[1], key_fields=q.key_fields))
     groups = {g.gid: g.contexts for g in plan.groups} or {c: (c,) for c in order}
     context_groups = {c: tuple(gid for gid, cs in groups.items() if c in cs) for c in order}

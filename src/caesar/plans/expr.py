@@ -22,7 +22,7 @@ Semantics every engine must follow:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeGuard, get_args
 
 BinaryOp = Literal["+", "-", "*", "/", "%", "=", "!=", "<", "<=", ">", ">=", "AND", "OR"]
 UnaryOp = Literal["-", "NOT"]
@@ -32,6 +32,18 @@ CallFunc = Literal["abs", "floor", "ceil", "least", "greatest"]
 COMPARISONS: frozenset[str] = frozenset({"=", "!=", "<", "<=", ">", ">="})
 ARITHMETIC: frozenset[str] = frozenset({"+", "-", "*", "/", "%"})
 LOGICAL: frozenset[str] = frozenset({"AND", "OR"})
+
+
+def is_binary_op(op: str) -> TypeGuard[BinaryOp]:
+    return op in get_args(BinaryOp)
+
+
+def is_agg_func(name: str) -> TypeGuard[AggFunc]:
+    return name in get_args(AggFunc)
+
+
+def is_call_func(name: str) -> TypeGuard[CallFunc]:
+    return name in get_args(CallFunc)
 
 
 @dataclass(frozen=True)

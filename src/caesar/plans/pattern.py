@@ -49,12 +49,16 @@ negation only filters finished candidates, it never steers a run.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeGuard
 
 from caesar.plans.expr import Expr
 
 Strategy = Literal["skip_till_any_match", "skip_till_next_match", "strict_contiguity"]
 STRATEGIES: tuple[Strategy, ...] = ("skip_till_any_match", "skip_till_next_match", "strict_contiguity")
+
+
+def is_strategy(name: str) -> TypeGuard[Strategy]:
+    return name in STRATEGIES
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ run from the cached Maven Central jars, on loopback ports, state in one dir."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import shutil
 import subprocess
 import time
@@ -177,14 +178,11 @@ class LocalBroker(PidFileProcess):
         self.pending_archive_file.unlink(missing_ok=True)
         if pending is not None:
             self.pending_archive_file.write_text(str(pending))
-        log = open(self.log_file, "ab")
-        try:
+        with open(self.log_file, "ab") as log:  # the broker keeps its own descriptor
             self._process = subprocess.Popen(
                 self._java(libs, self.config.heap, cds) + ["kafka.Kafka", str(self.properties)],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True, cwd=self.dir)
-        finally:
-            log.close()
         self.pid_file.write_text(str(self._process.pid))
         started = time.monotonic()
         if not wait_for_port(self.config.port, timeout_s, self._alive):
@@ -204,10 +202,8 @@ class LocalBroker(PidFileProcess):
         killed = stop_pid(pid, timeout_s) if was_running else False
         self.killed = killed
         if self._process is not None:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self._process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
             self._process = None
         self.pid_file.unlink(missing_ok=True)
         self._publish_archive(complete=not killed)

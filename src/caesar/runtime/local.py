@@ -19,6 +19,8 @@ from caesar.runtime.processes import pid_alive, port_open
 from caesar.runtime.ray_local import LocalRay, RayConfig
 from caesar.settings import LocalRuntimeSettings, Settings
 
+Progress = Callable[[str], object]  # where progress lines go (print by default)
+
 
 @dataclass
 class ComponentStatus:
@@ -76,7 +78,7 @@ class LocalRuntime:
 
     # lifecycle -----------------------------------------------------------
     def up(self, settings: Settings | None = None, *, create_topics: bool = True,
-           progress: Any = print) -> UpReport:
+           progress: Progress = print) -> UpReport:
         report = UpReport()
         s = self.settings
         state = self._state()
@@ -87,46 +89,13 @@ class LocalRuntime:
             ensure_kafka_jars(s.kafka_version)
             report.fetched_jars = True
             report.seconds["fetch jars"] = time.monotonic() - t
-
         # Broker and Ray start in parallel: each is mostly waiting on its own JVM /
         # daemons, so `up` takes about as long as the slower of the two.
-        broker = self.broker()
-        jobs: dict[str, Callable[[], None]] = {}
-        if broker.running():
-            progress(f"Kafka broker already running at {broker.bootstrap} (pid {broker.pid})")
-        else:
-            broker = LocalBroker(BrokerConfig(
-                directory=self.dir / "kafka", port=s.broker_port, controller_port=s.controller_port,
-                kafka_version=s.kafka_version, heap=s.broker_heap))
-            progress(f"starting Kafka {s.kafka_version} (KRaft) on {broker.bootstrap}")
-            jobs["kafka"] = partial(broker.start, timeout_s=s.start_timeout_s)
-        ray = self.ray()
-        if not s.ray:
-            pass
-        elif ray.running():
-            progress(f"Ray already running at {ray.address} (pid {ray.pid})")
-        else:
-            ray = LocalRay(RayConfig(
-                directory=self.dir / "ray", port=s.ray_port, num_cpus=s.ray_num_cpus,
-                memory_mb=s.ray_memory_mb, object_store_mb=s.ray_object_store_mb,
-                dashboard=s.ray_dashboard))
-            progress(f"starting Ray head on {ray.address} ({s.ray_num_cpus} CPUs, "
-                     f"{s.ray_memory_mb} MB, dashboard {'on' if s.ray_dashboard else 'off'})")
-            jobs["ray"] = partial(ray.start, timeout_s=s.start_timeout_s)
-
-        def timed(name: str, job: Callable[[], None]) -> float:
-            t = time.monotonic()
-            job()
-            return time.monotonic() - t
-
-        errors: list[BaseException] = []
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            futures = {name: pool.submit(timed, name, job) for name, job in jobs.items()}
-            for name, fut in futures.items():
-                try:
-                    report.seconds[name] = fut.result()
-                except BaseException as exc:  # noqa: BLE001 - re-raised below after cleanup
-                    errors.append(exc)
+        broker, start_broker = self._planned_broker(progress)
+        ray, start_ray = self._planned_ray(progress)
+        jobs = {name: job for name, job in (("kafka", start_broker), ("ray", start_ray))
+                if job is not None}
+        errors = _run_parallel(jobs, report)
         if "kafka" in jobs and broker.running():
             state["broker"] = {"port": s.broker_port, "controller_port": s.controller_port,
                                "kafka_version": s.kafka_version, "pid": broker.pid}
@@ -140,23 +109,44 @@ class LocalRuntime:
             if "ray" in jobs:
                 ray.stop()
             raise errors[0]
-
         if create_topics and settings is not None:
-            from caesar.bus.kafka import KafkaBus
-            from caesar.bus.topics import topic_specs
-
             t = time.monotonic()
-            kafka = settings.kafka.model_copy(update={"bootstrap_servers": broker.bootstrap})
-            bus = KafkaBus(kafka)
-            try:
-                report.created_topics = bus.create_topics(topic_specs(settings.topics))
-            finally:
-                bus.close()
+            report.created_topics = _create_topics(settings, broker.bootstrap)
             report.seconds["topics"] = time.monotonic() - t
         report.seconds["total"] = time.monotonic() - started
         return report
 
-    def down(self, progress: Any = print) -> list[str]:
+    def _planned_broker(self, progress: Progress) -> tuple[LocalBroker, Callable[[], None] | None]:
+        """The broker, and how to start it unless it runs already."""
+        s = self.settings
+        broker = self.broker()
+        if broker.running():
+            progress(f"Kafka broker already running at {broker.bootstrap} (pid {broker.pid})")
+            return broker, None
+        broker = LocalBroker(BrokerConfig(
+            directory=self.dir / "kafka", port=s.broker_port, controller_port=s.controller_port,
+            kafka_version=s.kafka_version, heap=s.broker_heap))
+        progress(f"starting Kafka {s.kafka_version} (KRaft) on {broker.bootstrap}")
+        return broker, partial(broker.start, timeout_s=s.start_timeout_s)
+
+    def _planned_ray(self, progress: Progress) -> tuple[LocalRay, Callable[[], None] | None]:
+        """The Ray head, and how to start it unless it runs already or is off."""
+        s = self.settings
+        ray = self.ray()
+        if not s.ray:
+            return ray, None
+        if ray.running():
+            progress(f"Ray already running at {ray.address} (pid {ray.pid})")
+            return ray, None
+        ray = LocalRay(RayConfig(
+            directory=self.dir / "ray", port=s.ray_port, num_cpus=s.ray_num_cpus,
+            memory_mb=s.ray_memory_mb, object_store_mb=s.ray_object_store_mb,
+            dashboard=s.ray_dashboard))
+        progress(f"starting Ray head on {ray.address} ({s.ray_num_cpus} CPUs, "
+                 f"{s.ray_memory_mb} MB, dashboard {'on' if s.ray_dashboard else 'off'})")
+        return ray, partial(ray.start, timeout_s=s.start_timeout_s)
+
+    def down(self, progress: Progress = print) -> list[str]:
         stopped = []
         state = self._state()
         for name, component, label in (("ray", self.ray(), "Ray"),
@@ -189,3 +179,34 @@ class LocalRuntime:
         out.append(ComponentStatus("ray", r_running, r_pid if r_running else None,
                                    ray.address, ray.log_file))
         return out
+
+
+def _run_parallel(jobs: dict[str, Callable[[], None]], report: UpReport) -> list[BaseException]:
+    """Run the start jobs side by side; their seconds go to the report."""
+
+    def timed(job: Callable[[], None]) -> float:
+        t = time.monotonic()
+        job()
+        return time.monotonic() - t
+
+    errors: list[BaseException] = []
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {name: pool.submit(timed, job) for name, job in jobs.items()}
+        for name, fut in futures.items():
+            try:
+                report.seconds[name] = fut.result()
+            except BaseException as exc:  # noqa: BLE001 - re-raised by the caller after cleanup
+                errors.append(exc)
+    return errors
+
+
+def _create_topics(settings: Settings, bootstrap: str) -> list[str]:
+    from caesar.bus.kafka import KafkaBus
+    from caesar.bus.topics import topic_specs
+
+    kafka = settings.kafka.model_copy(update={"bootstrap_servers": bootstrap})
+    bus = KafkaBus(kafka)
+    try:
+        return bus.create_topics(topic_specs(settings.topics))
+    finally:
+        bus.close()

@@ -5,6 +5,7 @@ stops them when it gets SIGTERM, so `stop` needs only its PID (never
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -89,8 +90,7 @@ class LocalRay(PidFileProcess):
         # A fresh log: readiness is read from it (keep the previous run's as .prev).
         if self.log_file.exists():
             self.log_file.replace(self.log_file.with_suffix(".log.prev"))
-        log = open(self.log_file, "wb")
-        try:
+        with open(self.log_file, "wb") as log:  # the head keeps its own descriptor
             # No Serve here: skip Ray's 30 s drain on SIGTERM so `down` is quick.
             # Token auth off: Ray 2.60 turns it on for `ray start` whenever
             # ~/.ray/auth_token exists (any earlier local ray.init() writes one),
@@ -100,8 +100,6 @@ class LocalRay(PidFileProcess):
                    "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
             self._process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
                                              stdin=subprocess.DEVNULL, start_new_session=True)
-        finally:
-            log.close()
         self.pid_file.write_text(str(self._process.pid))
         if not wait_for_port(c.port, timeout_s, self._alive) or not self._wait_ready(timeout_s):
             died = not self._alive()
@@ -129,10 +127,8 @@ class LocalRay(PidFileProcess):
         was_running = pid_alive(pid)
         self.killed = stop_pid(pid, timeout_s) if was_running else False
         if self._process is not None:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self._process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
             self._process = None
         self.pid_file.unlink(missing_ok=True)
         if self.temp_link.is_symlink():

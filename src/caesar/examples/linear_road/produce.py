@@ -1,16 +1,19 @@
-"""Spark producer: Linear Road position reports -> the input topic, as Avro
-(single-object encoding), keyed by the stream partition key "<xway>:<dir>" or, with
-segment fan-out, "<xway>:<dir>:<pseg>" (SPEC.md section 1).
+"""Spark producer: Linear Road position reports -> the input topic, through the
+generic producer (caesar/jobs/produce.py: Avro in the model's PositionReport
+schema, keyed by the model's PARTITION BY (xway, dir, pseg), each Kafka
+partition in time order). What is Linear Road's own: the reports come from the
+generator or a standard LR file, and with segment fan-out each goes to the
+(up to) 6 segment partitions that need it, `pseg` set (SPEC.md section 1).
 
-Reports come from the generator or a standard LR file, in time order. They are
-sent in slices of simulated time through Spark's Kafka sink; between slices the
-job waits so that simulated time advances `speed` times faster than wall time
-(speed 1 = real time, 0 = as fast as possible). Each report carries its event
-time in ms (`ts`, SPEC.md section 1). The Kafka record timestamp is the time a
-report entered Kafka; the pipeline carries it into the alerts as `ingest_ms`
-for the latency figures. Lines of an LR file that are not usable records go to
-the dead-letter topic with the reason; the queries (Types 2, 3) are for
-accounts.caesar and are not sent here.
+Reports are sent in slices of simulated time, each one write of the generic
+producer; between slices the job waits so that simulated time advances
+`speed` times faster than wall time (speed 1 = real time, 0 = as fast as
+possible). Each report carries its event time in ms (`ts`, SPEC.md section 1:
+the reports of one second at one place in input order). The Kafka record
+timestamp is the time a report entered Kafka; the pipeline carries it into the
+alerts as `ingest_ms` for the latency figures. Lines of an LR file that are not
+usable records go to the dead-letter topic with the reason; the queries (Types
+2, 3) are for accounts.caesar and are not sent here.
 
     python -m caesar.examples.linear_road.produce --bootstrap 127.0.0.1:9092 --generate duration_s=600,segments=40:59 --speed 10
     python -m caesar.examples.linear_road.produce --bootstrap 127.0.0.1:9092 --lr-file data.lr --speed 0
@@ -26,13 +29,15 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from caesar.examples.linear_road.avro import POSITION_REPORT, encode
+from caesar.examples.linear_road.avro import POSITION_REPORT, WIRE_DDL
 from caesar.examples.linear_road.generator import generate
 from caesar.examples.linear_road.partitioning import second
 from caesar.examples.linear_road.records import BadLine, PositionReport, position_reports, read_lr
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from caesar.jobs.produce import ModelProducer
 
 DEFAULT_TOPIC = "lr-position-reports"
 MIN_SLICE_WALL_S = 0.5  # one Spark write per slice: keep slices long enough to amortize it
@@ -86,21 +91,15 @@ def produce(spark: SparkSession, reports: Iterable[PositionReport], bootstrap: s
             fanout: bool = False) -> ProduceStats:
     """Send `reports` (time-ordered) to `topic`; `fanout` = per-segment partitions
     (src/caesar/examples/linear_road/partitioning.py)."""
+    producer = model_producer(spark, bootstrap, topic, kafka_options)
     stats = ProduceStats()
     started = time.monotonic()
     for batch in paced_slices(reports, speed):
-        wire = [pair for _, group in itertools.groupby(batch, key=lambda r: r.time)
-                for pair in second(group, fanout)]
-        values = encode(POSITION_REPORT, [record for _, record in wire])
-        rows = [(key.encode(), v) for (key, _), v in zip(wire, values, strict=True)]
-        # One writer task per slice: several tasks would interleave their rows in a
-        # Kafka partition out of event-time order, and the scheduler's watermark is
-        # per Kafka partition (coalesce keeps the rows' order).
-        frame = spark.createDataFrame(rows, "key BINARY, value BINARY").coalesce(1)
-        (frame.write.format("kafka")
-         .option("kafka.bootstrap.servers", bootstrap)
-         .options(**(kafka_options or {}))  # `kafka.*` security options
-         .option("topic", topic).save())
+        rows = [tuple(record.values()) for _, group in itertools.groupby(batch, lambda r: r.time)
+                for _, record in second(group, fanout)]
+        sent = producer.send_batch(spark.createDataFrame(rows, WIRE_DDL[POSITION_REPORT]))
+        if sent.dead_letters:  # the generator's reports are valid events; a file's may not be
+            print(f"[produce] {sent.dead_letters} reports went to the dead letters", flush=True)
         stats.records += len(batch)
         stats.messages += len(rows)
         stats.slices += 1
@@ -111,11 +110,28 @@ def produce(spark: SparkSession, reports: Iterable[PositionReport], bootstrap: s
     return stats
 
 
+def model_producer(spark: SparkSession, bootstrap: str, topic: str = DEFAULT_TOPIC,
+                   kafka_options: dict[str, str] | None = None) -> ModelProducer:
+    """The generic producer for the Linear Road model, writing PositionReports to `topic`."""
+    from caesar.examples import model_path
+    from caesar.jobs.input_rows import ColumnMapping
+    from caesar.jobs.job_model import JobModel
+    from caesar.jobs.produce import ModelProducer
+    from caesar.settings import load_settings
+
+    model = JobModel.load(model_path("linear_road")).with_input_topics({"PositionReport": topic})
+    settings = load_settings()
+    settings = settings.model_copy(update={"kafka": settings.kafka.model_copy(
+        update={"bootstrap_servers": bootstrap})})
+    return ModelProducer(spark, model, settings, ColumnMapping(event_type="PositionReport"),
+                         kafka_options=kafka_options, source="linear-road-generator")
+
+
 def send_dead_letters(spark: SparkSession, bad: list[BadLine], bootstrap: str, topic: str,
                       kafka_options: dict[str, str] | None = None) -> int:
     """Unusable input lines as caesar.DeadLetter records (the line, its place, why)."""
     from caesar.examples.linear_road.avro import codec
-    from caesar.services.scheduler.wire import DEAD, now_ms
+    from caesar.services.common.wire import DEAD, now_ms
 
     if not bad:
         return 0
@@ -155,9 +171,9 @@ def main(argv: list[str] | None = None) -> int:
                              "segment partitions that need it (SPEC.md section 1)")
     parser.add_argument("--speed", type=float, default=0.0,
                         help="simulated seconds per wall second (1 = real time, 0 = max)")
+    add_kafka_option_argument(parser)
     parser.add_argument("--dead-letter-topic", default=None,
                         help="topic for unusable input lines (default: CAESAR's dead letters)")
-    add_kafka_option_argument(parser)
     args = parser.parse_args(argv)
 
     bad: list[BadLine] = []

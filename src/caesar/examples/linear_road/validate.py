@@ -95,9 +95,8 @@ class Validation:
         lines = ["Linear Road validation (expected = Spark SQL over the input, per SPEC.md)",
                  f"  {'output':<18}{'expected':>10}{'actual':>10}{'missing':>9}{'extra':>7}"
                  f"{'dup':>6}{'different':>11}"]
-        for t in self.types:
-            lines.append(f"  {t.name:<18}{t.expected:>10}{t.actual:>10}{t.missing:>9}"
-                         f"{t.extra:>7}{t.duplicates:>6}{t.different:>11}")
+        lines.extend(f"  {t.name:<18}{t.expected:>10}{t.actual:>10}{t.missing:>9}"
+                     f"{t.extra:>7}{t.duplicates:>6}{t.different:>11}" for t in self.types)
         lines.append(f"  expected positive tolls: {self.positive_tolls}, "
                      f"accidents: {self.accidents}, unusable input lines: {self.dead_letters}")
         for t in self.types:
@@ -175,7 +174,7 @@ def validate(spark: SparkSession, inputs: Inputs, alerts_dir: str | Path,
 
 def read_actual(spark: SparkSession, alerts_dir: str | Path, schema: str) -> DataFrame:
     path = Path(alerts_dir) / SHORT_NAMES[schema]
-    if path.is_dir() and any(path.glob("*.parquet")):
+    if path.is_dir() and any(path.rglob("*.parquet")):  # batch_id=N/ from --writer spark
         return spark.read.parquet(str(path))
     return spark.createDataFrame([], SPARK_DDL[schema])
 

@@ -43,12 +43,11 @@ class GroupedWindow:
 
 def listing1(windows: list[UserWindow]) -> list[GroupedWindow]:
     """Listing 1 of the paper, over concrete window bounds."""
-    groups: list[GroupedWindow] = []
     overlapping = [w for w in windows
                    if any(o is not w and o.start < w.end and w.start < o.end for o in windows)]
-    for w in windows:  # line 4: non-overlapping windows stay as they are
-        if w not in overlapping:
-            groups.append(GroupedWindow(w.start, w.end, w.queries, (w.name,)))
+    # line 4: non-overlapping windows stay as they are
+    groups: list[GroupedWindow] = [GroupedWindow(w.start, w.end, w.queries, (w.name,))
+                                   for w in windows if w not in overlapping]
     ws = sorted(overlapping, key=lambda w: w.start)  # line 5
     merged: dict[tuple[int, int], UserWindow] = {}  # line 6: identical windows merge
     for w in ws:
@@ -83,15 +82,15 @@ def infer_overlaps(qs: QuerySet) -> set[frozenset[str]]:
     while changed:
         changed = False
         for q in qs.deriving:
-            if q.action == "TERMINATE":
+            assert q.transition is not None
+            if q.transition.action == "TERMINATE":
                 continue
-            t = q.target
-            assert t is not None
+            t = q.transition.target
             for s in q.contexts:
-                if s == default or s == t:
+                if s in (default, t):
                     continue
                 cands = {x for pair in overlaps if s in pair for x in pair if x != s}
-                if q.action == "INITIATE":
+                if q.transition.action == "INITIATE":
                     cands.add(s)
                 for x in cands:
                     pair = frozenset((x, t))
@@ -123,12 +122,14 @@ def _components(names: list[str], overlaps: set[frozenset[str]]) -> list[list[st
 
 def _start_order(comp: list[str], qs: QuerySet) -> list[str]:
     # s before t when a query running in s enters t (t's window starts inside s's).
-    after = {c: set() for c in comp}
+    after: dict[str, set[str]] = {c: set() for c in comp}
     for q in qs.deriving:
-        if q.action != "TERMINATE" and q.target in after:
+        assert q.transition is not None
+        target = q.transition.target
+        if q.transition.action != "TERMINATE" and target in after:
             for s in q.contexts:
-                if s in after and s != q.target:
-                    after[q.target].add(s)
+                if s in after and s != target:
+                    after[target].add(s)
     order: list[str] = []
     pending = list(comp)
     while pending:
@@ -138,16 +139,16 @@ def _start_order(comp: list[str], qs: QuerySet) -> list[str]:
     return order
 
 
-def grouped_windows(comp: list[str], qs: QuerySet, overlaps) -> list[tuple[str, ...]]:
+def grouped_windows(comp: list[str], qs: QuerySet,
+                    overlaps: set[frozenset[str]]) -> list[tuple[str, ...]]:
     """The sets of contexts that can hold together in a component."""
     found: list[tuple[str, ...]] = []
     if len(comp) > MAX_EXACT:
         from itertools import combinations
 
         for k in range(1, len(comp) + 1):
-            for sub in combinations(comp, k):
-                if all(frozenset((a, b)) in overlaps for a, b in combinations(sub, 2)):
-                    found.append(sub)
+            found.extend(sub for sub in combinations(comp, k)
+                         if all(frozenset((a, b)) in overlaps for a, b in combinations(sub, 2)))
         return found
     starts = _start_order(comp, qs)
     n = len(comp)
@@ -173,5 +174,10 @@ def group_context_windows(plan: AlgebraPlan) -> AlgebraPlan:
         for ctxs in grouped_windows(comp, qs, overlaps):
             queries = tuple(q.qid for q in qs.queries if set(q.contexts) & set(ctxs))
             groups.append(ContextGroup("+".join(ctxs), ctxs, queries))
-    pairs = tuple(sorted(tuple(sorted(p, key=names.index)) for p in overlaps))
-    return replace(plan, groups=tuple(groups), overlaps=pairs)  # type: ignore[arg-type]
+    pairs = tuple(sorted(_in_model_order(p, names) for p in overlaps))
+    return replace(plan, groups=tuple(groups), overlaps=pairs)
+
+
+def _in_model_order(pair: frozenset[str], names: list[str]) -> tuple[str, str]:
+    a, b = sorted(pair, key=names.index)
+    return a, b

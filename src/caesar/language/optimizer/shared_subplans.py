@@ -12,6 +12,7 @@ context window drops its partial matches when it ends.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 from caesar.language.algebra import (
@@ -32,7 +33,7 @@ def _erase(op: Op) -> Op:
     return transform(op, lambda n: replace(n, contexts=()) if isinstance(n, CW) else n)
 
 
-def _own(op: Op):
+def _own(op: Op) -> Iterator[Op]:
     """The operators of this query itself: no descent into the plans of the
     streams it reads (those are other queries, with their own windows)."""
     yield op

@@ -14,19 +14,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from caesar.errors import PlanError
 from caesar.plans.execution import ExecutionPlan, TransitionStage
-from caesar.services.matcher.processor import (
-    EngineFactory,
+from caesar.services.common.config import EngineFactory
+from caesar.services.common.messages import Alert, ContextChange, Progress, Transaction
+from caesar.services.matcher.stage_graph import (
+    Record,
     StageGraph,
     StageOutput,
     default_engine_factory,
 )
 from caesar.services.router.contexts import ContextResolver, StageActivation
-from caesar.services.scheduler.messages import Alert, ContextChange, Progress, Transaction
 
 NEVER = -(2**62)
+InstanceKey = tuple[Any, ...]  # the KEYED BY values naming one instance of a keyed context
 
 
 @dataclass
@@ -53,7 +56,7 @@ class DeriverProcessor:
         self.raw: dict[int, int] = {}  # partition -> bits of non-default contexts
         # Keyed contexts: partition -> context -> keys of its open instances.
         self.keyed = {c.name for c in plan.contexts if c.keyed}
-        self.instances: dict[int, dict[str, set[tuple]]] = {}
+        self.instances: dict[int, dict[str, set[InstanceKey]]] = {}
         self.keys: dict[int, str] = {}
         self.done_before = NEVER  # D: all changes with ts < D emitted
 
@@ -101,7 +104,7 @@ class DeriverProcessor:
 
     def _apply(self, outputs: list[StageOutput], out: DeriverOutput) -> None:
         floor = self.done_before
-        fired = []
+        fired: list[tuple[int, StageOutput]] = []
         for o in outputs:
             pid = o.stage.plan.plan_id
             if pid in self.transitions:
@@ -131,10 +134,10 @@ class DeriverProcessor:
                 continue
             self.raw[part] = after
             vector = self.resolver.effective(after)
-            out.changes.append(ContextChange(part, self.keys.get(part, o.record["_key"]), ts,
-                                             vector, self.resolver.names(vector)))
+            key: str = self.keys[part] if part in self.keys else o.record["_key"]
+            out.changes.append(ContextChange(part, key, ts, vector, self.resolver.names(vector)))
 
-    def _transition(self, t: TransitionStage, record: dict, part: int, before: int) -> int:
+    def _transition(self, t: TransitionStage, record: Record, part: int, before: int) -> int:
         """The raw vector after transition `t` fired for `part`; keeps the open
         instances of keyed contexts (a keyed context holds while any is open)."""
         bit = 1 << self.resolver.bits[t.context]
@@ -143,25 +146,12 @@ class DeriverProcessor:
         if t.action == "INITIATE":
             after = before | bit
         elif t.action == "TERMINATE":
-            after = before & ~bit
-            if t.context in self.keyed:
-                left = open_.get(t.context, set())
-                left.discard(key)
-                if left:  # other instances still hold the context
-                    after = before
-        else:  # SWITCH: end the contexts this query ran in, start the new one
-            ended_names = [n for n in t.stage.contexts if n != t.context]
-            for name in ended_names:
-                if name in self.keyed:
-                    open_.get(name, set()).discard(key)
-            if any(open_.get(n) for n in ended_names if n in self.keyed):
-                # Closing one instance of a keyed context that others still
-                # hold: the switch waits for the last one.
+            after = self._terminated(t, key, open_, before)
+        else:
+            switched = self._switched(t, key, open_, before)
+            if switched is None:
                 return before
-            ended = 0
-            for name in t.stage.contexts:
-                ended |= self.resolver.mask(name)
-            after = (before & ~ended) | bit
+            after = switched
         after &= ~self.resolver.default_mask
         if t.action != "TERMINATE" and t.context in self.keyed:
             self._open_instance(part, t, record)
@@ -170,7 +160,33 @@ class DeriverProcessor:
                 open_.pop(name, None)
         return after
 
-    def _open_instance(self, part: int, t: TransitionStage, record: dict) -> None:
+    def _terminated(self, t: TransitionStage, key: InstanceKey,
+                    open_: dict[str, set[InstanceKey]], before: int) -> int:
+        """TERMINATE: the context ends, unless other instances of a keyed one hold."""
+        if t.context in self.keyed:
+            left = open_.get(t.context, set())
+            left.discard(key)
+            if left:  # other instances still hold the context
+                return before
+        return before & ~(1 << self.resolver.bits[t.context])
+
+    def _switched(self, t: TransitionStage, key: InstanceKey,
+                  open_: dict[str, set[InstanceKey]], before: int) -> int | None:
+        """SWITCH: end the contexts this query ran in, start the new one. None:
+        it closed one instance of a keyed context that others still hold, so
+        the switch waits for the last one."""
+        ended_names = [n for n in t.stage.contexts if n != t.context]
+        for name in ended_names:
+            if name in self.keyed:
+                open_.get(name, set()).discard(key)
+        if any(open_.get(n) for n in ended_names if n in self.keyed):
+            return None
+        ended = 0
+        for name in t.stage.contexts:
+            ended |= self.resolver.mask(name)
+        return (before & ~ended) | (1 << self.resolver.bits[t.context])
+
+    def _open_instance(self, part: int, t: TransitionStage, record: Record) -> None:
         self.instances.setdefault(part, {}).setdefault(t.context, set()).add(
             _instance_key(t, record))
 
@@ -193,6 +209,6 @@ class DeriverProcessor:
         self.graph.restore(state["graph"])
 
 
-def _instance_key(t: TransitionStage, record: dict) -> tuple:
+def _instance_key(t: TransitionStage, record: Record) -> InstanceKey:
     """The keyed-context instance a transition names (its KEYED BY values)."""
     return tuple(record.get(f) for f in t.key_fields)

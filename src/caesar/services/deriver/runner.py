@@ -10,11 +10,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from caesar.bus.records import OutRecord, Record, TopicPartition
-from caesar.services.deriver.processor import DeriverProcessor
-from caesar.services.matcher.processor import default_engine_factory
-from caesar.services.matcher.runner import OutputEncoder
-from caesar.services.scheduler.messages import Progress, Transaction
-from caesar.services.scheduler.wire import (
+from caesar.services.common.config import ServiceConfig
+from caesar.services.common.messages import Progress, Transaction
+from caesar.services.common.replay import SeqFilter, owned
+from caesar.services.common.wire import (
     CHANGE,
     PROGRESS,
     TXN,
@@ -23,7 +22,9 @@ from caesar.services.scheduler.wire import (
     progress_record,
     txn_from,
 )
-from caesar.services.store.loop import SeqFilter, ServiceConfig, owned
+from caesar.services.deriver.processor import DeriverProcessor
+from caesar.services.matcher.runner import OutputEncoder
+from caesar.services.matcher.stage_graph import default_engine_factory
 
 PROGRESS_KEY = b"__progress__"
 
@@ -48,6 +49,8 @@ class DeriverHandler:
     def handle(self, records: Sequence[Record]) -> list[OutRecord]:
         by_partition: dict[int, list[Transaction | Progress]] = defaultdict(list)
         for r in records:
+            if r.value is None:  # a tombstone: the services never write one here
+                continue
             schema, value = self.codec.decode(r.value)
             if schema == TXN:
                 txn, seq = txn_from(value)
@@ -60,10 +63,10 @@ class DeriverHandler:
         topic = self.cfg.topics.context_changes
         for j, items in by_partition.items():
             proc = self.procs[j]
-            before = {}
+            before: dict[int, int] = {}
             result = proc.process(items)
             for c in result.changes:
-                previous = before.get(c.partition, None)
+                previous = before.get(c.partition)
                 self.change_seq[c.partition] += 1
                 rec = change_record(c, self.change_seq[c.partition],
                                     previous if previous is not None else -1)

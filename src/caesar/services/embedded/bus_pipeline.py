@@ -1,75 +1,37 @@
 """The four service runners over one bus, driven round-robin in this process:
 with InMemoryBus it is embedded mode through the real runners, codecs and
 commit protocol; with KafkaBus it runs against a broker without Ray (the Ray
-deployment runs the very same loops, one per actor)."""
+deployment runs the very same loops, one per actor: caesar.services.wiring)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from caesar.bus.protocol import Bus
-from caesar.bus.records import OutRecord, TopicPartition
-from caesar.bus.topics import topic_specs
-from caesar.services.deriver.runner import DeriverHandler
-from caesar.services.matcher.runner import MatcherHandler
-from caesar.services.router.runner import RouterHandler
-from caesar.services.scheduler.runner import SchedulerHandler
-from caesar.services.scheduler.wire import (
+from caesar.bus.records import OutRecord, Record, TopicPartition
+from caesar.plans.execution import ExecutionPlan
+from caesar.services.common.config import EngineFactory, ServiceConfig
+from caesar.services.common.loop import ServiceLoop
+from caesar.services.common.messages import Alert
+from caesar.services.common.wire import (
     DEAD,
     DERIVED,
     alert_from,
     register_input_schemas,
     register_model_schemas,
 )
-from caesar.services.store.checkpoint import CheckpointStore
-from caesar.services.store.loop import ServiceConfig, ServiceLoop
-
-SERVICES = {"scheduler": SchedulerHandler, "deriver": DeriverHandler,
-            "router": RouterHandler, "matcher": MatcherHandler}
-
-
-def service_topics(cfg: ServiceConfig) -> list:
-    """Every topic a deployment of this plan needs."""
-    from caesar.bus.records import TopicSpec
-
-    t = cfg.topics
-    specs = topic_specs(t, [], stores=list(SERVICES))
-    for topic in cfg.input_topics():
-        specs.append(TopicSpec(topic, t.partitions, t.replication_factor))
-    specs.append(TopicSpec(cfg.routed_topic, t.partitions, t.replication_factor))
-    stages = list(cfg.plan.matcher_stages) + list(cfg.plan.deriver_stages)
-    for stage in stages:  # the model's own output topics
-        if stage.output_topic:
-            specs.append(TopicSpec(stage.output_topic,
-                                   t.partitions_by_topic.get(stage.output_topic, t.partitions),
-                                   t.replication_factor))
-    seen: set[str] = set()
-    return [s for s in specs if not (s.name in seen or seen.add(s.name))]
-
-
-def make_loop(service: str, cfg: ServiceConfig, bus: Bus, *, group_prefix: str = "caesar",
-              batch_size: int = 2000, commit_interval_s: float = 1.0,
-              poll_timeout_s: float = 0.2, checkpoints: bool = True) -> ServiceLoop:
-    handler = SERVICES[service](cfg)
-    stores = {}
-    if checkpoints:  # one keyed state per Kafka partition, whichever actor owns it
-        stores = {j: CheckpointStore(bus, cfg.codec,
-                                     changelog_topic=cfg.topics.changelog_topic(service),
-                                     checkpoints_topic=cfg.topics.checkpoints, service=service,
-                                     actor=f"{group_prefix}-{service}-p{j}")
-                  for j in cfg.partitions}
-    return ServiceLoop(bus=bus, group_id=f"{group_prefix}-{service}", inputs=handler.inputs(),
-                       handler=handler, stores=stores, batch_size=batch_size,
-                       poll_timeout_s=poll_timeout_s, commit_interval_s=commit_interval_s)
+from caesar.services.scheduler.runner import SchedulerHandler
+from caesar.services.wiring import SERVICES, make_loop, service_topics
 
 
 def produce_inputs(bus: Bus, cfg: ServiceConfig, values: Iterable[Mapping[str, Any]],
-                   *, key_of=None) -> int:
+                   *, key_of: Callable[[Mapping[str, Any]], str] | None = None) -> int:
     """Encode input events (Avro, the model's input schemas) onto the input topics,
     keyed by the stream partition key."""
-    from caesar.services.scheduler.messages import partition_key
+    from caesar.services.common.messages import partition_key
     repo = cfg.codec.repository
     names = register_input_schemas(repo, cfg.plan)
     names.update(register_model_schemas(repo, cfg.plan))  # what its producers use
@@ -93,13 +55,13 @@ def produce_inputs(bus: Bus, cfg: ServiceConfig, values: Iterable[Mapping[str, A
     return n
 
 
-def read_topic(bus: Bus, topic: str, partitions: int, timeout_s: float = 10.0) -> list:
+def read_topic(bus: Bus, topic: str, partitions: int, timeout_s: float = 10.0) -> list[Record]:
     """Every record currently in `topic` (all partitions), read to the end offsets."""
     tps = [TopicPartition(topic, j) for j in range(partitions)]
     end = bus.end_offsets(tps)
     consumer = bus.consumer(f"reader-{topic}-{time.monotonic_ns()}")
     consumer.assign(tps, {tp: 0 for tp in tps})
-    out = []
+    out: list[Record] = []
     got = {tp: 0 for tp in tps}
     deadline = time.monotonic() + timeout_s
     try:
@@ -112,14 +74,15 @@ def read_topic(bus: Bus, topic: str, partitions: int, timeout_s: float = 10.0) -
     return out
 
 
-def read_alerts(bus: Bus, cfg: ServiceConfig) -> list:
+def read_alerts(bus: Bus, cfg: ServiceConfig) -> list[Alert]:
     records = read_topic(bus, cfg.topics.alerts, cfg.topics.partitions)
-    return [alert_from(cfg.codec.decode_as(DERIVED, r.value)) for r in records]
+    return [alert_from(cfg.codec.decode_as(DERIVED, r.value)) for r in records
+            if r.value is not None]
 
 
-def read_dead_letters(bus: Bus, cfg: ServiceConfig) -> list[dict]:
+def read_dead_letters(bus: Bus, cfg: ServiceConfig) -> list[dict[str, Any]]:
     records = read_topic(bus, cfg.topics.dead_letters, cfg.topics.partitions)
-    return [cfg.codec.decode_as(DEAD, r.value) for r in records]
+    return [cfg.codec.decode_as(DEAD, r.value) for r in records if r.value is not None]
 
 
 class BusPipeline:
@@ -128,9 +91,9 @@ class BusPipeline:
     def __init__(self, cfg: ServiceConfig, bus: Bus, **loop_options: Any) -> None:
         self.cfg, self.bus = cfg, bus
         bus.create_topics(service_topics(cfg))
-        self.loops = {}
+        self.loops: dict[str, ServiceLoop] = {}
         for name in SERVICES:
-            scfg = ServiceConfig(**{**cfg.__dict__, "actor_id": f"{name}-{cfg.actor_id}"})
+            scfg = replace(cfg, actor_id=f"{name}-{cfg.actor_id}")
             self.loops[name] = make_loop(name, scfg, bus, **loop_options)
         for loop in self.loops.values():
             loop.start()
@@ -153,6 +116,7 @@ class BusPipeline:
         """Bounded input: process what is there, flush the scheduler, drain."""
         self.run_until_quiet(quiet_s, timeout_s)
         scheduler = self.loops["scheduler"]
+        assert isinstance(scheduler.handler, SchedulerHandler)
         scheduler.producer.produce(scheduler.handler.flush_all())
         scheduler.commit()
         self.run_until_quiet(quiet_s, timeout_s)
@@ -162,10 +126,10 @@ class BusPipeline:
             loop.close()
 
 
-def run_on_memory_bus(plan: Any, decoded: Iterable[tuple[Mapping[str, Any] | None, str | None,
-                                                        bytes]],
-                      *, allowance: int = 0, engine_factory: Any = None
-                      ) -> tuple[list, list[dict]]:
+def run_on_memory_bus(plan: ExecutionPlan,
+                      decoded: Iterable[tuple[Mapping[str, Any] | None, str | None, bytes]],
+                      *, allowance: int = 0, engine_factory: EngineFactory | None = None
+                      ) -> tuple[list[Alert], list[dict[str, Any]]]:
     """`caesar run --bus memory`: the service runners over InMemoryBus.
     Returns (alerts, dead letters)."""
     from caesar.bus.memory import InMemoryBus
@@ -177,8 +141,8 @@ def run_on_memory_bus(plan: Any, decoded: Iterable[tuple[Mapping[str, Any] | Non
                         engine_factory=engine_factory)
     bus = InMemoryBus()
     pipe = BusPipeline(cfg, bus, poll_timeout_s=0.0, commit_interval_s=1.0, batch_size=5000)
-    values = []
-    junk = []
+    values: list[Mapping[str, Any]] = []
+    junk: list[bytes] = []
     for value, error, raw in decoded:
         if value is None or error is not None or "type" not in value:
             junk.append(raw or b"")

@@ -13,14 +13,8 @@ from itertools import islice
 from typing import Any
 
 from caesar.plans.execution import ExecutionPlan
-from caesar.services.deriver.processor import DeriverProcessor
-from caesar.services.matcher.processor import (
-    EngineFactory,
-    MatcherProcessor,
-    default_engine_factory,
-)
-from caesar.services.router.processor import RouterProcessor
-from caesar.services.scheduler.messages import (
+from caesar.services.common.config import EngineFactory
+from caesar.services.common.messages import (
     Alert,
     ContextChange,
     DeadLetter,
@@ -28,6 +22,10 @@ from caesar.services.scheduler.messages import (
     Progress,
     Transaction,
 )
+from caesar.services.deriver.processor import DeriverProcessor
+from caesar.services.matcher.processor import MatcherProcessor
+from caesar.services.matcher.stage_graph import default_engine_factory
+from caesar.services.router.processor import RouterProcessor
 from caesar.services.scheduler.processor import SchedulerOutput, SchedulerProcessor
 
 
@@ -61,6 +59,15 @@ class EmbeddedPipeline:
     def finish(self) -> list[Alert]:
         """End of input: flush the scheduler (watermark = end of time)."""
         return self._downstream(self.scheduler.flush())
+
+    def advance(self, watermark: int) -> list[Alert]:
+        """No input below `watermark` follows: process everything before it."""
+        return self._downstream(self.scheduler.advance(watermark))
+
+    def contexts(self, partition: int) -> tuple[str, ...]:
+        """The contexts holding for a stream partition (its id) after the
+        transactions processed so far."""
+        return self.deriver.resolver.names(self.deriver.vector(partition))
 
     def _downstream(self, sched: SchedulerOutput) -> list[Alert]:
         self.result.dead_letters += sched.dead_letters

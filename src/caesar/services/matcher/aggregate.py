@@ -14,21 +14,30 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from caesar.errors import PlanError
 from caesar.events.batch import StringPool
-from caesar.plans.aggregate import AggregatePlan
+from caesar.plans.aggregate import AggregatePlan, AggregateSpec
 from caesar.plans.expr import Attr, Binary, Call, Const, Expr, Unary
 
 STATE_VERSION = 2
 
 
 # ---------------------------------------------------------------- expressions
+Columns = tuple[np.ndarray, np.ndarray]  # (values, missing mask)
+
+COMPARISONS = {"=": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
+               ">": np.greater, ">=": np.greater_equal}
+ARITHMETIC = {"+": np.add, "-": np.subtract, "*": np.multiply}
+DIVISIONS = {"/": np.true_divide, "%": np.mod}  # by zero: the value is missing
+
+
 def eval_columns(expr: Expr, cols: Mapping[str, np.ndarray], missing: Mapping[str, np.ndarray],
-                 n: int, strings: StringPool) -> tuple[np.ndarray, np.ndarray]:
+                 n: int, strings: StringPool) -> Columns:
     """Evaluate `expr` over columns; returns (values, missing mask).
 
     Follows src/caesar/plans/expr.py: a comparison reading a missing value is
@@ -38,11 +47,7 @@ def eval_columns(expr: Expr, cols: Mapping[str, np.ndarray], missing: Mapping[st
     none = np.zeros(n, dtype=bool)
     match expr:
         case Const(value=value):
-            if isinstance(value, str):
-                return np.full(n, strings.code(value), dtype=np.int64), none
-            if isinstance(value, bool):
-                return np.full(n, value, dtype=bool), none
-            return np.full(n, value), none
+            return _constant(value, n, strings), none
         case Attr(name=name):
             if name not in cols:
                 return np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool)
@@ -53,48 +58,59 @@ def eval_columns(expr: Expr, cols: Mapping[str, np.ndarray], missing: Mapping[st
                 return ~(v.astype(bool)) & ~m, none
             return -v, m
         case Binary(op=op, left=left, right=right):
-            lv, lm = eval_columns(left, cols, missing, n, strings)
-            rv, rm = eval_columns(right, cols, missing, n, strings)
-            if op == "AND":
-                return lv.astype(bool) & rv.astype(bool) & ~lm & ~rm, none
-            if op == "OR":
-                return (lv.astype(bool) & ~lm) | (rv.astype(bool) & ~rm), none
-            both = lm | rm
-            if op in ("=", "!=", "<", "<=", ">", ">="):
-                cmp = {"=": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
-                       ">": np.greater, ">=": np.greater_equal}[op]
-                return cmp(lv, rv) & ~both, none
-            with np.errstate(divide="ignore", invalid="ignore"):
-                if op == "+":
-                    return lv + rv, both
-                if op == "-":
-                    return lv - rv, both
-                if op == "*":
-                    return lv * rv, both
-                zero = rv == 0
-                safe = np.where(zero, 1, rv)
-                if op == "/":
-                    return np.true_divide(lv, safe), both | zero
-                if op == "%":
-                    return np.mod(lv, safe), both | zero
+            return _binary(op, eval_columns(left, cols, missing, n, strings),
+                           eval_columns(right, cols, missing, n, strings), none)
         case Call(func=func, args=args):
-            vals = [eval_columns(a, cols, missing, n, strings) for a in args]
-            m = np.zeros(n, dtype=bool)
-            for _, am in vals:
-                m = m | am
-            if func == "abs":
-                return np.abs(vals[0][0]), m
-            if func == "floor":
-                return np.floor(vals[0][0]).astype(np.int64), m
-            if func == "ceil":
-                return np.ceil(vals[0][0]).astype(np.int64), m
-            if func in ("least", "greatest"):
-                red = np.minimum if func == "least" else np.maximum
-                out = vals[0][0]
-                for v, _ in vals[1:]:
-                    out = red(out, v)
-                return out, m
+            return _call(func, [eval_columns(a, cols, missing, n, strings) for a in args], none)
     raise PlanError(f"expression not supported in an aggregation: {expr!r}")
+
+
+def _constant(value: int | float | str | bool, n: int, strings: StringPool) -> np.ndarray:
+    if isinstance(value, str):
+        return np.full(n, strings.code(value), dtype=np.int64)
+    if isinstance(value, bool):
+        return np.full(n, value, dtype=bool)
+    return np.full(n, value)
+
+
+def _binary(op: str, left: Columns, right: Columns, none: np.ndarray) -> Columns:
+    """AND/OR and comparisons are never missing (missing reads as false);
+    arithmetic is missing where an operand is or a divisor is zero."""
+    (lv, lm), (rv, rm) = left, right
+    if op == "AND":
+        return lv.astype(bool) & rv.astype(bool) & ~lm & ~rm, none
+    if op == "OR":
+        return (lv.astype(bool) & ~lm) | (rv.astype(bool) & ~rm), none
+    both = lm | rm
+    if op in COMPARISONS:
+        return COMPARISONS[op](lv, rv) & ~both, none
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if op in ARITHMETIC:
+            return ARITHMETIC[op](lv, rv), both
+        if op in DIVISIONS:
+            zero = rv == 0
+            return DIVISIONS[op](lv, np.where(zero, 1, rv)), both | zero
+    raise PlanError(f"operator {op} not supported in an aggregation")
+
+
+def _call(func: str, args: list[Columns], none: np.ndarray) -> Columns:
+    m = none
+    for _, am in args:
+        m = m | am
+    first = args[0][0]
+    if func == "abs":
+        return np.abs(first), m
+    if func == "floor":
+        return np.floor(first).astype(np.int64), m
+    if func == "ceil":
+        return np.ceil(first).astype(np.int64), m
+    if func in ("least", "greatest"):
+        reduce = np.minimum if func == "least" else np.maximum
+        out = first
+        for v, _ in args[1:]:
+            out = reduce(out, v)
+        return out, m
+    raise PlanError(f"function {func} not supported in an aggregation")
 
 
 def columns_from_records(records: Sequence[Mapping[str, Any]], names: Sequence[str],
@@ -140,6 +156,17 @@ def attributes(expr: Expr | None) -> set[str]:
 
 
 # ---------------------------------------------------------------- executor
+@dataclass(frozen=True)
+class _Groups:
+    """One batch grouped by window: `rows` (event index per row, sorted by
+    group), group starts `bounds`, rows per group `counts`, window `slots`."""
+
+    rows: np.ndarray
+    bounds: np.ndarray
+    counts: np.ndarray
+    slots: np.ndarray
+
+
 class AggregateExecutor:
     """Runs one AggregatePlan over batches of events of its source type.
 
@@ -210,26 +237,37 @@ class AggregateExecutor:
             return
         if keys:
             self._keys.update(keys)
-        plan = self.plan
         cols, missing = columns_from_records(records, self._needed, self.strings)
-        for i, g in enumerate(plan.group_by):
+        for i, g in enumerate(self.plan.group_by):
             if isinstance(records[0].get(g), str):
                 self._string_group[i] = True
-        keep = np.ones(n, dtype=bool)
-        for cond in plan.where:
-            v, _ = eval_columns(cond, cols, missing, n, self.strings)
-            keep &= v.astype(bool)
-        keep &= ts >= self.watermark  # windows already emitted cannot change
-        if not keep.all():
-            idx = np.nonzero(keep)[0]
+        idx = self._passing(cols, missing, ts, n)
+        if idx is not None:
             ts, partitions = ts[idx], partitions[idx]
             cols = {k: v[idx] for k, v in cols.items()}
             missing = {k: v[idx] for k, v in missing.items()}
             n = len(idx)
             if n == 0:
                 return
-        # Expand each event to the windows containing it: starts s = k*slide
-        # with s <= ts < s + size.
+        groups = self._group(cols, ts, partitions, n)
+        for ai, spec in enumerate(self.plan.aggregates):
+            self._accumulate(ai, spec, groups, cols, missing, n)
+
+    def _passing(self, cols: dict[str, np.ndarray], missing: dict[str, np.ndarray],
+                 ts: np.ndarray, n: int) -> np.ndarray | None:
+        """Indexes of the events that pass WHERE and are not late; None: all."""
+        keep = np.ones(n, dtype=bool)
+        for cond in self.plan.where:
+            v, _ = eval_columns(cond, cols, missing, n, self.strings)
+            keep &= v.astype(bool)
+        keep &= ts >= self.watermark  # windows already emitted cannot change
+        return None if keep.all() else np.nonzero(keep)[0]
+
+    def _group(self, cols: dict[str, np.ndarray], ts: np.ndarray, partitions: np.ndarray,
+               n: int) -> _Groups:
+        """Expand each event to the windows containing it (starts s = k*slide
+        with s <= ts < s + size) and group on (partition, group-by, start)."""
+        plan = self.plan
         last_start = (ts // plan.slide) * plan.slide
         w = self._windows_per_event
         rep = np.repeat(np.arange(n), w)
@@ -244,30 +282,34 @@ class AggregateExecutor:
         keys_matrix = np.stack(key_cols, axis=1)
         order = np.lexsort(keys_matrix.T[::-1])
         keys_sorted = keys_matrix[order]
-        rows = rep[order]
         change = np.ones(len(order), dtype=bool)
         change[1:] = np.any(keys_sorted[1:] != keys_sorted[:-1], axis=1)
         bounds = np.nonzero(change)[0]
-        counts = np.diff(np.append(bounds, len(order)))
-        slots = self._slots(list(map(tuple, keys_sorted[bounds].tolist())))
-        for ai, spec in enumerate(plan.aggregates):
-            if spec.arg is None:
-                self._count[ai, slots] += counts
-                continue
-            v, m = eval_columns(spec.arg, cols, missing, n, self.strings)
-            v = np.asarray(v)[rows]
-            valid = ~np.asarray(m)[rows]
-            vf = v.astype(np.float64)
-            self._count[ai, slots] += np.add.reduceat(valid.astype(np.int64), bounds)
-            self._total[ai, slots] += np.add.reduceat(np.where(valid, vf, 0.0), bounds)
-            self._low[ai, slots] = np.minimum(
-                self._low[ai, slots], np.minimum.reduceat(np.where(valid, vf, np.inf), bounds))
-            self._high[ai, slots] = np.maximum(
-                self._high[ai, slots], np.maximum.reduceat(np.where(valid, vf, -np.inf), bounds))
-            if spec.func == "count_distinct":
-                ends = np.append(bounds[1:], len(rows))
-                for s, e, slot in zip(bounds.tolist(), ends.tolist(), slots.tolist(), strict=True):
-                    self._distinct[slot][ai].update(v[s:e][valid[s:e]].tolist())
+        return _Groups(rows=rep[order], bounds=bounds,
+                       counts=np.diff(np.append(bounds, len(order))),
+                       slots=self._slots(list(map(tuple, keys_sorted[bounds].tolist()))))
+
+    def _accumulate(self, ai: int, spec: AggregateSpec, groups: _Groups,
+                    cols: dict[str, np.ndarray], missing: dict[str, np.ndarray], n: int) -> None:
+        """Merge one aggregate of every group into its window's accumulators."""
+        rows, bounds, slots = groups.rows, groups.bounds, groups.slots
+        if spec.arg is None:
+            self._count[ai, slots] += groups.counts
+            return
+        v, m = eval_columns(spec.arg, cols, missing, n, self.strings)
+        v = np.asarray(v)[rows]
+        valid = ~np.asarray(m)[rows]
+        vf = v.astype(np.float64)
+        self._count[ai, slots] += np.add.reduceat(valid.astype(np.int64), bounds)
+        self._total[ai, slots] += np.add.reduceat(np.where(valid, vf, 0.0), bounds)
+        self._low[ai, slots] = np.minimum(
+            self._low[ai, slots], np.minimum.reduceat(np.where(valid, vf, np.inf), bounds))
+        self._high[ai, slots] = np.maximum(
+            self._high[ai, slots], np.maximum.reduceat(np.where(valid, vf, -np.inf), bounds))
+        if spec.func == "count_distinct":
+            ends = np.append(bounds[1:], len(rows))
+            for s, e, slot in zip(bounds.tolist(), ends.tolist(), slots.tolist(), strict=True):
+                self._distinct[slot][ai].update(v[s:e][valid[s:e]].tolist())
 
     # -- output
     def advance(self, watermark: int) -> list[dict[str, Any]]:

@@ -29,6 +29,7 @@ OP_CONST, OP_LOAD, OP_NEG, OP_NOT = 0, 1, 2, 3
 OP_ARITH = {"+": 4, "-": 5, "*": 6, "/": 7, "%": 8}
 OP_CMP = {"=": 9, "!=": 10, "<": 11, "<=": 12, ">": 13, ">=": 14}
 OP_AND, OP_OR, OP_CALL, OP_AGG = 15, 16, 17, 18
+OP_BINARY = {**OP_ARITH, **OP_CMP, "AND": OP_AND, "OR": OP_OR}
 CALLS = {"abs": 0, "floor": 1, "ceil": 2, "least": 3, "greatest": 4}
 AGGS = {"count": 0, "count_distinct": 1, "sum": 2, "avg": 3, "min": 4, "max": 5,
         "first": 6, "last": 7}
@@ -127,14 +128,7 @@ class _Builder:
             case Binary(op=op, left=left, right=right):
                 self._emit(left, out)
                 self._emit(right, out)
-                if op == "AND":
-                    out.append((OP_AND, 0, 0, 0))
-                elif op == "OR":
-                    out.append((OP_OR, 0, 0, 0))
-                elif op in OP_CMP:
-                    out.append((OP_CMP[op], 0, 0, 0))
-                else:
-                    out.append((OP_ARITH[op], 0, 0, 0))
+                out.append((OP_BINARY[op], 0, 0, 0))
             case Call(func=func, args=args):
                 for arg in args:
                     self._emit(arg, out)
@@ -178,6 +172,27 @@ def _has_agg(expr: Expr) -> bool:
     return False
 
 
+def _place_conjunct(conj: Expr, b: _Builder, comps: list[CompInfo], comp_index: dict[str, int],
+                    pos_rank: dict[int, int], checks_at: list[list[int]],
+                    pushed: list[list[Expr]]) -> None:
+    """Where a WHERE conjunct is checked: as a filter on the one component
+    it reads (pushed down), as a check of a negated component's candidates,
+    or once the last positive component it reads is bound."""
+    used = variables(conj)
+    negs = [comp_index[v] for v in used if v in comp_index and comps[comp_index[v]].negated]
+    poss = [comp_index[v] for v in used if v in comp_index and not comps[comp_index[v]].negated]
+    prog = b.program(conj)
+    if negs and (poss or _has_agg(conj)):
+        comps[negs[0]].neg_checks.append(prog)
+    elif negs or (len(poss) == 1 and not comps[poss[0]].kleene and not _has_agg(conj)):
+        ci = negs[0] if negs else poss[0]
+        comps[ci].filters.append(prog)
+        pushed[ci].append(conj)
+        comps[ci].const_eq = comps[ci].const_eq or _const_eq(conj, comps[ci].var)
+    else:
+        checks_at[max((pos_rank[ci] for ci in poss), default=0)].append(prog)
+
+
 def compile_plan(plan: PatternPlan) -> CompiledPlan:
     validate_plan(plan)
     if len(plan.components) > MAX_COMPONENTS:
@@ -199,31 +214,12 @@ def compile_plan(plan: PatternPlan) -> CompiledPlan:
             after = [k for k, p in enumerate(pos) if p > ci]
             comp.prev_pos = before[-1] if before else -1
             comp.next_pos = after[0] if after else -1
-        if comp.kleene and plan.components[ci].iteration_filter is not None:
-            comp.iter_filter = b.program(plan.components[ci].iteration_filter)
+        iteration_filter = plan.components[ci].iteration_filter
+        if comp.kleene and iteration_filter is not None:
+            comp.iter_filter = b.program(iteration_filter)
 
     for conj in plan.where:
-        used = variables(conj)
-        negs = [comp_index[v] for v in used if v in comp_index and comps[comp_index[v]].negated]
-        poss = [comp_index[v] for v in used if v in comp_index and not comps[comp_index[v]].negated]
-        prog = b.program(conj)
-        if negs:
-            ci = negs[0]
-            if not poss and not _has_agg(conj):
-                comps[ci].filters.append(prog)
-                pushed[ci].append(conj)
-                comps[ci].const_eq = comps[ci].const_eq or _const_eq(conj, comps[ci].var)
-            else:
-                comps[ci].neg_checks.append(prog)
-            continue
-        if len(poss) == 1 and not comps[poss[0]].kleene and not _has_agg(conj):
-            ci = poss[0]
-            comps[ci].filters.append(prog)
-            pushed[ci].append(conj)
-            comps[ci].const_eq = comps[ci].const_eq or _const_eq(conj, comps[ci].var)
-            continue
-        level = max((pos_rank[ci] for ci in poss), default=0)
-        checks_at[level].append(prog)
+        _place_conjunct(conj, b, comps, comp_index, pos_rank, checks_at, pushed)
 
     outputs: list[tuple[str, int]] = []
     if plan.output is not None:

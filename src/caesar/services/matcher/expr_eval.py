@@ -104,22 +104,8 @@ def evaluate(expr: Expr, lookup: Lookup, agg: AggLookup | None = None) -> Any:
         case Unary(op="-", operand=operand):
             value = evaluate(operand, lookup, agg)
             return -_num(value) if _is_num(value) else MISSING
-        case Binary(op="AND", left=left, right=right):
-            a = _truth(evaluate(left, lookup, agg))
-            if a is False:
-                return False
-            b = _truth(evaluate(right, lookup, agg))
-            if b is False:
-                return False
-            return MISSING if (a is MISSING or b is MISSING) else True
-        case Binary(op="OR", left=left, right=right):
-            a = _truth(evaluate(left, lookup, agg))
-            if a is True:
-                return True
-            b = _truth(evaluate(right, lookup, agg))
-            if b is True:
-                return True
-            return MISSING if (a is MISSING or b is MISSING) else False
+        case Binary(op="AND" | "OR", left=left, right=right):
+            return _logical(expr.op == "AND", left, right, lookup, agg)
         case Binary(op=op, left=left, right=right) if op in ("=", "!=", "<", "<=", ">", ">="):
             return _compare(op, evaluate(left, lookup, agg), evaluate(right, lookup, agg))
         case Binary(op=op, left=left, right=right):
@@ -128,10 +114,23 @@ def evaluate(expr: Expr, lookup: Lookup, agg: AggLookup | None = None) -> Any:
             values = [evaluate(a, lookup, agg) for a in args]
             return call(func, values)
         case Agg():
-            if agg is None:
-                return MISSING
-            return agg(expr)
+            return MISSING if agg is None else agg(expr)
     raise TypeError(f"not an expression: {expr!r}")
+
+
+def _logical(conjunction: bool, left: Expr, right: Expr, lookup: Lookup,
+             agg: AggLookup | None) -> Any:
+    """AND (`conjunction`) or OR in three-valued logic: a false (AND) or true
+    (OR) side decides, the right side unevaluated if the left one does; else
+    missing if either side is."""
+    decisive = not conjunction
+    a = _truth(evaluate(left, lookup, agg))
+    if a is decisive:
+        return decisive
+    b = _truth(evaluate(right, lookup, agg))
+    if b is decisive:
+        return decisive
+    return MISSING if (a is MISSING or b is MISSING) else conjunction
 
 
 def call(func: str, values: Sequence[Any]) -> Any:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import combinations
 from typing import Any
 
@@ -30,7 +31,14 @@ from caesar.events.batch import EventBatch
 from caesar.plans.engine import DerivedEvent
 from caesar.plans.expr import Agg, variables
 from caesar.plans.pattern import PatternComponent, PatternPlan
-from caesar.services.matcher.expr_eval import MISSING, aggregate, evaluate, holds
+from caesar.services.matcher.expr_eval import (
+    MISSING,
+    AggLookup,
+    Lookup,
+    aggregate,
+    evaluate,
+    holds,
+)
 
 SNAPSHOT_VERSION = b"CAESAR-REF-1\n"
 
@@ -44,6 +52,8 @@ class Ev:
 
 
 Bindings = list[list[Ev]]  # one list per positive component (Kleene: several events)
+RunKey = tuple[str, int]  # (plan id, partition)
+Held = tuple[int, DerivedEvent, Bindings]  # a result held back by an end negation: deadline
 
 
 def validate_plan(plan: PatternPlan) -> None:
@@ -114,46 +124,109 @@ class _Plan:
 
 
 def _env(p: _Plan, bindings: Bindings, current: tuple[int, Ev] | None = None,
-         neg: tuple[str, Ev] | None = None):
-    """Lookup/agg closures over a (partial) binding. `current` = (Kleene
+         neg: tuple[str, Ev] | None = None) -> tuple[Lookup, AggLookup]:
+    """Lookup/agg functions over a (partial) binding. `current` = (Kleene
     component index, event being tested by its iteration filter)."""
+    env = _BindingEnv(p, bindings, current, neg)
+    return env.lookup, env.agg
 
-    def events_of(var: str) -> list[Ev] | None:
-        i = p.pos_index.get(var)
-        if i is None or i >= len(bindings):
+
+class _BindingEnv:
+    def __init__(self, p: _Plan, bindings: Bindings, current: tuple[int, Ev] | None,
+                 neg: tuple[str, Ev] | None) -> None:
+        self.p, self.bindings, self.current, self.neg = p, bindings, current, neg
+
+    def events_of(self, var: str) -> list[Ev] | None:
+        # A Kleene component under test holds its previous iterations only.
+        i = self.p.pos_index.get(var)
+        if i is None or i >= len(self.bindings):
             return None
-        evs = bindings[i]
-        if current is not None and current[0] == i:
-            return evs  # previous iterations only
-        return evs
+        return self.bindings[i]
 
-    def lookup(var: str | None, name: str) -> Any:
+    def lookup(self, var: str | None, name: str) -> Any:
+        neg, current = self.neg, self.current
         if neg is not None and var == neg[0]:
             return neg[1].attrs.get(name)
-        if current is not None and var is not None and p.pos_index.get(var) == current[0]:
+        if current is not None and var is not None and self.p.pos_index.get(var) == current[0]:
             return current[1].attrs.get(name)
-        evs = events_of(var) if var is not None else None
+        evs = self.events_of(var) if var is not None else None
         if not evs:
             return MISSING
         return evs[-1].attrs.get(name)
 
-    def agg(node: Agg) -> Any:
-        evs = events_of(node.var) or []
-        values = []
-        for ev in evs:
-            if node.arg is None:
-                values.append(True)
-                continue
+    def agg(self, node: Agg) -> Any:
+        evs = self.events_of(node.var) or []
+        if node.arg is None:
+            return aggregate(node.func, [True] * len(evs))
+        arg = node.arg
+        return aggregate(node.func, [evaluate(arg, partial(self._iterated, node.var, ev), self.agg)
+                                     for ev in evs])
 
-            def inner(var: str | None, name: str, ev: Ev = ev) -> Any:
-                if var == node.var:
-                    return ev.attrs.get(name)
-                return lookup(var, name)
+    def _iterated(self, kleene_var: str, ev: Ev, var: str | None, name: str) -> Any:
+        """Inside an aggregate, the Kleene variable reads the iterated event."""
+        if var == kleene_var:
+            return ev.attrs.get(name)
+        return self.lookup(var, name)
 
-            values.append(evaluate(node.arg, inner, agg))
-        return aggregate(node.func, values)
 
-    return lookup, agg
+def _assignments(p: _Plan, hist: list[Ev], last: Ev, i: int, after: int,
+                 acc: Bindings) -> Iterator[Bindings]:
+    """Assignments of positive components i, i+1, ... to events after `after`,
+    extending `acc`, that end with `last`."""
+    if i == len(p.pos):
+        if acc[-1][-1] is last:
+            yield [list(x) for x in acc]
+        return
+    comp = p.pos[i]
+    within = p.plan.within
+    equiv = p.plan.equivalence  # also re-checked in full by _positive_ok
+    cands = [e for e in hist if e.type in comp.types and after < e.ts <= last.ts
+             and (within is None or e.ts > last.ts - within)
+             and all(e.attrs.get(a) == last.attrs.get(a) for a in equiv)]
+    if not comp.kleene:
+        for e in cands:
+            yield from _assignments(p, hist, last, i + 1, e.ts, acc + [[e]])
+        return
+    for size in range(1, len(cands) + 1):
+        for combo in combinations(cands, size):
+            if all(combo[j].ts < combo[j + 1].ts for j in range(size - 1)):
+                yield from _assignments(p, hist, last, i + 1, combo[-1].ts, acc + [list(combo)])
+
+
+def _equivalent(attrs: Sequence[str], events: list[Ev]) -> bool:
+    """[attr]: every event has the attribute, non-null, with one value (and type)."""
+    for attr in attrs:
+        first = events[0].attrs.get(attr)
+        if first is None or any(e.attrs.get(attr) != first or e.attrs.get(attr) is None
+                                for e in events):
+            return False
+        if any(isinstance(e.attrs.get(attr), str) != isinstance(first, str) for e in events):
+            return False
+    return True
+
+
+def _component_ok(p: _Plan, b: Bindings, i: int) -> bool:
+    """Component i's events: of its types, in ts order, each passing its
+    Kleene iteration filter given the iterations before it."""
+    evs = b[i]
+    comp = p.pos[i]
+    if comp.types and any(e.type not in comp.types for e in evs):
+        return False
+    if any(evs[j].ts >= evs[j + 1].ts for j in range(len(evs) - 1)):
+        return False
+    if comp.kleene and comp.iteration_filter is not None:
+        for j, e in enumerate(evs):
+            lookup, agg = _env(p, b[:i] + [evs[:j]], current=(i, e))
+            if not holds(comp.iteration_filter, lookup, agg):
+                return False
+    return True
+
+
+def _within(p: _Plan) -> int:
+    """WITHIN of a plan with a negation at its start or end (validate_plan
+    rejects such a plan without one)."""
+    assert p.plan.within is not None
+    return p.plan.within
 
 
 def _prune(hist: list[Ev], bound: int) -> None:
@@ -173,9 +246,9 @@ class ReferenceEngine:
     def __init__(self, plans: Sequence[PatternPlan]) -> None:
         self._plans = {p.plan_id: _Plan(p) for p in plans}
         # (plan_id, partition) -> state
-        self._hist: dict[tuple[str, int], list[Ev]] = {}
-        self._runs: dict[tuple[str, int], list[Bindings]] = {}
-        self._pending: dict[tuple[str, int], list[tuple[int, DerivedEvent, Bindings]]] = {}
+        self._hist: dict[RunKey, list[Ev]] = {}
+        self._runs: dict[RunKey, list[Bindings]] = {}
+        self._pending: dict[RunKey, list[Held]] = {}
 
     # -- protocol ---------------------------------------------------------
 
@@ -259,31 +332,9 @@ class ReferenceEngine:
     def _candidates(self, p: _Plan, hist: list[Ev], last: Ev) -> Iterator[Bindings]:
         """Every assignment of positive components to increasing-ts events of
         the history whose final event is `last`."""
-        n = len(p.pos)
-        within = p.plan.within
-        equiv = p.plan.equivalence  # also re-checked in full by _positive_ok
-
-        def rec(i: int, after: int, acc: Bindings) -> Iterator[Bindings]:
-            if i == n:
-                if acc[-1][-1] is last:
-                    yield [list(x) for x in acc]
-                return
-            comp = p.pos[i]
-            cands = [e for e in hist if e.type in comp.types and after < e.ts <= last.ts
-                     and (within is None or e.ts > last.ts - within)
-                     and all(e.attrs.get(a) == last.attrs.get(a) for a in equiv)]
-            if not comp.kleene:
-                for e in cands:
-                    yield from rec(i + 1, e.ts, acc + [[e]])
-                return
-            for size in range(1, len(cands) + 1):
-                for combo in combinations(cands, size):
-                    if all(combo[j].ts < combo[j + 1].ts for j in range(size - 1)):
-                        yield from rec(i + 1, combo[-1].ts, acc + [list(combo)])
-
         if last.type in p.pos[-1].types:
-            for b in rec(0, -(2**62), []):
-                if self._positive_ok(p, b, closed=n):
+            for b in _assignments(p, hist, last, 0, -(2**62), []):
+                if self._positive_ok(p, b, closed=len(p.pos)):
                     yield b
 
     def _positive_ok(self, p: _Plan, b: Bindings, closed: int) -> bool:
@@ -293,40 +344,22 @@ class ReferenceEngine:
         within = p.plan.within
         if within is not None and events[-1].ts - events[0].ts >= within:
             return False
-        for attr in p.plan.equivalence:
-            first = events[0].attrs.get(attr)
-            if first is None or any(e.attrs.get(attr) != first or e.attrs.get(attr) is None
-                                    for e in events):
-                return False
-            if any(isinstance(e.attrs.get(attr), str) != isinstance(first, str) for e in events):
-                return False
-        for i, evs in enumerate(b):
-            comp = p.pos[i]
-            if comp.types and any(e.type not in comp.types for e in evs):
-                return False
-            if any(evs[j].ts >= evs[j + 1].ts for j in range(len(evs) - 1)):
-                return False
-            if comp.kleene and comp.iteration_filter is not None:
-                for j, e in enumerate(evs):
-                    partial = b[:i] + [evs[:j]]
-                    lookup, agg = _env(p, partial, current=(i, e))
-                    if not holds(comp.iteration_filter, lookup, agg):
-                        return False
+        if not _equivalent(p.plan.equivalence, events):
+            return False
+        if not all(_component_ok(p, b, i) for i in range(len(b))):
+            return False
         bound = {c.var for c in p.pos[:closed]}
         lookup, agg = _env(p, b)
-        for conj in p.positive_where:
-            if variables(conj) <= bound and not holds(conj, lookup, agg):
-                return False
-        return True
+        return all(holds(conj, lookup, agg) for conj in p.positive_where
+                   if variables(conj) <= bound)
 
     def _neg_interval(self, p: _Plan, comp_index: int, b: Bindings) -> tuple[float, float]:
         comps = p.plan.components
         before = [c for c in comps[:comp_index] if not c.negated]
         after = [c for c in comps[comp_index + 1:] if not c.negated]
         first, last = b[0][0].ts, b[-1][-1].ts
-        within = p.plan.within
-        lo = b[p.pos_index[before[-1].var]][-1].ts if before else last - within
-        hi = b[p.pos_index[after[0].var]][0].ts if after else first + within
+        lo = b[p.pos_index[before[-1].var]][-1].ts if before else last - _within(p)
+        hi = b[p.pos_index[after[0].var]][0].ts if after else first + _within(p)
         return lo, hi
 
     def _neg_blocks(self, p: _Plan, comp: PatternComponent, b: Bindings, ev: Ev,
@@ -341,7 +374,7 @@ class ReferenceEngine:
         lookup, agg = _env(p, b, neg=(comp.var, ev))
         return all(holds(c, lookup, agg) for c in p.plan.where if comp.var in variables(c))
 
-    def _finish(self, p: _Plan, key, partition: int, b: Bindings,
+    def _finish(self, p: _Plan, key: RunKey, partition: int, b: Bindings,
                 hist: list[Ev]) -> list[DerivedEvent]:
         """Negation checks on a complete positive candidate, then output (or
         hold it until the window closes if it ends with a negation)."""
@@ -354,12 +387,12 @@ class ReferenceEngine:
                 return []
         derived = self._derive(p, partition, b)
         if p.has_end_negation:
-            deadline = b[0][0].ts + p.plan.within
+            deadline = b[0][0].ts + _within(p)
             self._pending.setdefault(key, []).append((deadline, derived, b))
             return []
         return [derived]
 
-    def _kills_end(self, p: _Plan, item, ev: Ev) -> bool:
+    def _kills_end(self, p: _Plan, item: Held, ev: Ev) -> bool:
         _deadline, _derived, b = item
         comps = p.plan.components
         for ci, comp in enumerate(comps):
@@ -410,7 +443,7 @@ class ReferenceEngine:
     def _complete(self, p: _Plan, b: Bindings) -> bool:
         return len(b) == len(p.pos) and self._positive_ok(p, b, len(p.pos))
 
-    def _step_runs(self, p: _Plan, key, partition: int, ev: Ev,
+    def _step_runs(self, p: _Plan, key: RunKey, partition: int, ev: Ev,
                    hist: list[Ev]) -> list[DerivedEvent]:
         out: list[DerivedEvent] = []
         within = p.plan.within
@@ -431,12 +464,19 @@ class ReferenceEngine:
             if len(new) < n or p.pos[-1].kleene:
                 kept.append(new)
         if ev.type in p.pos[0].types:
-            start = [[ev]]
-            if self._positive_ok(p, start, 0 if p.pos[0].kleene else 1):
-                if n == 1 and self._complete(p, start):
-                    out.extend(self._finish(p, key, partition, start, hist))
-                if n > 1 or p.pos[0].kleene:
-                    kept.append(start)
+            kept += self._start_run(p, key, partition, ev, hist, out)
         self._runs[key] = kept
         return out
+
+    def _start_run(self, p: _Plan, key: RunKey, partition: int, ev: Ev, hist: list[Ev],
+                   out: list[DerivedEvent]) -> list[Bindings]:
+        """A run that begins with `ev` (a one-component pattern matches at
+        once); the run to keep, if any."""
+        n = len(p.pos)
+        start = [[ev]]
+        if not self._positive_ok(p, start, 0 if p.pos[0].kleene else 1):
+            return []
+        if n == 1 and self._complete(p, start):
+            out.extend(self._finish(p, key, partition, start, hist))
+        return [start] if n > 1 or p.pos[0].kleene else []
 

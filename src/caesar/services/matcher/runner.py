@@ -4,20 +4,23 @@ progress to the progress topic."""
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
 from caesar.bus.records import OutRecord, Record, TopicPartition
-from caesar.services.matcher.processor import MatcherProcessor, default_engine_factory
-from caesar.services.scheduler.messages import (
+from caesar.services.common.config import ServiceConfig
+from caesar.services.common.latency import LatencyHistogram
+from caesar.services.common.messages import (
     Alert,
     DeadLetter,
     Discard,
     Progress,
     RoutedTransaction,
 )
-from caesar.services.scheduler.wire import (
+from caesar.services.common.replay import SeqFilter, owned
+from caesar.services.common.wire import (
     DEAD,
     DERIVED,
     PROGRESS,
@@ -30,7 +33,8 @@ from caesar.services.scheduler.wire import (
     register_model_schemas,
     routed_from,
 )
-from caesar.services.store.loop import SeqFilter, ServiceConfig, owned
+from caesar.services.matcher.processor import MatcherProcessor
+from caesar.services.matcher.stage_graph import default_engine_factory
 
 
 class OutputEncoder:
@@ -42,12 +46,17 @@ class OutputEncoder:
         self.cfg, self.codec = cfg, cfg.codec
         repo = self.codec.repository
         self.schemas: dict[str, tuple[str, list[str]]] = {
-            etype: (name, [f["name"] for f in repo.get(name).raw["fields"]])
+            etype: (name, repo.get(name).field_names())
             for etype, name in register_model_schemas(repo, cfg.plan).items()}
+        # Input Kafka timestamp -> alert encoded: the pipeline's end-to-end latency.
+        self.latency = LatencyHistogram()
 
     def encode(self, alerts: list[Alert]) -> list[OutRecord]:
         out: list[OutRecord] = []
+        now = time.time() * 1000
         for a in alerts:
+            if a.ingest_ms:
+                self.latency.observe(now - a.ingest_ms)
             key = a.key.encode()
             generic = self.codec.encode(DERIVED, alert_record(a))
             out.append(OutRecord(self.cfg.topics.alerts, generic, key))
@@ -88,6 +97,8 @@ class MatcherHandler:
     def handle(self, records: Sequence[Record]) -> list[OutRecord]:
         by_partition: dict[int, list[RoutedTransaction | Discard | Progress]] = defaultdict(list)
         for r in records:
+            if r.value is None:  # a tombstone: the services never write one here
+                continue
             schema, value = self.codec.decode(r.value)
             if schema == ROUTED:
                 item, seq = routed_from(value)

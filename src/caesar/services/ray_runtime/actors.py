@@ -10,8 +10,8 @@ batches.
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 import threading
 import time
 import traceback
@@ -19,20 +19,25 @@ from typing import Any
 
 import ray
 
-from caesar.services.embedded.bus_pipeline import make_loop
-from caesar.services.store.loop import ServiceConfig
+from caesar.plans.execution import ExecutionPlan
+from caesar.services.common.config import RunnerOptions, ServiceConfig
+from caesar.services.wiring import make_loop
+
+log = logging.getLogger(__name__)
 
 
-@ray.remote(max_restarts=-1, max_task_retries=3, num_cpus=0)
 class ServiceActor:
-    def __init__(self, service: str, plan: Any, settings_json: str, partitions: tuple[int, ...],
-                 actor_id: str, options: dict[str, Any]) -> None:
+    def __init__(self, service: str, plan: ExecutionPlan, settings_json: str,
+                 partitions: tuple[int, ...], actor_id: str, options: RunnerOptions) -> None:
         from caesar.bus.kafka import KafkaBus
         from caesar.codecs import make_codec
+        from caesar.logs import configure
         from caesar.settings import Settings
 
+        configure(options.get("log_level"), options.get("log_format"))
         settings = Settings.model_validate_json(settings_json)
         self.service = service
+        self.actor_id = actor_id
         self.started = time.time()
         self.error: str | None = None
         bus = KafkaBus(settings.kafka)
@@ -57,17 +62,27 @@ class ServiceActor:
             # report, then end the process so Ray restarts the actor, which
             # restores its last checkpoint.
             self.error = traceback.format_exc()
-            print(f"caesar {self.service} actor failed, restarting:\n{self.error}",
-                  file=sys.stderr, flush=True)
+            log.exception("caesar %s actor failed, restarting", self.service)
+            logging.shutdown()  # flush the handlers: os._exit skips it
             os._exit(1)
 
     def stats(self) -> dict[str, Any]:
         s = self.loop.stats
-        return {"service": self.service, "pid": os.getpid(), "records_in": s.records_in,
+        return {"service": self.service, "actor": self.actor_id, "pid": os.getpid(),
+                "records_in": s.records_in,
                 "records_out": s.records_out, "batches": s.batches, "commits": s.commits,
                 "restored_from": s.restored_from, "error": self.error,
                 "alive": self._thread.is_alive(), "uptime_s": time.time() - self.started,
+                "hop_ms": s.hop_ms.as_dict(), "lag": self._lag(),
+                "state_bytes": sum(st.last_bytes for st in self.loop.stores.values()),
                 **_counters(self.loop.handler)}
+
+    def _lag(self) -> int | None:
+        try:
+            return self.loop.lag()
+        except Exception:  # the broker is away: the stats call must still answer
+            log.warning("%s: consumer lag unavailable", self.service, exc_info=True)
+            return None
 
     def stop(self) -> dict[str, Any]:
         self._stop.set()
@@ -77,9 +92,14 @@ class ServiceActor:
         return stats
 
 
+
+# Applied here rather than as a class decorator so type checkers see the actor
+# class Ray makes (ActorClass: `.options(...)`, `.remote(...)`).
+RemoteServiceActor = ray.remote(max_restarts=-1, max_task_retries=3, num_cpus=0)(ServiceActor)
+
 def _counters(handler: Any) -> dict[str, Any]:
     """Service-specific counters: events the router kept from suspended plans,
-    dead letters of the scheduler."""
+    dead letters of the scheduler by reason, the matcher's alert latency."""
     out: dict[str, Any] = {}
     procs = getattr(handler, "procs", {}).values()
     skipped: dict[str, int] = {}
@@ -88,6 +108,12 @@ def _counters(handler: Any) -> dict[str, Any]:
             skipped[pid] = skipped.get(pid, 0) + n
         if hasattr(p, "dead"):
             out["dead_letters"] = out.get("dead_letters", 0) + p.dead
+        for reason, n in getattr(p, "dead_by_reason", {}).items():
+            by_reason = out.setdefault("dead_letters_by_reason", {})
+            by_reason[reason] = by_reason.get(reason, 0) + n
     if skipped:
         out["skipped_events"] = skipped
+    outputs = getattr(handler, "outputs", None)
+    if outputs is not None and hasattr(outputs, "latency"):
+        out["alert_latency_ms"] = outputs.latency.as_dict()
     return out

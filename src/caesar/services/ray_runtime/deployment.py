@@ -7,15 +7,17 @@ j % actors_per_service == i (its group). Consumer group per service.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from caesar.errors import RuntimeEnvironmentError
+from caesar.logs import settings_from_env
 from caesar.plans.execution import ExecutionPlan
-from caesar.services.embedded.bus_pipeline import SERVICES, service_topics
-from caesar.services.store.loop import ServiceConfig
+from caesar.services.common.config import RunnerOptions, ServiceConfig
+from caesar.services.wiring import SERVICES, service_topics
 from caesar.settings import Settings
 
 
@@ -26,9 +28,15 @@ def partition_groups(partitions: int, actors: int) -> list[tuple[int, ...]]:
 
 class Deployment:
     def __init__(self, plan: ExecutionPlan, settings: Settings, *, actors_per_service: int | None = None,
-                 options: dict[str, Any] | None = None) -> None:
+                 options: RunnerOptions | None = None) -> None:
         self.plan, self.settings = plan, settings
-        self.options = dict(options or {})
+        self.options: RunnerOptions = options.copy() if options else {}
+        # The actors log like this driver (caesar.logs): level and format.
+        level, fmt = settings_from_env()
+        caesar_level = logging.getLogger("caesar").level
+        self.options.setdefault("log_level", logging.getLevelName(caesar_level)
+                                if caesar_level else level)
+        self.options.setdefault("log_format", fmt)
         self.actors_per_service = actors_per_service or settings.ray.actors_per_service
         self.actors: dict[str, list[Any]] = {}
 
@@ -45,7 +53,7 @@ class Deployment:
             bus.close()
 
     def start(self) -> None:
-        from caesar.services.ray_runtime.actors import ServiceActor
+        from caesar.services.ray_runtime.actors import RemoteServiceActor
 
         self.create_topics()
         groups = partition_groups(self.settings.topics.partitions, self.actors_per_service)
@@ -53,7 +61,7 @@ class Deployment:
         prefix = self.options.get("group_prefix", "caesar")
         for service in SERVICES:
             self.actors[service] = [
-                ServiceActor.options(name=f"{prefix}-{service}-{i}").remote(
+                RemoteServiceActor.options(name=f"{prefix}-{service}-{i}").remote(
                     service, self.plan, settings_json, group, f"{service}-{i}", self.options)
                 for i, group in enumerate(groups)]
 
@@ -83,7 +91,8 @@ class Deployment:
 
 def deploy_model(plan: ExecutionPlan, *, model_text: str, settings_file: Path | None,
                  ray_address: str | None, run_for: float, console: Any,
-                 options: dict[str, Any] | None = None) -> None:
+                 options: RunnerOptions | None = None, observe_host: str = "127.0.0.1",
+                 observe_port: int = 9464) -> None:
     import ray
 
     from caesar.settings import load_settings
@@ -102,7 +111,14 @@ def deploy_model(plan: ExecutionPlan, *, model_text: str, settings_file: Path | 
                   f"{settings.kafka.bootstrap_servers}")
     started = time.monotonic()
     restore = _stop_on_sigterm()
+    observation = None
     try:
+        if observe_port:
+            from caesar.observe import observe
+
+            observation = observe(dep, host=observe_host, port=observe_port)
+            console.print(f"metrics {observation.url}/metrics, live context view "
+                          f"{observation.url}/")
         while run_for <= 0 or time.monotonic() - started < run_for:
             time.sleep(min(5.0, run_for) if run_for > 0 else 5.0)
             for service, stats in dep.stats().items():
@@ -114,6 +130,8 @@ def deploy_model(plan: ExecutionPlan, *, model_text: str, settings_file: Path | 
         pass
     finally:
         restore()
+        if observation is not None:
+            observation.stop()
         dep.stop()
         console.print("stopped")
 
@@ -131,4 +149,8 @@ def _stop_on_sigterm() -> Callable[[], None]:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, interrupt)
-    return lambda: signal.signal(signal.SIGTERM, previous)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    return restore

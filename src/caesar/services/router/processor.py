@@ -18,14 +18,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from caesar.plans.execution import ExecutionPlan
-from caesar.services.router.contexts import ContextResolver, StageActivation
-from caesar.services.scheduler.messages import (
+from caesar.services.common.messages import (
     ContextChange,
     Discard,
     Progress,
     RoutedTransaction,
     Transaction,
 )
+from caesar.services.router.contexts import ContextResolver, StageActivation
 
 NEVER = -(2**62)
 

@@ -9,14 +9,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from caesar.bus.records import OutRecord, Record, TopicPartition
-from caesar.services.router.processor import RouterProcessor
-from caesar.services.scheduler.messages import (
+from caesar.services.common.config import ServiceConfig
+from caesar.services.common.messages import (
     ContextChange,
+    Discard,
     Progress,
     RoutedTransaction,
     Transaction,
 )
-from caesar.services.scheduler.wire import (
+from caesar.services.common.replay import SeqFilter, owned, owned_by
+from caesar.services.common.wire import (
     CHANGE,
     PROGRESS,
     ROUTED,
@@ -27,7 +29,7 @@ from caesar.services.scheduler.wire import (
     routed_record,
     txn_from,
 )
-from caesar.services.store.loop import SeqFilter, ServiceConfig, owned
+from caesar.services.router.processor import RouterProcessor
 
 
 class RouterHandler:
@@ -48,8 +50,21 @@ class RouterHandler:
         return [TopicPartition(t.transactions, j), TopicPartition(t.context_changes, j)]
 
     def handle(self, records: Sequence[Record]) -> list[OutRecord]:
+        out: list[OutRecord] = []
+        for j, items in self._decode(records).items():
+            out += self._encode(j, self.procs[j].process(items).routed)
+        # Transactions never routed (skipped) leave their seq behind: forget old ones.
+        if len(self.txn_seq) > 100_000:
+            self.txn_seq.clear()
+        return out
+
+    def _decode(self, records: Sequence[Record]
+                ) -> dict[int, list[Transaction | ContextChange | Progress]]:
+        """The fresh inputs per Kafka partition (replayed ones dropped)."""
         by_partition: dict[int, list[Transaction | ContextChange | Progress]] = defaultdict(list)
         for r in records:
+            if r.value is None:  # a tombstone: the services never write one here
+                continue
             schema, value = self.codec.decode(r.value)
             if schema == TXN:
                 txn, seq = txn_from(value)
@@ -64,26 +79,26 @@ class RouterHandler:
                     by_partition[r.partition].append(change)
             elif schema == PROGRESS:
                 by_partition[r.partition].append(progress_from(value))
-        out: list[OutRecord] = []
+        return by_partition
+
+    def _encode(self, j: int, routed: Sequence[RoutedTransaction | Discard | Progress]
+                ) -> list[OutRecord]:
         topic = self.cfg.routed_topic
-        for j, items in by_partition.items():
-            for item in self.procs[j].process(items).routed:
-                if isinstance(item, Progress):
-                    out.append(OutRecord(topic, self.codec.encode(
-                        PROGRESS, progress_record(item, self.cfg.actor_id, j)), b"__progress__",
-                        partition=j))
-                    continue
-                if isinstance(item, RoutedTransaction):
-                    seq = self.txn_seq.pop((item.txn.partition, item.txn.ts), -1)
-                    key = item.txn.key.encode()
-                else:  # a discard order carries the seq of the skipped transaction
-                    seq = self.txn_seq.pop((item.partition, item.ts), -1)
-                    key = None
-                out.append(OutRecord(topic, self.codec.encode(ROUTED, routed_record(item, seq)),
-                                     key, partition=j))
-        # Transactions never routed (skipped) leave their seq behind: forget old ones.
-        if len(self.txn_seq) > 100_000:
-            self.txn_seq.clear()
+        out: list[OutRecord] = []
+        for item in routed:
+            if isinstance(item, Progress):
+                out.append(OutRecord(topic, self.codec.encode(
+                    PROGRESS, progress_record(item, self.cfg.actor_id, j)), b"__progress__",
+                    partition=j))
+                continue
+            if isinstance(item, RoutedTransaction):
+                seq = self.txn_seq.pop((item.txn.partition, item.txn.ts), -1)
+                key = item.txn.key.encode()
+            else:  # a discard order carries the seq of the skipped transaction
+                seq = self.txn_seq.pop((item.partition, item.ts), -1)
+                key = None
+            out.append(OutRecord(topic, self.codec.encode(ROUTED, routed_record(item, seq)),
+                                 key, partition=j))
         return out
 
     def idle(self, idle_s: float) -> list[OutRecord]:
@@ -93,7 +108,7 @@ class RouterHandler:
         return {"proc": self.procs[j].snapshot(),
                 "seen_txn": owned(self.seen_txn.last, self.owner, j),
                 "seen_change": owned(self.seen_change.last, self.owner, j),
-                "txn_seq": owned(self.txn_seq, self.owner, j, key=lambda k: k[0])}
+                "txn_seq": owned_by(self.txn_seq, self.owner, j, lambda k: k[0])}
 
     def restore_partition(self, j: int, state: Any) -> None:
         self.procs[j].restore(state["proc"])

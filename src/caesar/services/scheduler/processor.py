@@ -14,13 +14,13 @@ records that break their event type's schema. Nothing is dropped silently.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from caesar.plans.execution import EventTypeDef, ExecutionPlan
-from caesar.services.scheduler.messages import (
+from caesar.services.common.messages import (
     END_OF_TIME,
     DeadLetter,
     InputRecord,
@@ -33,6 +33,31 @@ from caesar.services.scheduler.messages import (
 NEVER = -(2**62)
 _PY_TYPES: dict[str, tuple[type, ...]] = {
     "int": (int,), "float": (float, int), "string": (str,), "bool": (bool,)}
+
+
+def event_problem(etype: EventTypeDef, value: Mapping[str, Any],
+                  partition_by: Sequence[str]) -> str:
+    """Why `value` is not a valid `etype` event ("" when it is): the timestamp must
+    be an int, the partition attributes present, every field of its declared type.
+    The Spark jobs check their rows with it too, so what they accept the
+    scheduler accepts."""
+    ts = value.get(etype.ts_field)
+    if not isinstance(ts, int) or isinstance(ts, bool):
+        return f"{etype.name}: timestamp field {etype.ts_field!r} must be an int, got {ts!r}"
+    for attr, kind in etype.fields.items():
+        v = value.get(attr)
+        if v is None:
+            if attr in partition_by:
+                return f"{etype.name}: partition attribute {attr!r} is missing"
+            continue
+        ok = isinstance(v, _PY_TYPES.get(kind, (object,)))
+        if kind in ("int", "float") and isinstance(v, bool):
+            ok = False
+        if kind == "float" and isinstance(v, float) and not math.isfinite(v):
+            ok = False
+        if not ok:
+            return f"{etype.name}.{attr}: expected {kind}, got {type(v).__name__} {v!r}"
+    return ""
 
 
 @dataclass
@@ -60,6 +85,7 @@ class SchedulerProcessor:
         self.buffer: dict[int, dict[int, tuple[str, list[dict[str, Any]]]]] = {}
         self.released = 0
         self.dead = 0
+        self.dead_by_reason: Counter[str] = Counter()
 
     # ------------------------------------------------------------ input
     def process(self, records: Sequence[InputRecord]) -> SchedulerOutput:
@@ -73,6 +99,13 @@ class SchedulerProcessor:
         """End of a bounded input: release everything."""
         out = SchedulerOutput()
         self._release(END_OF_TIME, out)
+        return out
+
+    def advance(self, watermark: int) -> SchedulerOutput:
+        """The caller promises no event below `watermark` follows: release every
+        timestamp before it (an event that still comes below it is late)."""
+        out = SchedulerOutput()
+        self._release(watermark, out)
         return out
 
     def advance_idle(self) -> SchedulerOutput:
@@ -124,26 +157,12 @@ class SchedulerProcessor:
                               f"{name!r} and topic {topic!r} carries "
                               f"{[c.name for c in candidates] or 'no declared type'}")
             etype = candidates[0]
-        ts = value.get(etype.ts_field)
-        if not isinstance(ts, int) or isinstance(ts, bool):
-            return None, f"{etype.name}: timestamp field {etype.ts_field!r} must be an int, got {ts!r}"
-        for attr, kind in etype.fields.items():
-            v = value.get(attr)
-            if v is None:
-                if attr in self.plan.partition_by:
-                    return None, f"{etype.name}: partition attribute {attr!r} is missing"
-                continue
-            ok = isinstance(v, _PY_TYPES.get(kind, (object,)))
-            if kind in ("int", "float") and isinstance(v, bool):
-                ok = False
-            if kind == "float" and isinstance(v, float) and not math.isfinite(v):
-                ok = False
-            if not ok:
-                return None, f"{etype.name}.{attr}: expected {kind}, got {type(v).__name__} {v!r}"
-        return etype, ""
+        problem = event_problem(etype, value, self.plan.partition_by)
+        return (None, problem) if problem else (etype, "")
 
     def _dead(self, out: SchedulerOutput, rec: InputRecord, reason: str, detail: str) -> None:
         self.dead += 1
+        self.dead_by_reason[reason] += 1
         out.dead_letters.append(DeadLetter(reason, detail, rec.topic, rec.partition, rec.offset,
                                            rec.raw, rec.value))
 

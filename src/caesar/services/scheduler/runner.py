@@ -12,9 +12,10 @@ from typing import Any
 
 from caesar.bus.records import OutRecord, Record, TopicPartition
 from caesar.codecs import CodecError
-from caesar.services.scheduler.messages import InputRecord, Progress, Transaction
-from caesar.services.scheduler.processor import SchedulerOutput, SchedulerProcessor
-from caesar.services.scheduler.wire import (
+from caesar.services.common.config import ServiceConfig
+from caesar.services.common.messages import InputRecord, Progress, Transaction
+from caesar.services.common.replay import owned
+from caesar.services.common.wire import (
     DEAD,
     INGEST,
     PROGRESS,
@@ -25,7 +26,7 @@ from caesar.services.scheduler.wire import (
     register_model_schemas,
     txn_record,
 )
-from caesar.services.store.loop import ServiceConfig, owned
+from caesar.services.scheduler.processor import SchedulerOutput, SchedulerProcessor
 
 
 class SchedulerHandler:
@@ -108,9 +109,9 @@ class SchedulerHandler:
                 out.append(OutRecord(topic, self.codec.encode(
                     PROGRESS, progress_record(item, self.cfg.actor_id, j)), b"__progress__",
                     partition=j))
-        for d in result.dead_letters:
-            out.append(OutRecord(self.cfg.topics.dead_letters,
-                                 self.codec.encode(DEAD, dead_record(d, "scheduler")), None))
+        out.extend(OutRecord(self.cfg.topics.dead_letters,
+                             self.codec.encode(DEAD, dead_record(d, "scheduler")), None)
+                   for d in result.dead_letters)
         return out
 
     def snapshot_partition(self, j: int) -> Any:

@@ -44,6 +44,7 @@ class CheckpointStore:
         self.epoch = 0
         self._previous_chunks: list[bytes] = []
         self.bytes_written = 0
+        self.last_bytes = 0  # size of the newest state written (compressed), for metrics
 
     def write(self, producer: BusProducer, state: Any, covers: Mapping[TopicPartition, int],
               ts: int) -> None:
@@ -54,6 +55,7 @@ class CheckpointStore:
         one partition keeps the order, so a delivered header implies its chunks."""
         self.epoch += 1
         blob = zlib.compress(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), 1)
+        self.last_bytes = len(blob)
         chunks = [blob[i:i + CHUNK_BYTES] for i in range(0, len(blob), CHUNK_BYTES)] or [b""]
         offsets = [{"topic": tp.topic, "partition": tp.partition, "offset": off}
                    for tp, off in sorted(covers.items())]
@@ -101,6 +103,14 @@ class CheckpointStore:
         end = self._end_offset(tp)
         if end == 0:
             return None
+        header, chunks = self._read_changelog(tp, end)
+        if header is None:
+            return None
+        return self._assemble(header, chunks)
+
+    def _read_changelog(self, tp: TopicPartition, end: int
+                        ) -> tuple[bytes | None, dict[bytes, bytes]]:
+        """This actor's newest header and its live state chunks, read up to `end`."""
         consumer = self.bus.consumer(f"caesar-restore-{self.actor}")
         header = None
         chunks: dict[bytes, bytes] = {}
@@ -124,8 +134,11 @@ class CheckpointStore:
                             chunks[rec.key] = rec.value
         finally:
             consumer.close()
-        if header is None:
-            return None
+        return header, chunks
+
+    def _assemble(self, header: bytes, chunks: dict[bytes, bytes]
+                  ) -> tuple[Any, dict[TopicPartition, int]]:
+        """The state the header names, from its chunks, and the offsets it covers."""
         record = self.codec.decode_as(CHANGELOG, header)
         fmt, epoch, count = pickle.loads(record["state"])
         if fmt != STATE_FORMAT:

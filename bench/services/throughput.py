@@ -1,6 +1,6 @@
 """Events/s through the full Kafka + Ray pipeline for a model and an input.
 
-    python -m caesar.services.ray_runtime.throughput MODEL EVENTS.jsonl --bootstrap HOST:PORT \
+    python -m bench.services.throughput MODEL EVENTS.jsonl --bootstrap HOST:PORT \
         --partitions 1 --partitions 4
 
 For each partition count: fresh topics, the services deployed as Ray actors
@@ -20,10 +20,10 @@ from typing import Any
 
 from caesar.codecs import make_codec
 from caesar.plans.execution import ExecutionPlan
+from caesar.services.common.config import ServiceConfig
 from caesar.services.embedded.bus_pipeline import produce_inputs, read_alerts, read_dead_letters
 from caesar.services.embedded.pipeline import EmbeddedPipeline
 from caesar.services.ray_runtime.deployment import Deployment
-from caesar.services.store.loop import ServiceConfig
 from caesar.settings import KafkaSettings, Settings, TopicSettings
 
 

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from caesar.bus.errors import BusError
 from caesar.bus.protocol import Bus
 from caesar.bus.records import OutRecord, Record, TopicPartition
+from caesar.services.common.latency import LatencyHistogram
 from caesar.services.store.checkpoint import CheckpointStore
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,9 @@ class LoopStats:
     batches: int = 0
     commits: int = 0
     restored_from: dict[str, int] = field(default_factory=dict)
+    # How long the oldest record of each batch waited between the previous hop
+    # producing it (its Kafka timestamp) and this loop handling it.
+    hop_ms: LatencyHistogram = field(default_factory=LatencyHistogram)
 
 
 class ServiceLoop:
@@ -98,6 +102,11 @@ class ServiceLoop:
         self.positions = dict(offsets)
         self.consumer.assign(self.inputs, offsets)
 
+    def lag(self) -> int:
+        """Records in the inputs not handled yet (end offsets - positions)."""
+        end = self.bus.end_offsets(self.inputs)
+        return sum(max(0, end[tp] - self.positions.get(tp, 0)) for tp in self.inputs)
+
     def _committed(self, timeout_s: float = 60.0) -> dict[TopicPartition, int | None]:
         """Committed offsets; a group coordinator still loading is waited out."""
         deadline = time.monotonic() + timeout_s
@@ -114,6 +123,7 @@ class ServiceLoop:
         now = time.monotonic()
         if records:
             self._last_record = now
+            self.stats.hop_ms.observe(time.time() * 1000 - min(r.timestamp_ms for r in records))
             outputs = self.handler.handle(records)
             for r in records:
                 self.positions[TopicPartition(r.topic, r.partition)] = r.offset + 1
@@ -144,7 +154,7 @@ class ServiceLoop:
         self._dirty = False
         self.stats.commits += 1
 
-    def run(self, should_stop, max_idle_s: float | None = None) -> None:
+    def run(self, should_stop: Callable[[], bool], max_idle_s: float | None = None) -> None:
         self.start()
         idle_since = time.monotonic()
         while not should_stop():
@@ -161,46 +171,3 @@ class ServiceLoop:
         finally:
             self.consumer.close()
             self.producer.close()
-
-
-@dataclass
-class ServiceConfig:
-    """What a service runner needs besides its processors."""
-
-    plan: Any  # ExecutionPlan
-    topics: Any  # caesar.settings.TopicSettings
-    codec: Any  # caesar.codecs.Codec
-    partitions: tuple[int, ...]  # Kafka partitions (of the internal topics) this actor owns
-    actor_id: str
-    allowance: int = 0
-    idle_flush_s: float | None = None  # scheduler: release everything after this much quiet
-    engine_factory: Any = None
-
-    @property
-    def routed_topic(self) -> str:
-        return self.topics.transactions + ".routed"
-
-    def input_topics(self) -> list[str]:
-        return list(dict.fromkeys(t.topic or self.topics.input_topic(t.name)
-                                  for t in self.plan.event_types if t.topic is not None))
-
-
-def owned(mapping: Mapping, owner: Mapping[int, int], j: int, key=lambda k: k) -> dict:
-    """The entries of a per-stream-partition map whose stream partition lives
-    in Kafka partition j."""
-    return {k: v for k, v in mapping.items() if owner.get(key(k)) == j}
-
-
-class SeqFilter:
-    """Drops replayed records: per stream partition, a sequence number must grow."""
-
-    def __init__(self) -> None:
-        self.last: dict[int, int] = {}
-
-    def fresh(self, partition: int, seq: int) -> bool:
-        if seq < 0:
-            return True
-        if seq <= self.last.get(partition, -1):
-            return False
-        self.last[partition] = seq
-        return True

@@ -12,7 +12,7 @@ from typing import Any
 
 from caesar.codecs import SchemaRepository
 from caesar.plans.execution import EventTypeDef, ExecutionPlan
-from caesar.services.scheduler.messages import (
+from caesar.services.common.messages import (
     END_OF_TIME,
     Alert,
     ContextChange,
@@ -50,7 +50,7 @@ def register_input_schemas(repo: SchemaRepository, plan: ExecutionPlan) -> dict[
     field required); returns event type -> schema full name."""
     names = {}
     for t in plan.event_types:
-        fields = [{"name": t.ts_field, "type": "long"}]
+        fields: list[dict[str, Any]] = [{"name": t.ts_field, "type": "long"}]
         fields += [{"name": a, "type": ["null", AVRO_TYPES[k]], "default": None}
                    for a, k in t.fields.items() if a != t.ts_field]
         entry = repo.add({"type": "record", "name": t.name, "namespace": "caesar.input",

@@ -1,0 +1,248 @@
+"""Where the latency of a Kafka + Ray run goes, per hop, read back from the
+topics after the run (nothing in the services is changed for it), for any
+model.
+
+Every record carries its Kafka timestamp (CreateTime: when the service that
+wrote it produced it), so for each output the path
+
+    input enters Kafka (ingest_ms, carried into the output)
+      -> [input wait]  every input topic's partition has an event later than t
+                       (the scheduler's watermark is the minimum over them)
+      -> [scheduler]   the transaction (stream partition, t) is produced
+      -> [deriver]     deriver progress covering t on context-changes
+      -> [router]      the routed transaction (stream partition, t) is produced
+      -> [matcher]     the output is produced (the alerts topic)
+      -> [spark]       the consumer's micro-batch holding it is written
+
+is timed hop by hop, t being the output's end time. Outputs not produced by a
+transaction at their end time (window results released by progress) have no
+row. "input wait" is cut at the transaction's time when an idle flush released
+it (no later input came). Per-hop percentiles do not add up to the end-to-end
+ones: different outputs are slowest in different hops.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from caesar.bus.records import Record, TopicPartition
+
+if TYPE_CHECKING:
+    from caesar.jobs.consume import OutputConsumer
+    from caesar.jobs.job_model import JobModel
+    from caesar.settings import Settings
+
+HOPS = ("input wait", "scheduler", "deriver", "router", "matcher", "to topic (total)",
+        "spark", "to table (total)")
+
+
+def read_topic(bus: Any, topic: str, timeout_s: float = 60.0) -> list[Record]:
+    """Every record of `topic` (all partitions, from the start to the end offsets now)."""
+    parts = bus.list_topics().get(topic)
+    if not parts:
+        return []
+    tps = [TopicPartition(topic, p) for p in range(parts)]
+    want = {tp: end for tp, end in bus.end_offsets(tps).items() if end > 0}
+    if not want:
+        return []
+    consumer = bus.consumer(f"hops-{uuid.uuid4().hex[:8]}")
+    consumer.assign(list(want), dict.fromkeys(want, 0))
+    out: list[Record] = []
+    seen: dict[TopicPartition, int] = {}
+    deadline = time.monotonic() + timeout_s
+    try:
+        while any(seen.get(tp, 0) < end for tp, end in want.items()):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"reading {topic}: still short of the end offsets")
+            for r in consumer.poll(10_000, 0.5):
+                tp = TopicPartition(r.topic, r.partition)
+                if r.offset < want[tp]:
+                    out.append(r)
+                seen[tp] = max(seen.get(tp, 0), r.offset + 1)
+    finally:
+        consumer.close()
+    return out
+
+
+@dataclass
+class HopTable:
+    rows: dict[str, list[float]]  # hop -> latencies in ms, one per output
+    outputs: int
+    idle_released: int  # outputs whose transaction an idle flush released
+
+    def percentiles(self) -> dict[str, tuple[float, float, float, float]]:
+        return {h: _stats(v) for h, v in self.rows.items() if v}
+
+    def render(self) -> str:
+        lines = [f"latency per hop, ms ({self.outputs} outputs; {self.idle_released} released "
+                 "by an idle flush)",
+                 f"  {'hop':<20}{'mean':>9}{'p50':>9}{'p99':>9}{'max':>9}"]
+        for hop, (mean, p50, p99, mx) in self.percentiles().items():
+            lines.append(f"  {hop:<20}{mean:>9,.0f}{p50:>9,.0f}{p99:>9,.0f}{mx:>9,.0f}")
+        return "\n".join(lines)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"outputs": self.outputs, "idle_released": self.idle_released,
+                "hops_ms": {h: dict(zip(("mean", "p50", "p99", "max"), s, strict=True))
+                            for h, s in self.percentiles().items()}}
+
+
+def _stats(values: Sequence[float]) -> tuple[float, float, float, float]:
+    v = sorted(values)
+
+    def q(p: float) -> float:
+        return v[min(len(v) - 1, int(round(p * (len(v) - 1))))]
+
+    return sum(v) / len(v), q(0.5), q(0.99), v[-1]
+
+
+def rising(recs: list[tuple[int, int, int]]) -> tuple[list[int], list[int]]:
+    """(offset, value, Kafka ts) records -> in offset order, each record whose
+    value exceeds every earlier one: (values, their Kafka timestamps)."""
+    values: list[int] = []
+    stamps: list[int] = []
+    for _, value, ts in sorted(recs):
+        if not values or value > values[-1]:
+            values.append(value)
+            stamps.append(ts)
+    return values, stamps
+
+
+def first_after(series: tuple[list[int], list[int]], t: int) -> int | None:
+    """Kafka ts of the first record whose value is above t, if any."""
+    values, stamps = series
+    i = bisect.bisect_right(values, t)
+    return stamps[i] if i < len(stamps) else None
+
+
+@dataclass
+class Output:
+    """One output as the hops see it: stream partition key, end time, ingest and
+    produce times (ms)."""
+
+    key: str
+    ts: int
+    ingest_ms: int
+    produced_ms: int
+
+
+def input_arrivals(bus: Any, codec: Any, topics: Sequence[str], ts_fields: dict[str, str]
+                   ) -> dict[int, list[tuple[list[int], list[int]]]]:
+    """Kafka partition j -> per input topic, the rising event times and their
+    arrival. `ts_fields`: Avro schema full name -> its event-time field."""
+    per: dict[tuple[str, int], list[tuple[int, int, int]]] = defaultdict(list)
+    for topic in topics:
+        for r in read_topic(bus, topic):
+            try:
+                schema, value = codec.decode(r.value)
+            except Exception:  # a dead letter in the making: not an arrival of an event
+                continue
+            field = ts_fields.get(schema)
+            if field is not None:
+                per[(topic, r.partition)].append((r.offset, value[field], r.timestamp_ms))
+    out: dict[int, list[tuple[list[int], list[int]]]] = defaultdict(list)
+    for (_, j), recs in per.items():
+        out[j].append(rising(recs))
+    return out
+
+
+def model_arrivals(bus: Any, codec: Any, model: JobModel
+                   ) -> dict[int, list[tuple[list[int], list[int]]]]:
+    """input_arrivals of every input topic of `model`."""
+    ts_field = {t.name: t.ts_field for t in model.input_types}
+    fields = {schema: ts_field[etype]
+              for etype, schema in model.input_schema_names(codec.repository).items()}
+    return input_arrivals(bus, codec, model.input_topics(), fields)
+
+
+def breakdown(bus: Any, codec: Any, arrivals: dict[int, list[tuple[list[int], list[int]]]],
+              topics: Any, outputs: Sequence[Output], spark_ms: Sequence[int] = (),
+              table_ms: Sequence[int] = ()) -> HopTable:
+    """The hop table of `outputs` (arrivals: input_arrivals of the input topics;
+    topics: the settings' topic names); `spark_ms` / `table_ms`: the consumer's
+    own (written - output Kafka ts, written - ingest) per row, when it ran."""
+    from caesar.services.common.wire import PROGRESS, ROUTED, TXN
+
+    txn_at: dict[tuple[str, int], tuple[int, int]] = {}  # (key, t) -> (Kafka partition, ts)
+    for r in read_topic(bus, topics.transactions):
+        schema, value = codec.decode(r.value)
+        if schema == TXN:
+            txn_at.setdefault((value["partition_key"], value["ts"]), (r.partition, r.timestamp_ms))
+    raw: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+    for r in read_topic(bus, topics.context_changes):
+        schema, value = codec.decode(r.value)
+        if schema == PROGRESS:
+            raw[r.partition].append((r.offset, value["ts"] + 1, r.timestamp_ms))
+    deriver_progress = {j: rising(recs) for j, recs in raw.items()}
+    routed_at: dict[tuple[str, int], int] = {}
+    for r in read_topic(bus, topics.transactions + ".routed"):
+        schema, value = codec.decode(r.value)
+        if schema == ROUTED and value["active"]:
+            routed_at.setdefault((value["txn"]["partition_key"], value["txn"]["ts"]),
+                                 r.timestamp_ms)
+    rows: dict[str, list[float]] = {h: [] for h in HOPS}
+    count = idle = 0
+    for o in outputs:
+        found = txn_at.get((o.key, o.ts))
+        routed = routed_at.get((o.key, o.ts))
+        if found is None or routed is None:
+            continue
+        count += 1
+        j, txn_ts = found
+        later = [first_after(series, o.ts) for series in arrivals.get(j, [])]
+        if not later or None in later or max(v for v in later if v is not None) > txn_ts:
+            idle += 1
+            ready = txn_ts
+        else:
+            ready = max([o.ingest_ms, *(v for v in later if v is not None)])
+        derived = first_after(deriver_progress.get(j, ([], [])), o.ts - 1) or routed
+        rows["input wait"].append(ready - o.ingest_ms)
+        rows["scheduler"].append(txn_ts - ready)
+        rows["deriver"].append(max(0, derived - txn_ts))
+        rows["router"].append(routed - max(txn_ts, derived))
+        rows["matcher"].append(o.produced_ms - routed)
+        rows["to topic (total)"].append(o.produced_ms - o.ingest_ms)
+    rows["spark"] = [float(v) for v in spark_ms]
+    rows["to table (total)"] = [float(v) for v in table_ms]
+    return HopTable(rows, count, idle)
+
+
+def alerts_topic_outputs(bus: Any, codec: Any, topic: str) -> list[Output]:
+    """Every output on the generic alerts topic (caesar.DerivedEvent records)."""
+    from caesar.services.common.wire import DERIVED
+
+    out = []
+    for r in read_topic(bus, topic):
+        schema, value = codec.decode(r.value)
+        if schema == DERIVED:
+            out.append(Output(value["partition_key"], value["end_ts"], value["ingest_ms"],
+                              r.timestamp_ms))
+    return out
+
+
+def hop_table(model: JobModel, settings: Settings, bootstrap: str | None,
+              consumer: OutputConsumer | None = None) -> HopTable:
+    """The hop table of a finished run of `model` on the settings' topics."""
+    from caesar.bus.kafka import KafkaBus
+
+    kafka = settings.kafka.model_copy(
+        update={"bootstrap_servers": bootstrap or settings.kafka.bootstrap_servers})
+    bus = KafkaBus(kafka)
+    try:
+        codec = model.codec(settings)
+        outputs = alerts_topic_outputs(bus, codec, settings.topics.alerts)
+        spark_ms: list[int] = []
+        table_ms: list[int] = []
+        if consumer is not None:
+            spark_ms = [v for lat in consumer.spark_latencies.values() for v in lat]
+            table_ms = [v for lat in consumer.latencies.values() for v in lat]
+        return breakdown(bus, codec, model_arrivals(bus, codec, model), settings.topics,
+                         outputs, spark_ms, table_ms)
+    finally:
+        bus.close()

@@ -1,0 +1,122 @@
+"""The checked model: what semantic analysis (semantics.py) hands to phases 1
+and 2. Each query is a `CheckedQuery`: what every query has (contexts, output)
+plus its body, a pattern or a windowed aggregation, and for context deriving
+queries the transition it makes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, TypeGuard, get_args
+
+from caesar.errors import SourcePosition
+from caesar.language import ast
+from caesar.plans import expr as ir
+from caesar.plans.pattern import PatternComponent, Strategy
+
+IMPLICIT_DEFAULT = "default"
+Action = Literal["INITIATE", "SWITCH", "TERMINATE"]
+ACTIONS: tuple[Action, ...] = get_args(Action)
+
+
+def is_action(word: str | None) -> TypeGuard[Action]:
+    return word in ACTIONS
+
+
+@dataclass(frozen=True)
+class EventType:
+    name: str
+    fields: dict[str, str] = field(hash=False)
+    ts_field: str
+    topic: str | None
+    schema_file: str | None
+    derived: bool
+    pos: SourcePosition
+    output_topic: str | None = None
+    # The Avro schema SCHEMA names, read at compile time: the plan carries it, so
+    # services never look for files (they run elsewhere, from an installed package).
+    schema_json: str | None = field(default=None, hash=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Conjunct:
+    expr: ir.Expr
+    pos: SourcePosition
+    # The pattern variable a per-component FILTER attached it to (None: WHERE).
+    component: str | None = None
+
+
+@dataclass(frozen=True)
+class Transition:
+    """What a context deriving query does when it matches."""
+
+    action: Action
+    target: str  # the context it initiates, switches to or terminates
+
+
+@dataclass(frozen=True)
+class PatternBody:
+    components: tuple[PatternComponent, ...]
+    conjuncts: tuple[Conjunct, ...]
+    equivalence: tuple[str, ...]
+    within: int | None
+    strategy: Strategy
+
+
+@dataclass(frozen=True)
+class AggregateBody:
+    size: int  # window size in ticks
+    slide: int  # ticks; = size for tumbling windows
+    group_by: tuple[str, ...]
+    aggregates: tuple[tuple[str, ir.AggFunc, ir.Expr | None], ...]  # (name, func, arg)
+    conjuncts: tuple[Conjunct, ...]  # WHERE on the source events
+    having: tuple[ir.Expr, ...]
+
+
+@dataclass(frozen=True)
+class CheckedQuery:
+    qid: str
+    source: ast.Query
+    home: str | None  # the context block it is written in (None: top level)
+    contexts: tuple[str, ...]  # explicit after phase 1
+    output_type: str
+    output_fields: tuple[tuple[str, ir.Expr], ...]
+    input_types: tuple[str, ...]
+    body: PatternBody | AggregateBody
+    transition: Transition | None = None  # set for context deriving queries
+    output_schema: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def deriving(self) -> bool:
+        """A context deriving query (INITIATE / SWITCH / TERMINATE)."""
+        return self.transition is not None
+
+
+@dataclass(frozen=True)
+class ContextInfo:
+    name: str
+    default: bool
+    pos: SourcePosition
+    keyed: bool = False
+
+
+@dataclass(frozen=True)
+class CheckedModel:
+    name: str
+    time_unit: str
+    partition_by: tuple[str, ...]
+    event_types: dict[str, EventType] = field(hash=False)
+    contexts: tuple[ContextInfo, ...]
+    queries: tuple[CheckedQuery, ...]
+    source: ast.Model = field(hash=False, compare=False, repr=False)
+
+    @property
+    def default_context(self) -> str:
+        return next(c.name for c in self.contexts if c.default)
+
+    def context_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.contexts)
+
+
+def marker_type(action: str, target: str) -> str:
+    """Output type of a context deriving query (the transition's marker)."""
+    return f"_{action.lower()}_{target}"

@@ -1,0 +1,243 @@
+"""The Spark jobs for any model, for real: Spark local mode, a real Kafka broker,
+the services as Ray actors (integration).
+
+- replay (Spark, no Kafka) == embedded mode, for hospital hygiene (CSV input)
+  and aggressive driving (Parquet input), alerts and context changes;
+- hospital hygiene end to end: `spark produce` -> Kafka -> services on Ray ->
+  `spark consume` -> Parquet tables == embedded mode == `spark replay`, no
+  dead letters, no duplicates;
+- the consumer, failing after it wrote a micro-batch but before Spark
+  committed it, restarted: every committed record exactly once, aborted
+  transactions' records never.
+
+One SparkSession for the module (Spark allows one per process)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from model_runs import before, closing_events, identities, renamed_model, table_identities
+
+from caesar.examples.aggressive_driving.generator import DrivingConfig
+from caesar.examples.aggressive_driving.generator import generate as driving
+from caesar.examples.event_files import write_events
+from caesar.examples.hospital_hygiene.generator import HygieneConfig
+from caesar.examples.hospital_hygiene.generator import generate as hygiene
+from caesar.jobs.consume import OutputConsumer, read_tables
+from caesar.jobs.input_rows import ColumnMapping
+from caesar.jobs.job_model import JobModel
+from caesar.jobs.produce import produce
+from caesar.jobs.replay import CONTEXT_CHANGES, DEAD_LETTERS, replay
+from caesar.jobs.sources import read_source
+from caesar.services.embedded.pipeline import EmbeddedPipeline, PipelineResult
+from caesar.settings import KafkaSettings, Settings, TopicSettings
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 4
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from caesar.jobs.spark_session import spark_session
+
+    session = spark_session("caesar-tests-model-jobs", master="local[2]", kafka=True,
+                            shuffle_partitions=2)
+    yield session
+    session.stop()
+
+
+def embedded(model: JobModel, events: list[dict]) -> PipelineResult:
+    return EmbeddedPipeline(model.plan).run_values(events)
+
+
+def changes(result: PipelineResult) -> list[tuple]:
+    return sorted((c.key, c.ts, tuple(sorted(c.contexts))) for c in result.context_changes)
+
+
+def replayed(spark, model: JobModel, source: str, out: Path) -> tuple[list, list, int]:
+    """(alert identities, context changes, dead letters) of `spark replay`."""
+    import pyarrow.parquet as pq
+
+    replay(spark, model, read_source(spark, source), ColumnMapping.parse(), str(out))
+    alerts = []
+    for etype in model.output_types():
+        alerts += table_identities(pq.read_table(out / etype).to_pylist(), etype)
+    ctx = sorted((r["partition_key"], r["ts"], tuple(sorted(r["contexts"])))
+                 for r in pq.read_table(out / CONTEXT_CHANGES).to_pylist())
+    return sorted(alerts), ctx, pq.read_table(out / DEAD_LETTERS).num_rows
+
+
+@pytest.mark.parametrize(("example", "suffix"), [("hospital_hygiene", ".csv"),
+                                                 ("aggressive_driving", ".parquet")])
+def test_replay_equals_embedded(spark, tmp_path, example, suffix):
+    model = JobModel.load(renamed_model(example, "replay", tmp_path))
+    events = (list(hygiene(HygieneConfig(workers=12, hours=2, seed=4)))
+              if example == "hospital_hygiene"
+              else list(driving(DrivingConfig(cars=6, minutes=4, seed=4))))
+    source = tmp_path / f"events{suffix}"
+    write_events(events, source)
+    want = embedded(model, events)
+    assert len(want.alerts) > 50 and want.context_changes  # a run worth comparing
+    alerts, ctx, dead = replayed(spark, model, str(source), tmp_path / "replay")
+    assert alerts == identities(want.alerts, model)
+    assert ctx == changes(want)
+    assert dead == 0
+
+
+def deployment_settings(bootstrap: str, p: str) -> Settings:
+    topics = TopicSettings(partitions=PARTITIONS, transactions=f"{p}.txn",
+                           context_changes=f"{p}.ctx", progress=f"{p}.progress",
+                           alerts=f"{p}.alerts", derived=f"{p}.derived",
+                           dead_letters=f"{p}.dead", checkpoints=f"{p}.ckpt",
+                           changelog_prefix=f"{p}.changelog.", input_prefix=f"{p}.in.")
+    return Settings(kafka=KafkaSettings(bootstrap_servers=bootstrap, linger_ms=2,
+                                        poll_timeout_s=0.1), topics=topics)
+
+
+def test_hospital_hygiene_round_trip_equals_embedded_and_replay(
+        spark, kafka_bootstrap, kafka_bus, ray_session, tmp_path, unique_name):
+    from caesar.services.common.wire import CHANGE, DEAD
+    from caesar.services.embedded.bus_pipeline import read_topic
+    from caesar.services.ray_runtime.deployment import Deployment
+
+    tag = unique_name("rt").replace("-", "_")
+    model = JobModel.load(renamed_model("hospital_hygiene", tag, tmp_path))
+    events = list(hygiene(HygieneConfig(workers=10, hours=1.5, seed=7)))
+    end = events[-1]["ts"] + 2 * 3600  # after every window of the model (1 hour)
+    events += closing_events(model, "ShiftEnd", "worker", end, PARTITIONS)
+    source = tmp_path / "events.parquet"
+    write_events(events, source)
+    want = embedded(model, events)
+    want_alerts = before(identities(want.alerts, model), end)
+    assert len(want_alerts) > 50
+
+    settings = deployment_settings(kafka_bootstrap, tag)
+    deployment = Deployment(model.plan, settings, actors_per_service=1,
+                            options={"idle_flush_s": 3.0, "group_prefix": tag,
+                                     "commit_interval_s": 0.3})
+    deployment.start()
+    consumer = None
+    try:
+        deployment.stats()  # every actor is up
+        consumer = OutputConsumer(spark, model, settings, str(tmp_path / "out"), trigger_s=0.5)
+        stats = produce(spark, model, read_source(spark, str(source)), settings,
+                        ColumnMapping.parse())
+        assert (stats.events, stats.dead_letters) == (len(events), 0)
+        deadline = time.monotonic() + 240
+        while consumer.records < len(want_alerts) and time.monotonic() < deadline:
+            assert consumer.query.exception() is None, consumer.query.exception()
+            time.sleep(1.0)
+        consumer.wait_idle(idle_s=4.0, max_s=60.0)  # then stragglers (duplicates) too
+    finally:
+        if consumer is not None:
+            consumer.stop()
+        errors = [s["error"] for ss in deployment.stop().values() for s in ss if s["error"]]
+    assert not errors
+
+    tables = read_tables(tmp_path / "out", model)
+    got = sorted(i for etype in model.output_types()
+                 for i in table_identities(tables.get(etype, []), etype))
+    positions = [(r["kafka_topic"], r["kafka_partition"], r["kafka_offset"])
+                 for rows in tables.values() for r in rows]
+    assert len(positions) == len(set(positions)), "a record reached a table twice"
+    assert before(got, end) == want_alerts  # as lists: equal outputs counted (BusyVisit has some)
+    assert set(got) <= set(identities(want.alerts, model))
+    assert "_undecodable" not in tables
+    dead = read_topic(kafka_bus, settings.topics.dead_letters, PARTITIONS)
+    assert [model.codec(settings).decode_as(DEAD, r.value)["detail"] for r in dead] == []
+    codec = model.codec(settings)
+    deployed_changes = sorted(
+        (v["partition_key"], v["ts"], tuple(sorted(v["active"])))
+        for r in read_topic(kafka_bus, settings.topics.context_changes, PARTITIONS)
+        for s, v in [codec.decode(r.value)] if s == CHANGE)
+    assert deployed_changes == changes(want)
+
+    # The same data replayed on Spark gives what the deployment gave.
+    replay_alerts, replay_changes, replay_dead = replayed(spark, model, str(source),
+                                                          tmp_path / "replay")
+    assert before(replay_alerts, end) == before(got, end)
+    assert replay_changes == deployed_changes and replay_dead == 0
+
+
+class CrashingConsumer(OutputConsumer):
+    """Fails once, after writing micro-batch `crash_at` but before Spark commits it
+    (what a killed driver leaves behind)."""
+
+    crash_at = 1
+
+    def write_batch(self, batch, batch_id):
+        super().write_batch(batch, batch_id)
+        if batch_id == self.crash_at:
+            raise RuntimeError(f"crash after writing batch {batch_id}")
+
+
+def test_consumer_restart_neither_loses_nor_duplicates(spark, kafka_bootstrap, kafka_bus,
+                                                       tmp_path, unique_name):
+    from confluent_kafka import Producer
+
+    from caesar.bus.records import OutRecord, TopicSpec
+    from caesar.services.common.messages import Alert
+    from caesar.services.common.wire import DERIVED, alert_record
+
+    tag = unique_name("rs").replace("-", "_")
+    model = JobModel.load(renamed_model("aggressive_driving", tag, tmp_path))
+    settings = deployment_settings(kafka_bootstrap, tag)
+    codec = model.codec(settings)
+    topic = f"{model.name}.Speeding"
+    kafka_bus.create_topics([TopicSpec(t, 2) for t in model.output_topics()])
+
+    def send(first: int, n: int) -> None:
+        producer = kafka_bus.producer()
+        producer.produce([OutRecord(topic, codec.encode(DERIVED, alert_record(Alert(
+            "q4", "Speeding", 0, str(i % 5), i, i, {"car": i % 5, "speed": 40.5, "at": i},
+            ingest_ms=int(time.time() * 1000)))), str(i % 5).encode()) for i in range(first,
+                                                                                   first + n)])
+        producer.flush()
+
+    def aborted(n: int) -> None:
+        p = Producer({"bootstrap.servers": kafka_bootstrap, "transactional.id": f"{tag}-tx"})
+        p.init_transactions()
+        p.begin_transaction()
+        for i in range(n):
+            p.produce(topic, codec.encode(DERIVED, alert_record(Alert(
+                "q4", "Speeding", 0, "aborted", i, i, {"car": -1, "speed": 99.0, "at": i}))))
+        p.flush()
+        p.abort_transaction()
+
+    out, checkpoint = tmp_path / "out", str(tmp_path / "ckpt")
+    first = CrashingConsumer(spark, model, settings, str(out), checkpoint=checkpoint,
+                             trigger_s=0.3)
+    try:
+        send(0, 100)
+        aborted(30)
+        deadline = time.monotonic() + 120
+        while first.records < 100 and time.monotonic() < deadline:
+            time.sleep(0.3)
+        send(100, 100)  # batch 1 (or later): written, then the crash
+        deadline = time.monotonic() + 120
+        while first.query.exception() is None and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert first.query.exception() is not None, "the consumer did not crash"
+    finally:
+        first.stop()
+    rerun = first.crash_at
+    send(200, 150)
+    second = OutputConsumer(spark, model, settings, str(out), checkpoint=checkpoint,
+                            trigger_s=0.3)
+    try:
+        deadline = time.monotonic() + 120
+        while second.records < 150 and time.monotonic() < deadline:
+            time.sleep(0.3)
+        second.wait_idle(idle_s=2.0, max_s=30.0)
+    finally:
+        second.stop()
+
+    rows = read_tables(out, model)["Speeding"]
+    positions = [(r["kafka_partition"], r["kafka_offset"]) for r in rows]
+    assert len(positions) == len(set(positions)), "a record was written twice"
+    assert sorted(r["at"] for r in rows) == list(range(350)), "a record was lost or doubled"
+    assert all(r["partition_key"] != "aborted" for r in rows)  # read_committed
+    assert rerun in {r["batch_id"] for r in rows}  # the crashed batch, written again
