@@ -96,7 +96,7 @@ def run_model(records: Iterable[LrRecord], historical: Mapping[tuple[int, int, i
     """Both models' outputs per type (fields of SPEC.md section 8), in embedded mode
     (`plans`: compiled model.caesar and accounts.caesar, compiled here if None)."""
     from caesar.services.embedded.pipeline import EmbeddedPipeline
-    from caesar.services.scheduler.messages import Alert, InputRecord
+    from caesar.services.common.messages import Alert, InputRecord
 
     started = time.monotonic()
     run = ModelRun()
