@@ -18,7 +18,7 @@ fi
 
 # Reinstall only when the lock, the build spec or a Cython source changed.
 stamp="$VENV/.caesar-install-stamp"
-want="$(cat requirements/lock.txt pyproject.toml setup.py src/caesar/services/matcher/*.pyx \
+want="$(cat requirements/lock.txt pyproject.toml setup.py $(find src/caesar -name "*.pyx" | sort) \
         src/caesar/services/matcher/*.pxd 2>/dev/null | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   step "installing the locked dependencies (first run downloads ~1 GB of wheels)"

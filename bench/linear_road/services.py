@@ -49,15 +49,73 @@ def _pct(values: list[float], p: float) -> float:
     return v[min(len(v) - 1, int(round(p * (len(v) - 1))))] if v else float("nan")
 
 
+def _wire_seconds(reports: list[Any]) -> list[tuple[int, list[tuple[bytes, bytes]]]]:
+    """Per simulated second, its reports as Kafka (key, value) records (fanned
+    out per segment, as the Spark producer sends them)."""
+    from caesar.examples.linear_road.avro import POSITION_REPORT, encode
+
+    seconds = []
+    for t, group in groupby(reports, key=lambda r: r.time):
+        wire = [pair for r in group for pair in wire_records(r, fanout=True)]
+        values = encode(POSITION_REPORT, [rec for _, rec in wire])
+        seconds.append((t, [(k.encode(), v) for (k, _), v in zip(wire, values, strict=True)]))
+    return seconds
+
+
+def _produce_paced(producer: Any, seconds: list[tuple[int, list[tuple[bytes, bytes]]]],
+                   pace: float) -> float:
+    """Each second's records in one burst at its due wall time; returns the
+    largest lag behind the schedule (s)."""
+    from caesar.bus.records import OutRecord
+
+    started = time.monotonic()
+    first = seconds[0][0]
+    lag_max = 0.0
+    for t, records in seconds:
+        due = started + (t - first) / pace
+        now = time.monotonic()
+        if due > now:
+            time.sleep(due - now)
+        lag_max = max(lag_max, time.monotonic() - due)
+        producer.produce(OutRecord(INPUT_TOPIC, v, k) for k, v in records)
+        producer.flush()
+    return lag_max
+
+
+def _wait_for_outputs(bus: Any, n_expected: int, timeout_s: float) -> None:
+    from caesar.bus.records import TopicPartition
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        parts = bus.list_topics()
+        out_tps = [TopicPartition(tp, p) for tp in OUTPUTS for p in range(parts.get(tp, 0))]
+        if sum(bus.end_offsets(out_tps).values()) >= n_expected:
+            return
+        time.sleep(0.5)
+
+
+def _read_outputs(bus: Any, codec: Any) -> tuple[dict[str, Counter[tuple[int, ...]]], list[float]]:
+    """The outputs per type (as field tuples) and each one's latency to its topic (s)."""
+    from caesar.examples.linear_road.hops import read_topic
+
+    got: dict[str, Counter[tuple[int, ...]]] = {"TollNotification": Counter(),
+                                                "AccidentAlert": Counter()}
+    latencies: list[float] = []
+    for topic, (etype, fields) in OUTPUTS.items():
+        for r in read_topic(bus, topic):
+            _, value = codec.decode(r.value)
+            got[etype][tuple(int(value[f]) for f in fields)] += 1
+            latencies.append((r.timestamp_ms - value["ingest_ms"]) / 1000)
+    return got, latencies
+
+
 def replay_level(xways: int, *, duration_s: int, cars: int, seed: int, pace: float,
                  idle_flush_s: float, poll_timeout_s: float, broker_port: int, ray_port: int,
                  spark_out: Path | None, log: Any = print) -> dict[str, Any]:
     import ray
 
     from caesar.bus.kafka import KafkaBus
-    from caesar.bus.records import OutRecord
     from caesar.codecs import make_codec
-    from caesar.examples.linear_road.avro import POSITION_REPORT, encode
     from caesar.examples.linear_road.hops import breakdown, read_topic
     from caesar.language import compile_model
     from caesar.runtime.local import LocalRuntime
@@ -70,11 +128,7 @@ def replay_level(xways: int, *, duration_s: int, cars: int, seed: int, pace: flo
     want = {"TollNotification": Counter(tuple(r) for r in expected.tolls),
             "AccidentAlert": Counter(tuple(r) for r in expected.alerts)}
     n_expected = len(expected.tolls) + len(expected.alerts)
-    seconds = []
-    for t, group in groupby(reports, key=lambda r: r.time):
-        wire = [pair for r in group for pair in wire_records(r, fanout=True)]
-        values = encode(POSITION_REPORT, [rec for _, rec in wire])
-        seconds.append((t, [(k.encode(), v) for (k, _), v in zip(wire, values, strict=True)]))
+    seconds = _wire_seconds(reports)
     messages = sum(len(s) for _, s in seconds)
 
     plan = compile_model(MODEL)
@@ -110,37 +164,13 @@ def replay_level(xways: int, *, duration_s: int, cars: int, seed: int, pace: flo
         log(f"L={xways}: {len(reports):,} reports ({messages:,} Kafka records), "
             f"{duration_s} s simulated at x{pace:g}, {n_expected:,} outputs expected")
         started = time.monotonic()
-        first = seconds[0][0]
-        lag_max = 0.0
-        for t, records in seconds:
-            due = started + (t - first) / pace
-            now = time.monotonic()
-            if due > now:
-                time.sleep(due - now)
-            lag_max = max(lag_max, time.monotonic() - due)
-            producer.produce(OutRecord(INPUT_TOPIC, v, k) for k, v in records)
-            producer.flush()
+        lag_max = _produce_paced(producer, seconds, pace)
         produced_s = time.monotonic() - started
         producer.close()
         # Wait for every expected output (or give up after a generous tail).
-        deadline = time.monotonic() + 120 + 3 * idle_flush_s
-        out_tps = None
-        while time.monotonic() < deadline:
-            from caesar.bus.records import TopicPartition
-
-            parts = bus.list_topics()
-            out_tps = [TopicPartition(tp, p) for tp in OUTPUTS for p in range(parts.get(tp, 0))]
-            if sum(bus.end_offsets(out_tps).values()) >= n_expected:
-                break
-            time.sleep(0.5)
+        _wait_for_outputs(bus, n_expected, timeout_s=120 + 3 * idle_flush_s)
         codec = make_codec(settings)
-        got = {"TollNotification": Counter(), "AccidentAlert": Counter()}
-        latencies: list[float] = []
-        for topic, (etype, fields) in OUTPUTS.items():
-            for r in read_topic(bus, topic):
-                _, value = codec.decode(r.value)
-                got[etype][tuple(int(value[f]) for f in fields)] += 1
-                latencies.append((r.timestamp_ms - value["ingest_ms"]) / 1000)
+        got, latencies = _read_outputs(bus, codec)
         diffs = sum(sum((want[k] - got[k]).values()) + sum((got[k] - want[k]).values())
                     for k in want)
         dead = len(read_topic(bus, settings.topics.dead_letters))

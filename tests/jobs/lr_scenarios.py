@@ -97,6 +97,62 @@ def crowd(first_vid: int, direction: int, seg: int, minute: int, cars: int, spd:
     return out
 
 
+def _move(draw: st.DrawFn, car: Car, direction: int, spots: list[tuple[int, int]]) -> None:
+    """One more report 30 s on: drive, creep, stand, or stop at a shared spot ahead."""
+    sign = 1 if direction == 0 else -1
+    t, _, lane, pos = car.last
+    action = draw(st.sampled_from(["drive", "drive", "creep", "spot", "stand"]))
+    if action == "spot":
+        spot_lane, spot = draw(st.sampled_from(spots))
+        if direction == 1:
+            spot = 27 * SEG - spot  # mirror into segments 12-15 of direction 1
+        if 0 <= (spot - pos) * sign <= 4400:
+            car.at(t + 30, spot, spot_lane, 0)
+            return
+        action = "drive"
+    if action == "stand":
+        car.at(t + 30, pos, lane, draw(st.sampled_from([0, 3])))
+        return
+    feet = draw(st.integers(0, 300)) if action == "creep" else draw(st.integers(1000, 4400))
+    car.at(t + 30, pos + sign * feet, draw(st.integers(1, 3)), 45)
+
+
+def _trip(draw: st.DrawFn, vid: int, direction: int, spots: list[tuple[int, int]]) -> Car:
+    """A car entering in segment 10 (16 for direction 1), moving 2-14 times,
+    maybe leaving and maybe coming back on a new trip."""
+    sign = 1 if direction == 0 else -1
+    car = Car(vid, direction)
+    start = draw(st.sampled_from([0, 5, 29, 30, 59, 60, 90, 119, 150]))
+    pos = draw(st.integers(10 * SEG, 11 * SEG)) if direction == 0 else \
+        draw(st.integers(16 * SEG, 17 * SEG))
+    car.at(start, pos, 0, 10)
+    for _ in range(draw(st.integers(2, 14))):
+        _move(draw, car, direction, spots)
+    if draw(st.booleans()):
+        car.leave(draw(st.integers(0, 3000)))
+        if draw(st.booleans()):  # comes back: a new trip
+            t, _, _, pos = car.last
+            car.at(t + draw(st.integers(61, 200)), pos - sign * draw(st.integers(0, 6000)), 0, 10)
+            car.at(car.last[0] + 30, car.last[3] + sign * 3000, 2, 50)
+    return car
+
+
+def _queries(draw: st.DrawFn, times: list[tuple[int, int]]
+             ) -> tuple[list[BalanceQuery | ExpenditureQuery], dict[tuple[int, int, int], int]]:
+    """Up to 6 queries at report times (Type 2 or 3), and historical tolls for some."""
+    queries: list[BalanceQuery | ExpenditureQuery] = []
+    historical: dict[tuple[int, int, int], int] = {}
+    for qid, (t, vid) in enumerate(draw(st.lists(st.sampled_from(times), max_size=6))):
+        if draw(st.booleans()):
+            queries.append(BalanceQuery(t, vid, qid, 0))
+            continue
+        day = draw(st.integers(0, 3))
+        queries.append(ExpenditureQuery(t, vid, qid, 0, day))
+        if draw(st.booleans()):
+            historical[(vid, day, draw(st.sampled_from([0, 0, 1])))] = draw(st.integers(10, 99))
+    return queries, historical
+
+
 @st.composite
 def scenarios(draw: st.DrawFn) -> tuple[list[LrRecord], dict[tuple[int, int, int], int]]:
     """A random little road: a crowd or not, cars driving through segments 10-16
@@ -104,7 +160,6 @@ def scenarios(draw: st.DrawFn) -> tuple[list[LrRecord], dict[tuple[int, int, int
     third cars, cars that leave in the second another stops), re-entrant cars,
     and queries."""
     direction = draw(st.integers(0, 1))
-    sign = 1 if direction == 0 else -1
     cars: list[Car] = []
     if draw(st.booleans()):
         minute = draw(st.integers(1, 4))
@@ -112,49 +167,7 @@ def scenarios(draw: st.DrawFn) -> tuple[list[LrRecord], dict[tuple[int, int, int
         cars += crowd(1000, direction, draw(st.integers(11, 14)), minute,
                       draw(st.integers(49, 56)), spd, spd + draw(st.integers(0, 1)))
     spots = [(draw(st.integers(1, 3)), draw(st.integers(12 * SEG, 15 * SEG))) for _ in range(2)]
-    for vid in range(draw(st.integers(2, 7))):
-        car = Car(vid, direction)
-        start = draw(st.sampled_from([0, 5, 29, 30, 59, 60, 90, 119, 150]))
-        pos = draw(st.integers(10 * SEG, 11 * SEG)) if direction == 0 else \
-            draw(st.integers(16 * SEG, 17 * SEG))
-        car.at(start, pos, 0, 10)
-        for _ in range(draw(st.integers(2, 14))):
-            t, _, lane, pos = car.last
-            action = draw(st.sampled_from(["drive", "drive", "creep", "spot", "stand"]))
-            if action == "spot":
-                spot_lane, spot = draw(st.sampled_from(spots))
-                if direction == 1:
-                    spot = 27 * SEG - spot  # mirror into segments 12-15 of direction 1
-                ahead = (spot - pos) * sign
-                if 0 <= ahead <= 4400:
-                    car.at(t + 30, spot, spot_lane, 0)
-                    continue
-                action = "drive"
-            if action == "stand":
-                car.at(t + 30, pos, lane, draw(st.sampled_from([0, 3])))
-            else:
-                feet = draw(st.integers(0, 300)) if action == "creep" else \
-                    draw(st.integers(1000, 4400))
-                car.at(t + 30, pos + sign * feet, draw(st.integers(1, 3)), 45)
-        if draw(st.booleans()):
-            car.leave(draw(st.integers(0, 3000)))
-            if draw(st.booleans()):  # comes back: a new trip
-                t, _, _, pos = car.last
-                car.at(t + draw(st.integers(61, 200)), pos - sign * draw(st.integers(0, 6000)),
-                       0, 10)
-                car.at(car.last[0] + 30, car.last[3] + sign * 3000, 2, 50)
-        cars.append(car)
+    cars += [_trip(draw, vid, direction, spots) for vid in range(draw(st.integers(2, 7)))]
     reports = {(r[0], c.vid): c for c in cars for r in c.reports}
-    times = sorted(reports)
-    queries: list[BalanceQuery | ExpenditureQuery] = []
-    historical: dict[tuple[int, int, int], int] = {}
-    for qid, (t, vid) in enumerate(draw(st.lists(st.sampled_from(times), max_size=6))):
-        if draw(st.booleans()):
-            queries.append(BalanceQuery(t, vid, qid, 0))
-        else:
-            day = draw(st.integers(0, 3))
-            queries.append(ExpenditureQuery(t, vid, qid, 0, day))
-            if draw(st.booleans()):
-                historical[(vid, day, draw(st.sampled_from([0, 0, 1])))] = draw(
-                    st.integers(10, 99))
+    queries, historical = _queries(draw, sorted(reports))
     return records(cars, queries), historical

@@ -38,9 +38,9 @@ def test_csv_text_becomes_typed_fields():
 
 
 def test_ints_in_float_fields_become_floats_as_on_the_wire():
-    c = converter(AD).convert({"ts": 5, "car": 1, "speed": 30, "accel": Decimal("1.5"),
-                               "lane": 2})
-    assert c.record == {"ts": 5, "car": 1, "speed": 30.0, "accel": 1.5, "lane": 2}
+    c = converter(AD).convert({"ts": 5, "car_id": 1, "speed": 30,
+                               "accel": Decimal("1.5")})
+    assert c.record == {"ts": 5, "car_id": 1, "speed": 30.0, "accel": 1.5}
     assert isinstance(c.record["speed"], float)
 
 
@@ -51,8 +51,8 @@ def test_timestamps_become_event_time_in_the_models_unit():
     assert convert_value(at, "int", 1000) == epoch_ms // 1000  # SECONDS
     assert convert_value(at.replace(tzinfo=None), "int", 1) == epoch_ms  # naive = UTC
     assert convert_value(dt.date(1970, 1, 2), "int", 1000) == 86_400
-    c = converter(AD).convert({"ts": at, "car": 1, "speed": 1.0, "accel": 0.0, "lane": 0})
-    assert c.record["ts"] == epoch_ms
+    c = converter(AD).convert({"ts": at, "car_id": 1, "speed": 1.0, "accel": 0.0})
+    assert c.record["ts"] == epoch_ms // 1000  # aggressive_driving counts in seconds
 
 
 @pytest.mark.parametrize(("row", "reason", "says"), [
@@ -90,7 +90,7 @@ def test_the_source_is_checked_before_any_job():
     with pytest.raises(ConfigError, match="--type-column"):
         converter(HH).for_source(["ts", "worker"])
     with pytest.raises(ConfigError, match=r"no column for .*speed"):
-        converter(AD).for_source(["ts", "car", "accel", "lane"])
+        converter(AD).for_source(["ts", "car_id", "accel"])
     with pytest.raises(ConfigError, match="not in the source"):
         converter(HH, type_column="kind").for_source(["ts"])
     with pytest.raises(ConfigError, match="not an input event type"):
@@ -102,10 +102,9 @@ def test_the_source_is_checked_before_any_job():
 
 
 telemetry = st.fixed_dictionaries({
-    "ts": st.integers(0, 2**62), "car": st.integers(-(2**63), 2**63 - 1),
+    "ts": st.integers(0, 2**62), "car_id": st.integers(-(2**63), 2**63 - 1),
     "speed": st.floats(allow_nan=False, allow_infinity=False, width=64),
-    "accel": st.one_of(st.none(), st.floats(-50, 50)),
-    "lane": st.integers(0, 8)})
+    "accel": st.one_of(st.none(), st.floats(-50, 50))})
 
 
 @given(telemetry, st.booleans())
@@ -116,8 +115,8 @@ def test_any_valid_event_converts_back_to_itself(event, as_text):
     c = rows.convert(row)
     assert c.reason == "", c.detail
     assert c.record == event
-    assert rows.key(c.record) == partition_key(event, ("car",))
+    assert rows.key(c.record) == partition_key(event, ("car_id",))
     # ... and the scheduler accepts it as it is.
     out = SchedulerProcessor(AD.plan).process(
-        [InputRecord("ad-telemetry", 0, 0, {**c.record, "type": "Telemetry"})])
+        [InputRecord("ad-car-sensors", 0, 0, {**c.record, "type": "CarSensor"})])
     assert not out.dead_letters

@@ -52,6 +52,8 @@ def test_one_partition_replays_as_embedded(cuts):
                      if r["kind"] == "context")
     assert changes == sorted((c.key, c.ts, c.contexts) for c in EXPECTED.context_changes)
     assert not [r for r in out if r["kind"] == "dead"]
+    [usage] = [json.loads(r["fields"]) for r in out if r["kind"] == "stats"]
+    assert usage["events"] == len(EVENTS) and usage["cpu_s"] > 0
 
 
 def test_an_events_own_schema_is_checked_too():

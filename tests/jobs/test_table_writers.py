@@ -44,4 +44,8 @@ def test_writer_choice_and_missing_packages_are_clear() -> None:
     with pytest.raises(CaesarError, match="delta tables need"):
         _missing_package(RuntimeError("[DATA_SOURCE_NOT_FOUND] Failed to find the data "
                                       "source: delta."), "delta", "delta-spark")
+    with pytest.raises(CaesarError, match="built for another Spark"):
+        _missing_package(RuntimeError("An error occurred while calling o68.save.\n: "
+                                      "java.lang.NoSuchMethodError: 'void org.apache.spark"
+                                      ".sql.execution.LogicalRDD.<init>(...)'"), "delta", "x")
     _missing_package(RuntimeError("disk full"), "delta", "delta-spark")  # not about packages

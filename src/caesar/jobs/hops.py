@@ -27,22 +27,24 @@ import bisect
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from caesar.bus.records import Record, TopicPartition
 
 if TYPE_CHECKING:
+    from caesar.bus.protocol import Bus
+    from caesar.codecs import Codec
     from caesar.jobs.consume import OutputConsumer
     from caesar.jobs.job_model import JobModel
-    from caesar.settings import Settings
+    from caesar.settings import Settings, TopicSettings
 
 HOPS = ("input wait", "scheduler", "deriver", "router", "matcher", "to topic (total)",
         "spark", "to table (total)")
 
 
-def read_topic(bus: Any, topic: str, timeout_s: float = 60.0) -> list[Record]:
+def read_topic(bus: Bus, topic: str, timeout_s: float = 60.0) -> list[Record]:
     """Every record of `topic` (all partitions, from the start to the end offsets now)."""
     parts = bus.list_topics().get(topic)
     if not parts:
@@ -132,13 +134,23 @@ class Output:
     produced_ms: int
 
 
-def input_arrivals(bus: Any, codec: Any, topics: Sequence[str], ts_fields: dict[str, str]
+def decoded(bus: Bus, codec: Codec, topic: str) -> Iterator[tuple[Record, str, dict[str, Any]]]:
+    """The records of `topic` with their schema and value (tombstones skipped)."""
+    for r in read_topic(bus, topic):
+        if r.value is not None:
+            schema, value = codec.decode(r.value)
+            yield r, schema, value
+
+
+def input_arrivals(bus: Bus, codec: Codec, topics: Sequence[str], ts_fields: dict[str, str]
                    ) -> dict[int, list[tuple[list[int], list[int]]]]:
     """Kafka partition j -> per input topic, the rising event times and their
     arrival. `ts_fields`: Avro schema full name -> its event-time field."""
     per: dict[tuple[str, int], list[tuple[int, int, int]]] = defaultdict(list)
     for topic in topics:
         for r in read_topic(bus, topic):
+            if r.value is None:  # a tombstone: no event
+                continue
             try:
                 schema, value = codec.decode(r.value)
             except Exception:  # a dead letter in the making: not an arrival of an event
@@ -152,7 +164,7 @@ def input_arrivals(bus: Any, codec: Any, topics: Sequence[str], ts_fields: dict[
     return out
 
 
-def model_arrivals(bus: Any, codec: Any, model: JobModel
+def model_arrivals(bus: Bus, codec: Codec, model: JobModel
                    ) -> dict[int, list[tuple[list[int], list[int]]]]:
     """input_arrivals of every input topic of `model`."""
     ts_field = {t.name: t.ts_field for t in model.input_types}
@@ -161,8 +173,8 @@ def model_arrivals(bus: Any, codec: Any, model: JobModel
     return input_arrivals(bus, codec, model.input_topics(), fields)
 
 
-def breakdown(bus: Any, codec: Any, arrivals: dict[int, list[tuple[list[int], list[int]]]],
-              topics: Any, outputs: Sequence[Output], spark_ms: Sequence[int] = (),
+def breakdown(bus: Bus, codec: Codec, arrivals: dict[int, list[tuple[list[int], list[int]]]],
+              topics: TopicSettings, outputs: Sequence[Output], spark_ms: Sequence[int] = (),
               table_ms: Sequence[int] = ()) -> HopTable:
     """The hop table of `outputs` (arrivals: input_arrivals of the input topics;
     topics: the settings' topic names); `spark_ms` / `table_ms`: the consumer's
@@ -170,19 +182,16 @@ def breakdown(bus: Any, codec: Any, arrivals: dict[int, list[tuple[list[int], li
     from caesar.services.common.wire import PROGRESS, ROUTED, TXN
 
     txn_at: dict[tuple[str, int], tuple[int, int]] = {}  # (key, t) -> (Kafka partition, ts)
-    for r in read_topic(bus, topics.transactions):
-        schema, value = codec.decode(r.value)
+    for r, schema, value in decoded(bus, codec, topics.transactions):
         if schema == TXN:
             txn_at.setdefault((value["partition_key"], value["ts"]), (r.partition, r.timestamp_ms))
     raw: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
-    for r in read_topic(bus, topics.context_changes):
-        schema, value = codec.decode(r.value)
+    for r, schema, value in decoded(bus, codec, topics.context_changes):
         if schema == PROGRESS:
             raw[r.partition].append((r.offset, value["ts"] + 1, r.timestamp_ms))
     deriver_progress = {j: rising(recs) for j, recs in raw.items()}
     routed_at: dict[tuple[str, int], int] = {}
-    for r in read_topic(bus, topics.transactions + ".routed"):
-        schema, value = codec.decode(r.value)
+    for r, schema, value in decoded(bus, codec, topics.transactions + ".routed"):
         if schema == ROUTED and value["active"]:
             routed_at.setdefault((value["txn"]["partition_key"], value["txn"]["ts"]),
                                  r.timestamp_ms)
@@ -213,13 +222,12 @@ def breakdown(bus: Any, codec: Any, arrivals: dict[int, list[tuple[list[int], li
     return HopTable(rows, count, idle)
 
 
-def alerts_topic_outputs(bus: Any, codec: Any, topic: str) -> list[Output]:
+def alerts_topic_outputs(bus: Bus, codec: Codec, topic: str) -> list[Output]:
     """Every output on the generic alerts topic (caesar.DerivedEvent records)."""
     from caesar.services.common.wire import DERIVED
 
     out = []
-    for r in read_topic(bus, topic):
-        schema, value = codec.decode(r.value)
+    for r, schema, value in decoded(bus, codec, topic):
         if schema == DERIVED:
             out.append(Output(value["partition_key"], value["end_ts"], value["ingest_ms"],
                               r.timestamp_ms))

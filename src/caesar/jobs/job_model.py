@@ -11,10 +11,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from caesar.codecs import Codec, SchemaRepository
 from caesar.errors import CaesarError
+from caesar.plans.aggregate import AggregatePlan
 from caesar.plans.execution import EventTypeDef, ExecutionPlan
+from caesar.plans.pattern import PatternPlan
+from caesar.plans.temporal import TemporalPlan
+
+if TYPE_CHECKING:
+    from caesar.settings import Settings
 
 # Milliseconds per unit of event time (TIME UNIT; SECONDS when the model says none).
 UNIT_MS = {"MILLISECONDS": 1, "SECONDS": 1000, "MINUTES": 60_000, "HOURS": 3_600_000,
@@ -95,18 +102,18 @@ class JobModel:
         return {schema: etype for etype, schema in register_model_schemas(repo, self.plan).items()
                 if etype in outputs}
 
-    def codec(self, settings: object | None = None) -> Codec:
+    def codec(self, settings: Settings | None = None) -> Codec:
         """The settings' codec (single-object or Schema Registry) knowing this
         model's input and output schemas."""
         from caesar.codecs import make_codec
 
-        codec = make_codec(settings)  # type: ignore[arg-type]
+        codec = make_codec(settings)
         self.input_schema_names(codec.repository)
         return codec
 
 
-def _output_type(plan: object) -> str:
-    output_type = getattr(plan, "output_type", None)  # aggregations
-    if isinstance(output_type, str):
-        return output_type
-    return plan.output.event_type  # type: ignore[attr-defined]  # patterns
+def _output_type(plan: PatternPlan | AggregatePlan | TemporalPlan) -> str:
+    if isinstance(plan, AggregatePlan):
+        return plan.output_type
+    # A pattern without an output derives events named after the plan (as the engines do).
+    return plan.output.event_type if plan.output is not None else plan.plan_id

@@ -65,6 +65,9 @@ class ReplayStats:
     convert_s: float = 0.0
     pipeline_s: float = 0.0
     write_s: float = 0.0
+    # Per Spark partition: events and the CPU seconds its pipeline took (skew shows here).
+    partition_events: list[int] = field(default_factory=list)
+    partition_cpu_s: list[float] = field(default_factory=list)
 
     @property
     def events_per_s(self) -> float:
@@ -76,7 +79,8 @@ class ReplayStats:
                 f"{self.dead_letters:,} dead letters -> {outs}; {self.context_changes:,} "
                 f"context changes | {self.wall_s:.1f} s | {self.events_per_s:,.0f} events/s "
                 f"(convert {self.convert_s:.1f} s, pipeline {self.pipeline_s:.1f} s, write "
-                f"{self.write_s:.1f} s)")
+                f"{self.write_s:.1f} s); pipeline CPU per partition: "
+                + ", ".join(f"{c:.1f} s" for c in self.partition_cpu_s))
 
 
 @dataclass
@@ -139,9 +143,11 @@ class PartitionReplayer:
         from caesar.services.common.messages import InputRecord
         from caesar.services.embedded.pipeline import EmbeddedPipeline
 
+        cpu0, wall0, events = time.process_time(), time.monotonic(), 0
         pipe = EmbeddedPipeline(self.plan, engine_factory=_engine_factory(self.engine))
         topics = {t.name: t.topic or t.name for t in self.plan.event_types}
         for batch in batches:
+            events += batch.num_rows
             cols = batch.to_pydict()
             records = []
             for seq, etype, record in zip(cols["seq"], cols["event_type"], cols["record"],
@@ -154,6 +160,11 @@ class PartitionReplayer:
             yield from self._drain(pipe)
         pipe.finish()
         yield from self._drain(pipe)
+        # What this partition cost (the job reports the spread over partitions).
+        usage = {"events": events, "cpu_s": time.process_time() - cpu0,
+                 "wall_s": time.monotonic() - wall0}
+        yield _batch([("stats", None, None, None, None, None, json.dumps(usage), None, None)],
+                     _result_schema())
 
     @staticmethod
     def _drain(pipe: Any) -> Iterator[pa.RecordBatch]:
@@ -251,8 +262,12 @@ def replay(spark: SparkSession, model: JobModel, frame: DataFrame, mapping: Colu
                 stats.outputs[etype] = count
             elif kind == "context":
                 stats.context_changes = count
-            else:
+            elif kind == "dead":
                 stats.dead_letters += count
+        for (usage,) in results.where(F.col("kind") == "stats").select("fields").collect():
+            part = json.loads(usage)
+            stats.partition_events.append(part["events"])
+            stats.partition_cpu_s.append(part["cpu_s"])
         stats.pipeline_s = time.monotonic() - started - stats.convert_s
         root = to.rstrip("/")
         for etype in model.output_types():

@@ -39,13 +39,19 @@ def resolve_format(source: str, fmt: str = "auto") -> tuple[str, str]:
             raise ConfigError(f"{source}: cannot tell the format from the name; pass --format "
                               "parquet, csv or json")
         return found, source
+    return _local_format(source), source
+
+
+def _local_format(source: str) -> str:
+    """The format of a local file (by its suffix), directory (by its data
+    files) or, for a bare name, a table."""
     path = Path(source)
     if path.is_file():
         found = _SUFFIXES.get(path.suffix.lower())
         if found is None:
             raise ConfigError(f"{source}: unknown file suffix {path.suffix!r}; pass --format "
                               "parquet, csv or json")
-        return found, source
+        return found
     if path.is_dir():
         kinds = {_SUFFIXES[p.suffix.lower()] for p in path.rglob("*")
                  if p.is_file() and p.suffix.lower() in _SUFFIXES
@@ -54,9 +60,9 @@ def resolve_format(source: str, fmt: str = "auto") -> tuple[str, str]:
             raise ConfigError(f"{source}: the directory holds "
                               f"{'no data files' if not kinds else ' and '.join(sorted(kinds))}"
                               "; pass --format parquet, csv or json")
-        return kinds.pop(), source
+        return kinds.pop()
     if "/" not in source and not path.suffix:
-        return "table", source
+        return "table"
     raise ConfigError(f"{source} does not exist (a path, a glob, or table:NAME for a table)")
 
 

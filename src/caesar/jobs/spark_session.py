@@ -51,8 +51,11 @@ def _under_spark_submit() -> bool:
 
 
 def spark_session(app_name: str, master: str | None = None, kafka: bool = False,
-                  shuffle_partitions: int = 4) -> SparkSession:
-    """A (shared, if one is active) SparkSession; `kafka=True` puts the connector on it.
+                  shuffle_partitions: int = 4, conf: dict[str, str] | None = None
+                  ) -> SparkSession:
+    """A (shared, if one is active) SparkSession; `kafka=True` puts the connector on it;
+    `conf`: more Spark settings (e.g. Delta's packages and extension), `spark.jars`
+    added to the connector's.
 
     Spark allows one SparkContext per process: a later call gets the active session,
     which must already have the Kafka jars if it needs them (build it with kafka=True
@@ -79,8 +82,12 @@ def spark_session(app_name: str, master: str | None = None, kafka: bool = False,
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.ansi.enabled", "true")
     )
-    if kafka:
-        builder = builder.config("spark.jars", ",".join(kafka_jars()))
+    extra = dict(conf or {})
+    jars = [*(kafka_jars() if kafka else []), *filter(None, extra.pop("spark.jars", "").split(","))]
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
+    for key, value in extra.items():
+        builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(os.environ.get("CAESAR_SPARK_LOG_LEVEL", "WARN"))
     return session

@@ -146,8 +146,18 @@ def _snake(name: str) -> str:
 
 
 def _missing_package(exc: Exception, source: str, what: str) -> None:
+    """Raise a clear CaesarError when `exc` says the package is absent or does not
+    fit this Spark (e.g. delta-spark 4.2, built for Spark 4.1, on Spark 4.3)."""
     text = str(exc)
+    first = next((line for line in text.splitlines() if line.strip()), text)
     if "DATA_SOURCE_NOT_FOUND" in text or "Failed to find data source" in text \
             or "ClassNotFoundException" in text or "CATALOG_NOT_FOUND" in text:
         raise CaesarError(f"{source} tables need {what} on the Spark session "
-                          f"({text.splitlines()[0]})") from exc
+                          f"({first})") from exc
+    if "NoSuchMethodError" in text or "NoClassDefFoundError" in text \
+            or "AbstractMethodError" in text:
+        import pyspark
+
+        raise CaesarError(f"the {source} package on the Spark session was built for another "
+                          f"Spark than {pyspark.__version__}; use the release made for it "
+                          f"({first[:300]})") from exc

@@ -19,10 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
-from caesar.language.checked import Action, AggregateBody, CheckedQuery
+from caesar.language.checked import Action, AggregateBody, CheckedQuery, TemporalBody
 from caesar.language.phase1 import QuerySet
 from caesar.plans import expr as ir
 from caesar.plans.pattern import PatternComponent, Strategy
+from caesar.plans.temporal import TemporalConstraint
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,31 @@ class CX:
     key: tuple[tuple[str, ir.Expr], ...] = ()
 
 
-Op = Stream | CW | FI | P | AGG | PR | CX
+@dataclass(frozen=True)
+class SIT:
+    """TPStream situation derivation (the deriver component, paper section
+    5.1): maximal runs of `child`'s events satisfying `condition`."""
+
+    name: str
+    condition: ir.Expr
+    min_duration: int | None
+    max_duration: int | None
+    child: Op
+
+
+@dataclass(frozen=True)
+class TP:
+    """TPStream temporal pattern matching with earliest detection (the
+    matcher component, sections 5.2-5.3): one input SIT per situation."""
+
+    constraints: tuple[TemporalConstraint, ...]
+    inputs: tuple[Op, ...]
+    within: int | None = None
+    emit: str = "match"
+    qid: str = field(default="", compare=False)
+
+
+Op = Stream | CW | FI | P | AGG | PR | CX | SIT | TP
 
 
 @dataclass(frozen=True)
@@ -115,9 +140,9 @@ def children(op: Op) -> tuple[Op, ...]:
     match op:
         case Stream(producers=ps):
             return ps
-        case P(inputs=ins):
+        case P(inputs=ins) | TP(inputs=ins):
             return ins
-        case CW(child=c) | FI(child=c) | AGG(child=c) | PR(child=c) | CX(child=c):
+        case CW(child=c) | FI(child=c) | AGG(child=c) | PR(child=c) | CX(child=c) | SIT(child=c):
             return (c,)
     raise TypeError(op)
 
@@ -126,7 +151,7 @@ def with_children(op: Op, new: tuple[Op, ...]) -> Op:
     match op:
         case Stream():
             return replace(op, producers=new)
-        case P():
+        case P() | TP():
             return replace(op, inputs=new)
         case _:
             return replace(op, child=new[0])
@@ -155,6 +180,14 @@ def individual_plan(q: CheckedQuery, producers: dict[str, tuple[Op, ...]]) -> Op
         return Stream(types, tuple(p for t in types for p in producers.get(t, ())))
 
     body = q.body
+    if isinstance(body, TemporalBody):
+        sits = tuple(SIT(s.name, s.condition, s.min_duration, s.max_duration,
+                         leaf((s.source_type,))) for s in body.situations)
+        tp = TP(body.constraints, sits, body.within, body.emit, qid=q.qid)
+        if q.transition is not None:
+            return CX(q.transition.action, q.transition.target, q.contexts,
+                      CW(q.contexts, tp), qid=q.qid, key=q.output_fields)
+        return CW(q.contexts, PR(q.output_type, q.output_fields, tp, qid=q.qid))
     if isinstance(body, AggregateBody):
         node: Op = leaf(q.input_types)
         if body.conjuncts:
@@ -241,6 +274,19 @@ def label(op: Op) -> str:
             return f"AGG {qid}[{items}{by} {win}]"
         case PR(event_type=t, fields=fs, qid=qid):
             return f"PR {qid}[{t}({', '.join(n + '=' + ir.render(e) for n, e in fs)})]"
+        case SIT(name=name, condition=cond, min_duration=lo, max_duration=hi):
+            bounds = "" if lo is None and hi is None else \
+                f" BETWEEN {lo} AND {hi}" if lo is not None and hi is not None else \
+                f" AT LEAST {lo}" if lo is not None else f" AT MOST {hi}"
+            return f"SIT {name}[{ir.render(cond)}{bounds}]"
+        case TP(constraints=cs, inputs=ins, within=w, emit=emit, qid=qid):
+            if not cs:
+                name = ins[0].name if isinstance(ins[0], SIT) else "?"
+                text = f"{'END' if emit == 'end' else 'START'} OF {name}"
+            else:
+                text = " AND ".join(
+                    f"{c.left} {'|'.join(r.upper() for r in c.relations)} {c.right}" for c in cs)
+            return f"TP {qid}[{text}" + (f" WITHIN {w}" if w is not None else "") + "]"
         case CX():
             return _context_label(op)
     raise TypeError(op)

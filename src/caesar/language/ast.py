@@ -130,6 +130,8 @@ class Query:
     - "window":    action + target context (INITIATE/SWITCH/TERMINATE CONTEXT c)
     - "retrieval": DERIVE type(items) PATTERN ...
     - "aggregate": DERIVE type(items) FROM source ... WINDOW ... GROUP BY ...
+    - "temporal":  DERIVE type(items) [FROM ...] DEFINE ... PATTERN A rel B ...
+      (TPStream; a "window" query may also carry `temporal` or `on_situation`)
     """
 
     kind: str
@@ -154,6 +156,10 @@ class Query:
     contexts_pos: SourcePosition = _pos()
     target_pos: SourcePosition = _pos()
     strategy_pos: SourcePosition = _pos()
+    # TPStream (section below): a temporal pattern, or a deriving query fired
+    # by a model-level situation's start or end.
+    temporal: TemporalPattern | None = None
+    on_situation: SituationEdge | None = None
 
 
 # ---- model -----------------------------------------------------------------
@@ -200,3 +206,69 @@ class Model:
     pos: SourcePosition = _pos()
     strategy_pos: SourcePosition = _pos()
     partition_pos: SourcePosition = _pos()
+    situations: tuple[SituationDef, ...] = ()  # model-level SITUATION declarations
+
+
+# ---- TPStream: situations and temporal patterns ----------------------------
+
+
+@dataclass(frozen=True)
+class SituationDef:
+    """`S AS condition [AT LEAST d | AT MOST d | BETWEEN d AND d]` (a model-level
+    SITUATION or a DEFINE item); `condition` None: DEFINE names a SITUATION."""
+
+    name: str
+    condition: ExprNode | None = None
+    at_least: Duration | None = None
+    at_most: Duration | None = None
+    between: bool = False  # written BETWEEN (both bounds), for printing back
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class TemporalSource:
+    """`FROM Type [alias]` of a temporal pattern."""
+
+    type: str
+    alias: str | None
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class TemporalRelation:
+    """`A relation B`, relation one of Allen's 13 (`met_by`, ... lower case)."""
+
+    left: str
+    relation: str
+    right: str
+    pos: SourcePosition = _pos()
+    right_pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class TemporalConstraint:
+    """Alternatives `A r1 B; A r2 B; ...` (one of them must hold)."""
+
+    alternatives: tuple[TemporalRelation, ...]
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class TemporalPattern:
+    """`[FROM ...] DEFINE ... PATTERN c1 AND c2 ... [WITHIN d]`."""
+
+    sources: tuple[TemporalSource, ...]
+    situations: tuple[SituationDef, ...]
+    constraints: tuple[TemporalConstraint, ...]
+    pos: SourcePosition = _pos()
+    pattern_pos: SourcePosition = _pos()
+    single: str | None = None  # `PATTERN S`: one situation, matched when it is certain
+
+
+@dataclass(frozen=True)
+class SituationEdge:
+    """`ON START OF S` / `ON END OF S` of a context deriving query."""
+
+    edge: str  # "START" | "END"
+    situation: str
+    pos: SourcePosition = _pos()

@@ -12,6 +12,7 @@ from caesar.errors import SourcePosition
 from caesar.language import ast
 from caesar.plans import expr as ir
 from caesar.plans.pattern import PatternComponent, Strategy
+from caesar.plans.temporal import SituationSpec, TemporalConstraint
 
 IMPLICIT_DEFAULT = "default"
 Action = Literal["INITIATE", "SWITCH", "TERMINATE"]
@@ -73,6 +74,16 @@ class AggregateBody:
 
 
 @dataclass(frozen=True)
+class TemporalBody:
+    """TPStream (temporal_checks.py): situations and the constraints between them."""
+
+    situations: tuple[SituationSpec, ...]
+    constraints: tuple[TemporalConstraint, ...]
+    within: int | None
+    emit: Literal["match", "end"] = "match"
+
+
+@dataclass(frozen=True)
 class CheckedQuery:
     qid: str
     source: ast.Query
@@ -81,7 +92,7 @@ class CheckedQuery:
     output_type: str
     output_fields: tuple[tuple[str, ir.Expr], ...]
     input_types: tuple[str, ...]
-    body: PatternBody | AggregateBody
+    body: PatternBody | AggregateBody | TemporalBody
     transition: Transition | None = None  # set for context deriving queries
     output_schema: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
 

@@ -4,6 +4,7 @@ model m the parser accepts (the round-trip tests check it)."""
 from __future__ import annotations
 
 from caesar.language import ast
+from caesar.language.temporal_format import format_edge, format_situation, temporal_lines
 
 PRECEDENCE = {"OR": 1, "AND": 2, "NOT": 3, "=": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4,
               "+": 5, "-": 5, "*": 6, "/": 6, "%": 6}
@@ -76,6 +77,10 @@ def format_query(q: ast.Query, indent: str = "") -> str:
     lines = [_query_head(q)]
     if q.kind == "aggregate":
         lines.append(f"FROM {q.source}" + (f" {q.source_var}" if q.source_var else ""))
+    elif q.temporal is not None:
+        lines.extend(temporal_lines(q.temporal, format_expr, format_duration))
+    elif q.on_situation is not None:
+        lines.append(format_edge(q.on_situation))
     else:
         assert q.pattern is not None
         lines.append(f"PATTERN {format_pattern(q.pattern)}")
@@ -150,6 +155,8 @@ def format_model(m: ast.Model) -> str:
     if m.strategy is not None:
         out.append(f"STRATEGY {m.strategy};")
     out.extend(format_event(e) for e in m.events)
+    out.extend(f"SITUATION {format_situation(s, format_expr, format_duration)};"
+               for s in m.situations)
     for c in m.contexts:
         head = ("DEFAULT " if c.default else "") + f"CONTEXT {c.name}" + \
             (" KEYED {" if c.keyed else " {")

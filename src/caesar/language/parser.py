@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Generic, NoReturn, TypedDict, TypeVar
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, v_args
 from lark.exceptions import (
     LarkError,
     UnexpectedCharacters,
@@ -20,6 +20,7 @@ from lark.tree import Meta
 from caesar.errors import SourcePosition
 from caesar.language import ast
 from caesar.language.errors import LanguageError, ModelSyntaxError, ReservedFeatureError
+from caesar.language.temporal_parse import TemporalTransforms
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")
 
@@ -38,6 +39,7 @@ TERMINAL_NAMES = {
     "STAR": "'*'", "KLEENE": "'+'", "UNIT": "a time unit (SECONDS, MINUTES, ...)",
     "TYPE_NAME": "a type (INT, FLOAT, STRING, BOOL)", "ACTION": "INITIATE, SWITCH or TERMINATE",
     "DEFAULT": "DEFAULT", "RESERVED": "a reserved keyword", "$END": "end of model",
+    "ALT": "';' and another relation", "EDGE": "START or END",
 }
 
 
@@ -142,7 +144,7 @@ def _too_deep(file: str) -> LanguageError:
 def _reserved(token: Token, file: str, text: str) -> LanguageError:
     return ReservedFeatureError(
         f"{str(token).upper()} is reserved for a planned feature "
-        "(TPStream situations, ACEP rules and shared tables; see docs/language.md)",
+        "(ACEP rules and shared tables; see docs/language.md)",
         SourcePosition(file, token.line or 1, token.column or 1), text, found=repr(str(token)))
 
 
@@ -179,7 +181,9 @@ HEADER_DECLARATIONS = {"model": "MODEL", "time_unit": "TIME UNIT", "strategy": "
 
 
 @v_args(meta=True)
-class _ToAst(Transformer[Token, ast.Model]):
+class _ToAst(TemporalTransforms):
+    _tagged = _Tagged
+
     def __init__(self, file: str, text: str) -> None:
         super().__init__()
         self.file = file
@@ -206,6 +210,7 @@ class _ToAst(Transformer[Token, ast.Model]):
             events=tuple(i for i in items if isinstance(i, ast.EventDecl)),
             contexts=tuple(i for i in items if isinstance(i, ast.ContextBlock)),
             queries=tuple(i for i in items if isinstance(i, ast.Query)),
+            situations=tuple(i for i in items if isinstance(i, ast.SituationDef)),
             file=self.file, source=self.text, pos=self._pos(meta),
             strategy_pos=strategy.pos if strategy else ast.NOWHERE,
             partition_pos=partition.pos if partition else ast.NOWHERE)

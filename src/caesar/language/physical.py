@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from caesar.language.algebra import AGG, CW, CX, FI, PR, AlgebraPlan, Op, P, Stream
+from caesar.language.algebra import AGG, CW, CX, FI, PR, SIT, TP, AlgebraPlan, Op, P, Stream
 from caesar.language.checked import Action, CheckedModel, marker_type
 from caesar.plans import expr as ir
 from caesar.plans.aggregate import AggregatePlan, AggregateSpec
@@ -30,12 +30,13 @@ from caesar.plans.execution import (
     TransitionStage,
 )
 from caesar.plans.pattern import Output, OutputField, PatternPlan
+from caesar.plans.temporal import SituationSpec, TemporalPlan
 
 
 @dataclass
 class _Query:
     qid: str
-    plan: PatternPlan | AggregatePlan
+    plan: PatternPlan | AggregatePlan | TemporalPlan
     contexts: set[str]
     output_type: str
     deps: list[str] = field(default_factory=list)
@@ -66,8 +67,13 @@ class _Extractor:
         """Extract the query rooted at op; return its qid."""
         above, leaf = _above(op)
         inputs = _Inputs()
-        plan = self._pattern_plan(leaf, above, inputs) if isinstance(leaf, P) else \
-            self._aggregate_plan(leaf, above, inputs)
+        plan: PatternPlan | AggregatePlan | TemporalPlan
+        if isinstance(leaf, P):
+            plan = self._pattern_plan(leaf, above, inputs)
+        elif isinstance(leaf, TP):
+            plan = self._temporal_plan(leaf, above, inputs)
+        else:
+            plan = self._aggregate_plan(leaf, above, inputs)
         if above.contexts is not None:
             contexts = above.contexts
         elif inputs.saw_cw:
@@ -77,7 +83,8 @@ class _Extractor:
         self._record(leaf.qid, plan, contexts, inputs.deps, above.cx)
         return leaf.qid
 
-    def _record(self, qid: str, plan: PatternPlan | AggregatePlan, contexts: set[str],
+    def _record(self, qid: str, plan: PatternPlan | AggregatePlan | TemporalPlan,
+                contexts: set[str],
                 deps: list[str], cx: CX | None) -> None:
         """Keep the query; one reached again (shared) runs in both places."""
         existing = self.queries.get(qid)
@@ -85,7 +92,8 @@ class _Extractor:
             existing.contexts |= contexts
             existing.deps = list(dict.fromkeys(existing.deps + deps))
             return
-        out_type = plan.output.event_type if isinstance(plan, PatternPlan) and plan.output \
+        out_type = plan.output.event_type \
+            if isinstance(plan, PatternPlan | TemporalPlan) and plan.output \
             else getattr(plan, "output_type", "")
         self.queries[qid] = _Query(qid, plan, contexts, out_type, deps,
                                    (cx.action, cx.context) if cx is not None else None,
@@ -135,6 +143,26 @@ class _Extractor:
             equivalence=node.equivalence, within=node.within, strategy=node.strategy,
             output=output, schemas=self.schemas(dict.fromkeys(types)))
 
+    def _temporal_plan(self, node: TP, above: _Above, inputs: _Inputs) -> TemporalPlan:
+        specs = []
+        for sit in node.inputs:
+            assert isinstance(sit, SIT)
+            _, _, stream = self._chain(sit.child, inputs)
+            specs.append(SituationSpec(sit.name, stream.types[0], sit.condition,
+                                       sit.min_duration, sit.max_duration))
+        if above.cx is not None:
+            cx = above.cx
+            output = Output(marker_type(cx.action, cx.context),
+                            tuple(OutputField(n, e) for n, e in cx.key))
+        else:
+            assert above.pr is not None
+            output = Output(above.pr.event_type,
+                            tuple(OutputField(n, e) for n, e in above.pr.fields))
+        return TemporalPlan(
+            plan_id=node.qid, situations=tuple(specs), constraints=node.constraints,
+            within=node.within, emit="end" if node.emit == "end" else "match", output=output,
+            schemas=self.schemas(dict.fromkeys(s.source_type for s in specs)))
+
     def _aggregate_plan(self, node: AGG, above: _Above, inputs: _Inputs) -> AggregatePlan:
         conj, _, stream = self._chain(node.child, inputs)
         assert above.pr is not None
@@ -167,10 +195,10 @@ class _Inputs:
     deps: list[str] = field(default_factory=list)
 
 
-def _above(op: Op) -> tuple[_Above, P | AGG]:
+def _above(op: Op) -> tuple[_Above, P | AGG | TP]:
     above = _Above()
     node = op
-    while not isinstance(node, P | AGG):
+    while not isinstance(node, P | AGG | TP):
         if isinstance(node, CX):
             above.cx = node
         elif isinstance(node, CW):

@@ -37,6 +37,14 @@ from caesar.language.errors import (
     WindowError,
 )
 from caesar.language.query_checks import check_aggregate, check_pattern, expected_names
+from caesar.language.temporal_checks import (
+    ModelSituations,
+    check_temporal,
+    edge_qid,
+    query_input_types,
+    situation_edges,
+    unknown_source,
+)
 from caesar.plans.pattern import STRATEGIES, Strategy, is_strategy
 
 UNIT_MS = {"MILLISECONDS": 1, "SECONDS": 1000, "MINUTES": 60_000, "HOURS": 3_600_000,
@@ -69,7 +77,10 @@ class ModelChecker:
         self.default_strategy: Strategy = \
             self.strategy(m.strategy, m.strategy_pos) if m.strategy else \
             "skip_till_any_match"
+        self.situations = ModelSituations(self, m.situations)
+        located = situation_edges(located)
         checked = self.queries(located, types, contexts, names)
+        self.situations.check_all(types)
         self.partition(types)
         return CheckedModel(name=m.name or Path(self.file).stem or "model",
                             time_unit=self.time_unit, partition_by=m.partition_by,
@@ -217,11 +228,13 @@ class ModelChecker:
             progress = False
             for i in list(pending):
                 q, home = located[i]
-                inputs = _input_types(q)
+                inputs = _input_types(q, self.situations.decls)
                 waiting = [t for t in inputs if t not in types]
                 missing = [t for t in inputs if t not in types and t not in producers]
                 if missing:
                     t = missing[0]
+                    if q.kind == "temporal" or q.temporal is not None:
+                        raise unknown_source(self, q, t, list(types) + list(producers))
                     raise self.err(UnknownNameError, f"unknown event type {t}", _type_pos(q, t),
                                    found=t, expected=expected_names(list(types) + list(producers)))
                 if waiting:
@@ -233,7 +246,8 @@ class ModelChecker:
                 progress = True
             if not progress:
                 q, _home = located[pending[0]]
-                cycle = sorted({t for i in pending for t in _input_types(located[i][0])
+                cycle = sorted({t for i in pending
+                                for t in _input_types(located[i][0], self.situations.decls)
                                 if t not in types})
                 raise self.err(ModelStructureError, "derived event types depend on each other in a "
                                "cycle: " + ", ".join(cycle), q.pos,
@@ -281,11 +295,14 @@ class ModelChecker:
 
     def query(self, index: int, q: ast.Query, home: str | None, types: dict[str, EventType],
               names: set[str], default: str, all_contexts: tuple[str, ...]) -> CheckedQuery:
-        qid = f"q{index + 1}"
+        qid = edge_qid(q) or f"q{index + 1}"
         contexts = self.query_contexts(q, home, names, all_contexts)
         transition = self.transition(q, names, default) if q.kind == "window" else None
         if q.kind == "aggregate":
             return check_aggregate(self, qid, q, home, contexts, types)
+        if q.kind == "temporal" or q.temporal is not None:
+            return check_temporal(self, qid, q, home, contexts, transition, types,
+                                  self.situations)
         return check_pattern(self, qid, q, home, contexts, transition, types)
 
     def query_contexts(self, q: ast.Query, home: str | None, names: set[str],
@@ -360,9 +377,11 @@ class ModelChecker:
                                    expected=f"KEYED BY with {want} value(s)")
 
 
-def _input_types(q: ast.Query) -> tuple[str, ...]:
+def _input_types(q: ast.Query, situations: dict[str, ast.SituationDef]) -> tuple[str, ...]:
     if q.kind == "aggregate":
         return (q.source,) if q.source else ()
+    if q.kind == "temporal" or q.temporal is not None:
+        return query_input_types(q, situations)
     assert q.pattern is not None
     return tuple(dict.fromkeys(t for c in q.pattern.components for t in c.types))
 

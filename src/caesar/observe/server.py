@@ -30,6 +30,7 @@ from caesar.observe.timeline import ContextTimeline
 
 log = logging.getLogger(__name__)
 UI = files("caesar.observe").joinpath("ui.html")
+JSON = "application/json"
 
 
 class CachedStats:
@@ -153,29 +154,32 @@ class Observer:
         return {"model": self.model, "services": stats_summary(stats, self.stats.rates()),
                 "error": self.stats.error}
 
+    def response(self, path: str) -> tuple[int, bytes, str]:
+        """(status, body, content type) answering a GET of `path`."""
+        if path == "/metrics":
+            return 200, generate_latest(self.registry), CONTENT_TYPE_LATEST
+        if path == "/healthz":
+            return 200, b"ok\n", "text/plain"
+        if path == "/ready":
+            ok, body = self.ready()
+            return 200 if ok else 503, _json(body), JSON
+        if path in ("/", "/ui"):
+            return 200, UI.read_bytes(), "text/html; charset=utf-8"
+        if path == "/api/timeline":
+            return 200, _json({"model": self.model, **self.timeline.as_json()}), JSON
+        if path == "/api/stats":
+            return 200, _json(self.api_stats()), JSON
+        return 404, b"not found\n", "text/plain"
+
+
+def _json(body: Any) -> bytes:
+    return json.dumps(body).encode()
+
 
 def _handler_for(observer: Observer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-            path = self.path.split("?", 1)[0]
-            if path == "/metrics":
-                self._send(200, generate_latest(observer.registry), CONTENT_TYPE_LATEST)
-            elif path == "/healthz":
-                self._send(200, b"ok\n", "text/plain")
-            elif path == "/ready":
-                ok, body = observer.ready()
-                self._json(200 if ok else 503, body)
-            elif path in ("/", "/ui"):
-                self._send(200, UI.read_bytes(), "text/html; charset=utf-8")
-            elif path == "/api/timeline":
-                self._json(200, {"model": observer.model, **observer.timeline.as_json()})
-            elif path == "/api/stats":
-                self._json(200, observer.api_stats())
-            else:
-                self._send(404, b"not found\n", "text/plain")
-
-        def _json(self, status: int, body: Any) -> None:
-            self._send(status, json.dumps(body).encode(), "application/json")
+            self._send(*observer.response(self.path.split("?", 1)[0]))
 
         def _send(self, status: int, body: bytes, content_type: str) -> None:
             self.send_response(status)

@@ -12,9 +12,10 @@ from typing import Literal
 
 from caesar.plans.aggregate import AggregatePlan
 from caesar.plans.pattern import PatternPlan
+from caesar.plans.temporal import TemporalPlan
 
 Action = Literal["INITIATE", "SWITCH", "TERMINATE"]
-Plan = PatternPlan | AggregatePlan
+Plan = PatternPlan | AggregatePlan | TemporalPlan
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,9 @@ def decode_column(schema_name: str, value: Column) -> Column:
     from pyspark.sql.functions import udf
     from pyspark.sql.types import StringType, StructField, StructType, _parse_datatype_string
 
-    fields = _parse_datatype_string(WIRE_DDL[schema_name]).fields
+    struct = _parse_datatype_string(WIRE_DDL[schema_name])
+    assert isinstance(struct, StructType)  # the DDL is a field list
+    fields = struct.fields
     out_type = StructType([*fields, StructField("_error", StringType(), True)])
     names = [f.name for f in fields]
 

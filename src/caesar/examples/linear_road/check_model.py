@@ -35,6 +35,7 @@ from caesar.examples.linear_road.records import (
 
 if TYPE_CHECKING:
     from caesar.plans.execution import ExecutionPlan
+    from caesar.services.common.messages import Alert
 
 MODEL = model_path("linear_road")
 ACCOUNTS = MODEL.with_name("accounts.caesar")
@@ -95,24 +96,10 @@ def run_model(records: Iterable[LrRecord], historical: Mapping[tuple[int, int, i
               progress: Callable[[str], None] | None = None) -> ModelRun:
     """Both models' outputs per type (fields of SPEC.md section 8), in embedded mode
     (`plans`: compiled model.caesar and accounts.caesar, compiled here if None)."""
-    from caesar.services.embedded.pipeline import EmbeddedPipeline
-    from caesar.services.common.messages import Alert, InputRecord
-
     started = time.monotonic()
     run = ModelRun()
     model_plan, accounts_plan = plans or compile_models()
-    pipe = EmbeddedPipeline(model_plan, batch_size=batch_size)
     queries: list[BalanceQuery | ExpenditureQuery] = []
-    charges: list[dict[str, Any]] = []
-
-    def keep(alerts: Sequence[Alert]) -> None:
-        for alert in alerts:
-            fields = OUTPUTS.get(alert.event_type)
-            if fields is None:
-                continue
-            run.outputs[alert.event_type].append({f: alert.fields.get(f) for f in fields})
-            if alert.event_type == "TollCharge":
-                charges.append({"type": "TollCharge", **alert.fields})
 
     def reports() -> Iterator[PositionReport]:
         for record in records:
@@ -121,33 +108,66 @@ def run_model(records: Iterable[LrRecord], historical: Mapping[tuple[int, int, i
             else:
                 queries.append(record)
 
+    charges = _run_traffic(model_plan, reports(), run, batch_size, progress)
+    account_input = query_records(queries, historical) + charges
+    account_input.sort(key=lambda r: r["ts"])  # stable: history first, charges before queries
+    _run_accounts(accounts_plan, account_input, run, batch_size)
+    run.seconds = time.monotonic() - started
+    return run
+
+
+def _keep(run: ModelRun, alerts: Sequence[Alert]) -> list[dict[str, Any]]:
+    """Record the outputs in `run`; return the toll charges as accounts input."""
+    charges = []
+    for alert in alerts:
+        fields = OUTPUTS.get(alert.event_type)
+        if fields is None:
+            continue
+        run.outputs[alert.event_type].append({f: alert.fields.get(f) for f in fields})
+        if alert.event_type == "TollCharge":
+            charges.append({"type": "TollCharge", **alert.fields})
+    return charges
+
+
+def _run_traffic(plan: ExecutionPlan, reports: Iterable[PositionReport], run: ModelRun,
+                 batch_size: int, progress: Callable[[str], None] | None
+                 ) -> list[dict[str, Any]]:
+    """model.caesar on the reports as the producer sends them; its toll charges."""
+    from caesar.services.common.messages import InputRecord
+    from caesar.services.embedded.pipeline import EmbeddedPipeline
+
+    pipe = EmbeddedPipeline(plan, batch_size=batch_size)
+    fanout = "pseg" in plan.partition_by
+    charges: list[dict[str, Any]] = []
     batch: list[InputRecord] = []
-    for _key, record in wire_records(reports(), fanout=True):
+    for _key, record in wire_records(reports, fanout=fanout):
         batch.append(InputRecord(INPUT_TOPIC, 0, run.records_in,
                                  {**record, "type": "PositionReport"}))
         run.records_in += 1
         if len(batch) >= batch_size:
-            keep(pipe.feed(batch))
+            charges += _keep(run, pipe.feed(batch))
             batch = []
             if progress and run.records_in % (batch_size * 200) == 0:
                 progress(f"{run.records_in:,} records, simulated second {record['time']}")
-    if batch:
-        keep(pipe.feed(batch))
-    keep(pipe.finish())
+    charges += _keep(run, pipe.feed(batch)) if batch else []
+    charges += _keep(run, pipe.finish())
     run.dead_letters += len(pipe.result.dead_letters)
+    return charges
 
-    account_input = query_records(queries, historical)
-    account_input += sorted(charges, key=lambda c: c["ts"])
-    account_input.sort(key=lambda r: r["ts"])  # stable: history first, charges before queries
-    acc = EmbeddedPipeline(accounts_plan, batch_size=batch_size)
+
+def _run_accounts(plan: ExecutionPlan, account_input: list[dict[str, Any]], run: ModelRun,
+                  batch_size: int) -> None:
+    """accounts.caesar on the queries, historical tolls and charges (ts order)."""
+    from caesar.services.common.messages import InputRecord
+    from caesar.services.embedded.pipeline import EmbeddedPipeline
+
+    acc = EmbeddedPipeline(plan, batch_size=batch_size)
     recs = [InputRecord(CHARGE_TOPIC if r["type"] == "TollCharge" else QUERY_TOPIC, 0, i, r)
             for i, r in enumerate(account_input)]
     for i in range(0, len(recs), batch_size):
-        keep(acc.feed(recs[i:i + batch_size]))
-    keep(acc.finish())
+        _keep(run, acc.feed(recs[i:i + batch_size]))
+    _keep(run, acc.finish())
     run.dead_letters += len(acc.result.dead_letters)
-    run.seconds = time.monotonic() - started
-    return run
 
 
 def expected_rows(expected: oracle.Expected) -> dict[str, list[tuple]]:

@@ -14,11 +14,14 @@ import shutil
 import time
 from importlib.resources import files
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from caesar.errors import CaesarError
+
+if TYPE_CHECKING:
+    from caesar.settings import Settings
 
 MODEL = Path(str(files("caesar.examples.linear_road") / "model.caesar"))
 
@@ -158,7 +161,7 @@ def _segments(text: str) -> tuple[int, int] | None:
     return lo, hi
 
 
-def _hop_breakdown(settings, out: Path) -> str:
+def _hop_breakdown(settings: Settings, out: Path) -> str:
     """Where the latency went: input wait, each service, Spark (src/caesar/examples/linear_road/hops.py)."""
     from caesar.bus.kafka import KafkaBus
     from caesar.codecs import make_codec

@@ -188,20 +188,26 @@ class _Generator:
             # Held at the end of the road (the start of segment 99, or 0).
             car.pos = min(float(LAST_POSITION), car.pos) if car.dir == 0 else max(0.0, car.pos)
         car.speed = speed
-        seg = int(car.pos) // SEGMENT_FEET
-        if first:
-            car.lane = ENTRANCE_LANE
-        elif (seg - car.exit) * step >= 0:
-            car.lane, car.speed = EXIT_LANE, 10
-        elif (seg - car.entrance) * step > 0 and car.lane == ENTRANCE_LANE:
-            car.lane = rnd.randint(1, 3)
-        elif car.lane != ENTRANCE_LANE and rnd.random() < 0.4:
-            car.lane = rnd.randint(1, 3)
+        self._change_lane(car, first, step)
         report = self._emit(t, car)
         if car.lane == EXIT_LANE:
             self._leave(t, car)
             return report, False
         return report, True
+
+    def _change_lane(self, car: _Car, first: bool, step: int) -> None:
+        """Lane 0 on entry, lane 4 in the exit segment, a travel lane (1-3)
+        after the entrance segment, changed with probability 0.4 per report."""
+        seg = int(car.pos) // SEGMENT_FEET
+        if first:
+            car.lane = ENTRANCE_LANE
+        elif (seg - car.exit) * step >= 0:
+            car.lane, car.speed = EXIT_LANE, 10
+        elif car.lane == ENTRANCE_LANE:
+            if (seg - car.entrance) * step > 0:
+                car.lane = self.rnd.randint(1, 3)
+        elif self.rnd.random() < 0.4:
+            car.lane = self.rnd.randint(1, 3)
 
     def _emit(self, t: int, car: _Car) -> PositionReport:
         pos = int(car.pos)

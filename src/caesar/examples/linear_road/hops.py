@@ -13,23 +13,29 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from caesar.jobs.hops import HOPS, HopTable, Output, input_arrivals, read_topic
 from caesar.jobs.hops import breakdown as generic_breakdown
+
+if TYPE_CHECKING:
+    from caesar.bus.protocol import Bus
+    from caesar.codecs import Codec
+    from caesar.settings import TopicSettings
 
 __all__ = ["HOPS", "OUTPUT_TOPICS", "HopTable", "breakdown", "read_topic"]
 
 OUTPUT_TOPICS = {"lr-tolls": "TollNotification", "lr-accident-alerts": "AccidentAlert"}
 
 
-def breakdown(bus: Any, codec: Any, topics: Any, input_topic: str,
+def breakdown(bus: Bus, codec: Codec, topics: TopicSettings, input_topic: str,
               parquet: Path | None = None) -> HopTable:
     from caesar.examples.linear_road.avro import POSITION_REPORT
 
     outputs = []
     for topic in OUTPUT_TOPICS:
         for r in read_topic(bus, topic):
+            assert r.value is not None and r.key is not None  # outputs are keyed records
             _, value = codec.decode(r.value)
             outputs.append(Output(r.key.decode(), value["time"], value["ingest_ms"],
                                   r.timestamp_ms))

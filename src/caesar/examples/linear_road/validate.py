@@ -137,6 +137,7 @@ def compare(expected: DataFrame, actual: DataFrame, name: str, fields: tuple[str
         F.sum(in_e.cast("long")).alias("expected"),
         F.coalesce(F.sum("a._n"), F.lit(0)).alias("actual"),
         *[F.sum(F.col(f"_{k}").cast("long")).alias(k) for k in kinds]).first()
+    assert row is not None  # a global aggregation has one row
     counts = {k: int(row[k] or 0) for k in ("expected", "actual", *kinds)}
     result = TypeComparison(name, counts["expected"], counts["actual"], counts["missing"],
                             counts["extra"], counts["duplicated"], counts["different"])

@@ -16,7 +16,17 @@ plan (its events could never reach it).
 
 from __future__ import annotations
 
-from caesar.language.algebra import AGG, CW, AlgebraPlan, Op, P, Stream, children, with_children
+from caesar.language.algebra import (
+    AGG,
+    CW,
+    TP,
+    AlgebraPlan,
+    Op,
+    P,
+    Stream,
+    children,
+    with_children,
+)
 
 
 def _own_contexts(op: Op) -> frozenset[str]:
@@ -35,7 +45,7 @@ def _stateless(op: Op) -> bool:
     its consumer sees. A stateful one (sequence, negation, Kleene,
     aggregation) may combine events from before the consumer's context
     started, so it keeps its own contexts."""
-    while not isinstance(op, P | AGG):
+    while not isinstance(op, P | AGG | TP):  # TP: situations span many events
         kids = children(op)
         if len(kids) != 1:
             return False

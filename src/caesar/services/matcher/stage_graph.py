@@ -26,12 +26,14 @@ from caesar.plans.aggregate import AggregatePlan
 from caesar.plans.engine import DerivedEvent, PatternEngine
 from caesar.plans.execution import Stage
 from caesar.plans.pattern import PatternPlan
+from caesar.plans.temporal import TemporalPlan
 from caesar.services.common.config import EngineFactory
 from caesar.services.common.messages import (
     END_OF_TIME,
     Transaction,
 )
 from caesar.services.matcher.aggregate import AggregateExecutor
+from caesar.services.matcher.engines import build_engine
 
 STATE_VERSION = 2
 Record = dict[str, Any]  # event attributes + "type", "_ts", "_p" (partition id), "_key"
@@ -52,6 +54,8 @@ def consumed_types(stage: Stage) -> frozenset[str]:
     plan = stage.plan
     if isinstance(plan, AggregatePlan):
         return frozenset({plan.source_type})
+    if isinstance(plan, TemporalPlan):
+        return frozenset(plan.source_types)
     return frozenset(t for c in plan.components for t in c.types)
 
 
@@ -85,12 +89,14 @@ class StageGraph:
         ids = [plan_id(s) for s in self.stages]
         if len(set(ids)) != len(ids):
             raise PlanError(f"duplicate plan ids among stages: {ids}")
-        patterns = [s.plan for s in self.stages if isinstance(s.plan, PatternPlan)]
+        patterns = [s.plan for s in self.stages if isinstance(s.plan, PatternPlan | TemporalPlan)]
         self._schemas = dict(self.schemas)
         for p in patterns:
             for t, cols in p.schemas.items():
                 self._schemas.setdefault(t, dict(cols))
-        self.engine: PatternEngine | None = self.engine_factory(patterns) if patterns else None
+        # SEQ plans on the factory's engine, TPStream plans on the temporal engine
+        self.engine: PatternEngine | None = \
+            build_engine(self.engine_factory, patterns) if patterns else None
         self.aggregates: dict[str, AggregateExecutor] = {
             plan_id(s): AggregateExecutor(s.plan, self.strings)
             for s in self.stages if isinstance(s.plan, AggregatePlan)}
@@ -193,7 +199,7 @@ class StageGraph:
 
     def discard(self, plan_ids: Iterable[str], partition: int) -> None:
         ids = [p for p in plan_ids if p in self._by_id and
-               isinstance(self._by_id[p].plan, PatternPlan)]
+               isinstance(self._by_id[p].plan, PatternPlan | TemporalPlan)]
         if ids and self.engine is not None:
             self.engine.discard(ids, partition)
 
