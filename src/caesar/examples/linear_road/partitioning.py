@@ -22,8 +22,10 @@ non-decreasing timestamps.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
+
+import numpy as np
 
 from caesar.errors import CaesarError
 from caesar.examples.linear_road.records import SEGMENTS, PositionReport
@@ -86,3 +88,27 @@ def wire_records(reports: Iterable[PositionReport], fanout: bool
         batch.append(report)
     if batch:
         yield from second(batch, fanout)
+
+
+def ms_timestamps(time: np.ndarray, keys: Sequence[np.ndarray], pos: np.ndarray) -> np.ndarray:
+    """`ts` for columns of copies in input order (the columnar form of
+    `second`): `1000 * time + k`, `k` the rank of the copy among those of its
+    second at its position on its stream partition (`keys`: the partition's
+    columns, e.g. xway, dir, pseg)."""
+    n = len(time)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.lexsort((np.arange(n), pos, *reversed(keys), time))
+    cols = [np.asarray(c)[order] for c in (time, *keys, pos)]
+    new = np.zeros(n, dtype=bool)
+    new[0] = True
+    for c in cols:
+        new[1:] |= c[1:] != c[:-1]
+    starts = np.flatnonzero(new)
+    rank_sorted = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
+    if rank_sorted.max() > MAX_RANK:
+        raise PartitionOverflow(f"more than {MAX_RANK + 1} reports in one second at one "
+                                "position on one stream partition")
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = rank_sorted
+    return np.asarray(time, dtype=np.int64) * MS_PER_S + rank
