@@ -91,12 +91,13 @@ class Model:
         raise CaesarError(f"unknown explain format {format!r} (text or dot)")
 
     def session(self, *, allowance: int = 0, engine: Engine = "cython", batch_size: int = 2000,
-                on_alert: AlertCallback | None = None) -> Session:
+                on_alert: AlertCallback | None = None, scheduler: str = "lwm") -> Session:
         """Run the model in this process. `allowance`: how far behind the
         newest event time an event may arrive and still count (else it is a
-        dead letter, reason "late")."""
+        dead letter, reason "late"). `scheduler`: the stream-transaction
+        scheduler of a model with shared tables ("lwm", "s2pl" or "sei")."""
         return Session(self, allowance=allowance, engine=engine, batch_size=batch_size,
-                       on_alert=on_alert)
+                       on_alert=on_alert, scheduler=scheduler)
 
     def deploy(self, settings: Settings | None = None, **options: Any) -> Deployment:
         """Start the model's services as Ray actors on Kafka (see `caesar.deploy`)."""
@@ -113,7 +114,8 @@ class Session:
     """The model running in this process on events you push."""
 
     def __init__(self, model: Model, *, allowance: int = 0, engine: Engine = "cython",
-                 batch_size: int = 2000, on_alert: AlertCallback | None = None) -> None:
+                 batch_size: int = 2000, on_alert: AlertCallback | None = None,
+                 scheduler: str = "lwm") -> None:
         from caesar.services.embedded.pipeline import EmbeddedPipeline
 
         if batch_size < 1:
@@ -122,7 +124,7 @@ class Session:
         self.batch_size = batch_size
         self._pipeline: EmbeddedPipeline = EmbeddedPipeline(
             model.plan, allowance=allowance, engine_factory=_engine_factory(engine),
-            batch_size=batch_size)
+            batch_size=batch_size, acep_scheduler=scheduler)
         self._callbacks: list[AlertCallback] = [on_alert] if on_alert is not None else []
         self._offset = 0
         self._finished = False
@@ -167,6 +169,15 @@ class Session:
         key = partition if isinstance(partition, str) else \
             partition_key(partition, self.model.plan.partition_by)
         return self._pipeline.contexts(partition_id(key))
+
+    def tables(self) -> dict[str, list[dict[str, Any]]]:
+        """The shared tables' rows (ACEP) after the events processed so far,
+        each table's rows in key order."""
+        acep = self._pipeline.acep
+        if acep is None:
+            return {}
+        return {name: [dict(row) for _, row in sorted(rows.items())]
+                for name, rows in acep.tables().items()}
 
     def on_alert(self, callback: AlertCallback) -> None:
         """Call `callback` with every alert as it is produced."""

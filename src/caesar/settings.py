@@ -153,6 +153,10 @@ class TopicSettings(_Section):
     # Per-topic partition overrides (e.g. dead letters need few).
     partitions_by_topic: dict[str, int] = Field(default_factory=dict)
     retention_ms: int | None = None  # None = broker default, on non-compacted topics
+    # Every alert also as a caesar.DerivedEvent on `alerts` (the firehose that
+    # `caesar run --bus memory` and tools read). False: an alert whose type has
+    # an output topic goes only there, in its own schema (half the encoding).
+    alerts_copy: bool = True
 
     def input_topic(self, event_type: str) -> str:
         return self.inputs.get(event_type, self.input_prefix + event_type)

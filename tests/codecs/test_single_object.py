@@ -39,7 +39,8 @@ def test_fingerprint_matches_avro_spec_values():
 
 def test_every_schema_fingerprint_agrees_with_fastavro(codec):
     names = codec.repository.names()
-    for required in ("caesar.StreamTransaction", "caesar.ContextChange", "caesar.Progress",
+    for required in ("caesar.TransactionBatch", "caesar.RoutedBatch", "caesar.ContextChange",
+                     "caesar.Progress",
                      "caesar.DerivedEvent", "caesar.DeadLetter", "caesar.ChangelogRecord",
                      "caesar.Checkpoint"):
         assert required in names
@@ -57,13 +58,19 @@ def test_header_layout(codec):
 
 
 def test_round_trip_every_internal_schema(codec):
-    tx = dict(version=1, partition_key="car-1", partition=3, ts=42, seq=5, events=[
-        dict(type="Pos", ts=42, seq=9, fields={"speed": 55, "lane": "L", "x": 1.25, "ok": False,
-                                                  "n": None},
-             ingest_ms=77, source=dict(topic="in", partition=0, offset=12)),
-        dict(type="Pos", ts=42, seq=10, fields={}, ingest_ms=78, source=None)])
+    ints = dict(base=42, width=1, data=b"\x00\x01")
+    tx = dict(version=2, seq=5, keys=[dict(partition=3, key="car-1")], types=[
+        dict(type="Pos", rows=2, ts=ints, seq=ints, partition=dict(base=0, width=1, data=b"\0\0"),
+             ingest_ms=None, columns=[
+                 dict(name="speed", kind="INT", ints=ints, floats=None, nulls=None, dictionary=[]),
+                 dict(name="lane", kind="STRING", ints=dict(base=0, width=1, data=b"\0\0"),
+                      floats=None, nulls=b"\0\1", dictionary=["L"])])])
     samples = {
-        "StreamTransaction": tx,
+        "TransactionBatch": tx,
+        "RoutedBatch": dict(version=2, batch=tx, txn_partition=ints, txn_ts=ints,
+                            txn_active=ints, txn_muted=ints, active_sets=[["q1"]],
+                            muted_sets=[[]], discards=[dict(partition=3, partition_key="car-1",
+                                                            ts=40, plans=["q2"])]),
         "ContextChange": dict(version=1, partition_key="k", partition=1, ts=5, txn_seq=2,
                               contexts=0b101, previous=0b001, active=["a", "c"], ingest_ms=3),
         "Progress": dict(version=1, stage="DERIVER", source="deriver-0", kafka_partition=2,

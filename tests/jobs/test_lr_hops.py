@@ -9,18 +9,20 @@ from caesar.bus.records import OutRecord, TopicSpec
 from caesar.codecs import make_codec
 from caesar.examples.linear_road.avro import POSITION_REPORT, TOLL_NOTIFICATION, encode, repository
 from caesar.examples.linear_road.hops import breakdown
-from caesar.services.common.messages import Progress, RoutedTransaction, Transaction
-from caesar.services.common.wire import (
-    PROGRESS,
-    ROUTED,
-    TXN,
-    progress_record,
-    routed_record,
-    txn_record,
+from caesar.services.common.columnar import batch_record, routed_record
+from caesar.services.common.messages import (
+    Progress,
+    RoutedBatch,
+    RoutedTransaction,
+    Transaction,
+    TxnBatch,
 )
+from caesar.services.common.wire import PROGRESS, ROUTED_BATCH, TXN_BATCH, progress_record
 from caesar.settings import TopicSettings
 
 KEY = "0|0|3"
+SCHEMAS = {"PositionReport": dict.fromkeys(
+    ("time", "vid", "spd", "xway", "lane", "dir", "seg", "pos", "pseg"), "int")}
 
 
 def report(t: int) -> dict:
@@ -41,11 +43,13 @@ def test_hops_are_differences_of_kafka_timestamps() -> None:
         # the report at 10 enters at 1000, the first report of second 11 at 2000
         ("lr-position-reports", encode(POSITION_REPORT, [report(10)])[0], 1000),
         ("lr-position-reports", encode(POSITION_REPORT, [report(11)])[0], 2000),
-        (topics.transactions, codec.encode(TXN, txn_record(txn, 1)), 2100),
+        (topics.transactions,
+         codec.encode(TXN_BATCH, batch_record(TxnBatch.of([txn], SCHEMAS), 1)), 2100),
         (topics.context_changes,
          codec.encode(PROGRESS, progress_record(Progress(10, "deriver"), "d", 0)), 2250),
         (topics.transactions + ".routed",
-         codec.encode(ROUTED, routed_record(RoutedTransaction(txn, ("p",)), 1)), 2300),
+         codec.encode(ROUTED_BATCH, routed_record(
+             RoutedBatch.of([RoutedTransaction(txn, ("p",))], SCHEMAS), 1)), 2300),
         ("lr-tolls", encode(TOLL_NOTIFICATION, [toll])[0], 2600),
     ]
     bus.producer().produce(OutRecord(t, v, KEY.encode(), partition=0, timestamp_ms=ms)

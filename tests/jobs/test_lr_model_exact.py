@@ -19,6 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from caesar.examples.linear_road.check_model import (
+    ACCOUNTS,
+    MODEL,
+    PER_SEGMENT,
     compile_models,
     diff,
     expected_rows,
@@ -34,9 +37,12 @@ DATA = Path(__file__).resolve().parents[2] / "src/caesar/examples/linear_road/da
 SAMPLE = DATA / "sample-L1-1200s-seed14-seg78-82.lr"
 
 
-@pytest.fixture(scope="module")
-def plans():
-    return compile_models()
+# model.caesar fans every report out to the 6 segment partitions that need
+# it; model_per_segment.caesar partitions per road and direction and holds
+# its contexts per segment (CONTEXTS PER seg). Both must equal the oracle.
+@pytest.fixture(scope="module", params=[MODEL, PER_SEGMENT], ids=["fanout", "per_segment"])
+def plans(request):
+    return compile_models(request.param, ACCOUNTS)
 
 
 def assert_exact(plans, records, historical) -> dict[str, int]:

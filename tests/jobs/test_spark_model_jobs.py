@@ -1,8 +1,9 @@
 """The Spark jobs for any model, for real: Spark local mode, a real Kafka broker,
 the services as Ray actors (integration).
 
-- replay (Spark, no Kafka) == embedded mode, for hospital hygiene (CSV input)
-  and aggressive driving (Parquet input), alerts and context changes;
+- replay (Spark, no Kafka) == embedded mode, for hospital hygiene (CSV input;
+  alerts and context changes) and aggressive driving (Parquet input; Listing
+  1, no contexts: one alert per matching episode of the generator);
 - hospital hygiene end to end: `spark produce` -> Kafka -> services on Ray ->
   `spark consume` -> Parquet tables == embedded mode == `spark replay`, no
   dead letters, no duplicates;
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 from model_runs import before, closing_events, identities, renamed_model, table_identities
 
-from caesar.examples.aggressive_driving.generator import DrivingConfig
+from caesar.examples.aggressive_driving.generator import DrivingConfig, drive
 from caesar.examples.aggressive_driving.generator import generate as driving
 from caesar.examples.event_files import write_events
 from caesar.examples.hospital_hygiene.generator import HygieneConfig
@@ -74,13 +75,17 @@ def replayed(spark, model: JobModel, source: str, out: Path) -> tuple[list, list
                                                  ("aggressive_driving", ".parquet")])
 def test_replay_equals_embedded(spark, tmp_path, example, suffix):
     model = JobModel.load(renamed_model(example, "replay", tmp_path))
-    events = (list(hygiene(HygieneConfig(workers=12, hours=2, seed=4)))
-              if example == "hospital_hygiene"
-              else list(driving(DrivingConfig(cars=6, minutes=4, seed=4))))
     source = tmp_path / f"events{suffix}"
+    if example == "hospital_hygiene":
+        events = list(hygiene(HygieneConfig(workers=12, hours=2, seed=4)))
+        want = embedded(model, events)
+        assert len(want.alerts) > 50 and want.context_changes  # a run worth comparing
+    else:
+        episodes, events = drive(DrivingConfig(cars=20, minutes=10, seed=4))
+        want = embedded(model, events)
+        matching = sum(e.matches for e in episodes)
+        assert len(want.alerts) == matching > 50 and not want.context_changes
     write_events(events, source)
-    want = embedded(model, events)
-    assert len(want.alerts) > 50 and want.context_changes  # a run worth comparing
     alerts, ctx, dead = replayed(spark, model, str(source), tmp_path / "replay")
     assert alerts == identities(want.alerts, model)
     assert ctx == changes(want)
@@ -186,13 +191,18 @@ def test_consumer_restart_neither_loses_nor_duplicates(spark, kafka_bootstrap, k
     model = JobModel.load(renamed_model("aggressive_driving", tag, tmp_path))
     settings = deployment_settings(kafka_bootstrap, tag)
     codec = model.codec(settings)
-    topic = f"{model.name}.Speeding"
+    topic = f"{model.name}.AggressiveDriver"
     kafka_bus.create_topics([TopicSpec(t, 2) for t in model.output_topics()])
+
+    def fields(i: int) -> dict:
+        """An alert's fields; `id` counts the records."""
+        return {"id": i, "avg_speed": 80.5, "A_ts": i, "A_te": i + 6, "B_ts": i + 6,
+                "B_te": i + 26, "C_ts": i + 17, "C_te": None if i % 2 else i + 21}
 
     def send(first: int, n: int) -> None:
         producer = kafka_bus.producer()
         producer.produce([OutRecord(topic, codec.encode(DERIVED, alert_record(Alert(
-            "q4", "Speeding", 0, str(i % 5), i, i, {"car": i % 5, "speed": 40.5, "at": i},
+            "q1", "AggressiveDriver", 0, str(i % 5), i, i + 26, fields(i),
             ingest_ms=int(time.time() * 1000)))), str(i % 5).encode()) for i in range(first,
                                                                                    first + n)])
         producer.flush()
@@ -203,7 +213,7 @@ def test_consumer_restart_neither_loses_nor_duplicates(spark, kafka_bootstrap, k
         p.begin_transaction()
         for i in range(n):
             p.produce(topic, codec.encode(DERIVED, alert_record(Alert(
-                "q4", "Speeding", 0, "aborted", i, i, {"car": -1, "speed": 99.0, "at": i}))))
+                "q1", "AggressiveDriver", 0, "aborted", i, i + 26, fields(-1 - i)))))
         p.flush()
         p.abort_transaction()
 
@@ -235,10 +245,11 @@ def test_consumer_restart_neither_loses_nor_duplicates(spark, kafka_bootstrap, k
     finally:
         second.stop()
 
-    rows = read_tables(out, model)["Speeding"]
+    rows = read_tables(out, model)["AggressiveDriver"]
     positions = [(r["kafka_partition"], r["kafka_offset"]) for r in rows]
     assert len(positions) == len(set(positions)), "a record was written twice"
-    assert sorted(r["at"] for r in rows) == list(range(350)), "a record was lost or doubled"
+    assert sorted(r["id"] for r in rows) == list(range(350)), "a record was lost or doubled"
+    assert rows[0]["B_te"] == rows[0]["id"] + 26  # the declared fields, typed
     assert all(r["partition_key"] != "aborted" for r in rows)  # read_committed
     assert rerun in {r["batch_id"] for r in rows}  # the crashed batch, written again
 
@@ -254,13 +265,13 @@ def test_streaming_source_is_produced_in_order(spark, kafka_bootstrap, kafka_bus
     tag = unique_name("st").replace("-", "_")
     model = JobModel.load(renamed_model("aggressive_driving", tag, tmp_path))
     settings = deployment_settings(kafka_bootstrap, tag)
-    events = list(driving(DrivingConfig(cars=4, minutes=0.5, seed=3)))
+    events = list(driving(DrivingConfig(cars=4, minutes=1, seed=3)))
     incoming = tmp_path / "incoming"
     incoming.mkdir()
     half = len(events) // 2
     # Out of order inside a file: the job sorts.
     write_events(list(reversed(events[:half])), incoming / "a.json")
-    write_events([*events[half:], {"type": "Telemetry", "ts": "soon", "car": 1}],
+    write_events([*events[half:], {"type": "CarSensor", "ts": "soon", "car_id": 1}],
                  incoming / "b.json")
     frame = read_source(spark, str(incoming), "json", streaming=True)
     query = produce_stream(spark, model, frame, settings, ColumnMapping.parse(),
@@ -278,4 +289,4 @@ def test_streaming_source_is_produced_in_order(spark, kafka_bootstrap, kafka_bus
     # Each micro-batch is sorted; a batch per file here, and b's times follow a's.
     assert all(ts == sorted(ts) for ts in by_partition.values())
     dead = spark.read.json(str(tmp_path / "dead")).collect()
-    assert [(d.reason, d.event_type) for d in dead] == [("schema", "Telemetry")]
+    assert [(d.reason, d.event_type) for d in dead] == [("schema", "CarSensor")]

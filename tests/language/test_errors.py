@@ -23,7 +23,6 @@ CASES = [
      ["found ')'", "expected"]),
     ("syntax-char", "DERIVE A(r.vid) PATTERN R r WHERE r.vid $ 1", errors.ModelSyntaxError, 6, 41,
      ["unexpected character", "'$'"]),
-    ("reserved", "RULE charge", errors.ReservedFeatureError, 6, 1, ["RULE is reserved"]),
     ("unknown-type", "DERIVE A(r.vid) PATTERN Rx r", errors.UnknownNameError, 6, 25,
      ["unknown event type Rx", "expected A, R, S"]),
     ("unknown-attr", "DERIVE A(r.vid) PATTERN R r WHERE r.speed > 3", errors.UnknownNameError,

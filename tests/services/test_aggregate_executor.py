@@ -89,3 +89,62 @@ def test_snapshot_restore_continues_windows():
     for x in (a, b):
         x.add(more, np.array([8]), np.zeros(1, dtype=np.int64))
     assert a.advance(100) == b.advance(100)
+
+
+# Exact 64-bit integers (issue 16): sums, min and max of INT/LONG arguments
+# are exact over the whole range; a sum outside 64 bits is null.
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+WIDE = st.one_of(st.sampled_from([0, 1, 2**53, 2**53 + 1, 2**62, I64_MAX, I64_MIN, -(2**53) - 1]),
+                 st.integers(I64_MIN, I64_MAX))
+wide_event = st.fixed_dictionaries({"dt": st.integers(0, 4), "p": st.integers(0, 1),
+                                    "seg": st.integers(0, 1), "vid": WIDE, "spd": WIDE})
+
+
+def naive_exact(events, size, slide):
+    windows = defaultdict(list)
+    for e in events:
+        start = (e["ts"] // slide) * slide
+        while start + size > e["ts"]:
+            if start <= e["ts"]:
+                windows[(e["p"], e["seg"], start)].append(e)
+            start -= slide
+    out = []
+    for (p, seg, start), evs in windows.items():
+        spd = [e["spd"] for e in evs]
+        total = sum(spd)
+        out.append((p, seg, start + size - 1, len(evs), len({e["vid"] for e in evs}),
+                    total if I64_MIN <= total <= I64_MAX else None,
+                    float(total) / len(spd), min(spd), max(spd)))
+    return sorted(out, key=repr)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(wide_event, max_size=30), st.sampled_from([(5, 5), (6, 2), (1, 1)]),
+       st.integers(1, 4))
+def test_int64_sums_are_exact(raw, window, batches):
+    size, slide = window
+    ts, events = 0, []
+    for r in raw:
+        ts += r["dt"]
+        events.append({"ts": ts, "p": r["p"], "seg": r["seg"], "vid": r["vid"], "spd": r["spd"]})
+    ex = AggregateExecutor(plan(size, slide))
+    rows = []
+    for chunk in np.array_split(np.arange(len(events)), batches):
+        part = [events[i] for i in chunk]
+        if part:
+            ex.add(part, np.array([e["ts"] for e in part]), np.array([e["p"] for e in part]))
+            rows += ex.advance(min(e["ts"] for e in part))
+    rows += ex.advance(10**9)
+    got = sorted(((r["_partition"], r["seg"], r["ts"], r["n"], r["cars"], r["total"], r["avg"],
+                   r["lo"], r["hi"]) for r in rows), key=repr)
+    assert got == naive_exact(events, size, slide)
+    assert ex.overflows == sum(1 for row in got if row[5] is None)
+
+
+def test_where_compares_int_and_double_exactly():
+    # spd > 2.0**53 holds for 2**53 + 1 (numpy alone would round it to 2.0**53)
+    agg = AggregateExecutor(plan(10, 10, where=(Binary(">", Attr(None, "spd"), Const(2.0**53)),)))
+    evs = [{"ts": 1, "seg": 1, "vid": 1, "spd": 2**53 + 1}, {"ts": 2, "seg": 1, "vid": 2, "spd": 2**53}]
+    agg.add(evs, np.array([1, 2]), np.zeros(2, dtype=np.int64))
+    [row] = agg.advance(10)
+    assert (row["n"], row["total"], row["lo"]) == (1, 2**53 + 1, 2**53 + 1)

@@ -52,14 +52,14 @@ def test_router_waits_for_deriver_progress_and_routes_by_context():
     r = RouterProcessor(two_context_plan())
     t3, t5 = txn(3, pos(3, 1, 7, 10.0)), txn(5, pos(5, 2, 7, 10.0))
     out = r.process([t3, t5, Progress(6)])
-    assert out.routed == []  # nothing known about derivation yet
+    assert out.items() == []  # nothing known about derivation yet
     out = r.process([ContextChange(P7, "7", 2, 0b10, ("congestion",)), Progress(3, "deriver")])
     # the default context "clear" ended at 2: "fast" drops its partial matches
-    assert out.routed == [RoutedTransaction(t3, ("slow_toll", "toll"), ("fast",)),
+    assert out.items() == [RoutedTransaction(t3, ("slow_toll", "toll"), ("fast",)),
                           Progress(3, "router")]
     out = r.process([ContextChange(P7, "7", 4, 0b01, ("clear",)), Progress(6, "deriver")])
     # the congestion window (2, 4] ended before 5: its plans drop their partial matches
-    assert out.routed == [RoutedTransaction(t5, ("fast",), ("toll", "slow_toll")),
+    assert out.items() == [RoutedTransaction(t5, ("fast",), ("toll", "slow_toll")),
                           Progress(6, "router")]
     assert r.skipped_events == {"fast": 1, "toll": 1, "slow_toll": 1}
 
@@ -72,7 +72,7 @@ def test_router_skips_transactions_no_active_plan_wants():
     out = r.process([ContextChange(P7, "7", 1, 0b10, ("congestion",)),
                      ContextChange(P7, "7", 2, 0b01, ("clear",)),
                      txn(3, pos(3, 1, 7, 10.0)), Progress(4), Progress(4, "deriver")])
-    assert out.routed == [Discard(P7, 3, ("toll", "slow_toll")), Progress(4, "router")]
+    assert out.items() == [Discard(P7, 3, ("toll", "slow_toll")), Progress(4, "router")]
     assert r.skipped_transactions == 1
 
 
@@ -94,6 +94,7 @@ def test_grouped_windows_keep_partial_matches_of_their_original_context():
                      ContextChange(P7, "7", 4, 0b100, ("b",)),   # a ends
                      txn(5, pos(5, 1, 7, 1.0)),
                      Progress(6), Progress(6, "deriver")])
-    routed = [(i.txn.ts, i.active, i.discard) for i in out.routed if isinstance(i, RoutedTransaction)]
+    routed = [(i.txn.ts, i.active, i.discard) for i in out.items()
+              if isinstance(i, RoutedTransaction)]
     assert routed == [(3, ("q",), ()), (4, ("q",), ())]
-    assert out.routed[2] == Discard(P7, 5, ("q",))
+    assert out.items()[2] == Discard(P7, 5, ("q",))

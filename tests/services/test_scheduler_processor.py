@@ -3,7 +3,13 @@ dead letters (TopologyTestDriver style, no bus)."""
 
 from service_plans import pos, two_context_plan
 
-from caesar.services.common.messages import InputRecord, Progress, Transaction, partition_id
+from caesar.services.common.messages import (
+    InputRecord,
+    Progress,
+    Transaction,
+    TxnBatch,
+    partition_id,
+)
 from caesar.services.scheduler.processor import SchedulerProcessor
 
 
@@ -11,9 +17,17 @@ def records(values, topic="pos", partition=0):
     return [InputRecord(topic, partition, i, v) for i, v in enumerate(values)]
 
 
+def expand(items):
+    """Released batches as transactions, one at a time."""
+    out = []
+    for i in items:
+        out += i.transactions() if isinstance(i, TxnBatch) else [i]
+    return out
+
+
 def summary(items):
     return [(i.ts, i.key, tuple(e["vid"] for e in i.events)) if isinstance(i, Transaction)
-            else ("progress", i.watermark) for i in items]
+            else ("progress", i.watermark) for i in expand(items)]
 
 
 def test_orders_by_time_and_groups_transactions_within_allowance():
@@ -24,7 +38,7 @@ def test_orders_by_time_and_groups_transactions_within_allowance():
     assert summary(out.transactions) == [(3, "7", (4,)), (4, "8", (2,)), (5, "7", (1, 3)),
                                          ("progress", 6)]
     assert out.dead_letters == []
-    txn = out.transactions[0]
+    txn = expand(out.transactions)[0]
     assert txn.partition == partition_id("7")
     assert summary(s.flush().transactions) == [(8, "7", (5,)), ("progress", 2**62)]
 

@@ -35,8 +35,8 @@ def run(active_at_5: str, active_at_12: str) -> list[dict]:
     def txn(ts: int) -> Transaction:
         return Transaction(P, "1", ts, ({"type": "R", "ts": ts, "seg": 1, "spd": 10},))
 
-    out = graph.step(5, [(txn(5), active[active_at_5])])
-    out += graph.step(12, [(txn(12), active[active_at_12])])  # releases [0, 10) stamped 9
+    out = graph.step_transactions(5, [(txn(5), active[active_at_5])])
+    out += graph.step_transactions(12, [(txn(12), active[active_at_12])])  # releases [0, 10) stamped 9
     return [o.record for o in out if output_type(o.stage) == "Report"]
 
 

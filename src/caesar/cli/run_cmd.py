@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -21,6 +21,7 @@ from caesar.plans.execution import ExecutionPlan
 if TYPE_CHECKING:
     from caesar.services.common.config import EngineFactory
     from caesar.services.common.messages import Alert
+    from caesar.services.embedded.pipeline import EmbeddedPipeline
 
 MAX_DEAD_SHOWN = 20
 
@@ -39,6 +40,12 @@ class EngineChoice(StrEnum):
 class BusChoice(StrEnum):
     direct = "direct"
     memory = "memory"
+
+
+class SchedulerChoice(StrEnum):
+    lwm = "lwm"
+    s2pl = "s2pl"
+    sei = "sei"
 out = Console()
 err = Console(stderr=True)
 
@@ -67,13 +74,23 @@ def register(app: typer.Typer) -> None:
         bus: Annotated[BusChoice, typer.Option(
             help="direct: processors handed batches directly | memory: the service "
                  "runners (Avro, commit protocol) over the in-memory bus")] = BusChoice.direct,
+        scheduler: Annotated[SchedulerChoice, typer.Option(
+            help="stream-transaction scheduler of a model with shared tables (ACEP)")]
+        = SchedulerChoice.lwm,
+        tables: Annotated[bool, typer.Option(
+            "--tables", help="print the shared tables' rows at the end")] = False,
     ) -> None:
         """Run MODEL on the events in FILE in one process (embedded mode) and print the alerts."""
+        from caesar.services.common.collector import tune_collector
         from caesar.services.common.messages import InputRecord
         from caesar.services.embedded.inputs import read_events
         from caesar.services.embedded.pipeline import EmbeddedPipeline
 
         plan = load_plan(model)
+        tune_collector()
+        if bus == "memory" and plan.acep is not None:
+            raise CaesarError("shared tables and rules run in the direct embedded pipeline "
+                              "(--bus direct), not yet on the service runners")
         if bus == "memory":
             from caesar.services.embedded.bus_pipeline import run_on_memory_bus
 
@@ -88,7 +105,7 @@ def register(app: typer.Typer) -> None:
                       f"{time.perf_counter() - started:.2f}s (in-memory bus)")
             return
         pipe = EmbeddedPipeline(plan, allowance=allowance, engine_factory=_engine(engine),
-                                batch_size=batch_size)
+                                batch_size=batch_size, acep_scheduler=scheduler.value)
         started = time.perf_counter()
         batch: list[InputRecord] = []
         count = 0
@@ -102,17 +119,8 @@ def register(app: typer.Typer) -> None:
         if batch:
             printer(pipe.feed(batch))
         printer(pipe.finish())
-        elapsed = time.perf_counter() - started
-        res = pipe.result
-        for dl in res.dead_letters[:MAX_DEAD_SHOWN]:
-            err.print(f"[yellow]dead letter[/yellow] ({dl.reason}) record {dl.offset}: "
-                      f"{dl.detail}", markup=True, highlight=False)
-        if len(res.dead_letters) > MAX_DEAD_SHOWN:
-            reasons = Counter(d.reason for d in res.dead_letters)
-            err.print(f"... {len(res.dead_letters) - MAX_DEAD_SHOWN} more dead letters "
-                      f"(all: {dict(reasons)})")
-        err.print(f"{count} events, {len(res.alerts)} alerts, {len(res.context_changes)} "
-                  f"context changes, {len(res.dead_letters)} dead letters in {elapsed:.2f}s")
+        _report(pipe, count, time.perf_counter() - started, tables)
+
 
     @app.command()
     def deploy(
@@ -171,3 +179,31 @@ def _printer(as_json: bool) -> Callable[[Sequence[Alert]], None]:
                           " ".join(f"{k}={v}" for k, v in a.fields.items()))
         out.print(table)
     return show
+
+
+def _print_tables(tables: dict[str, dict[Any, dict[str, Any]]]) -> None:
+    from rich.table import Table
+
+    for name, rows in tables.items():
+        view = Table(title=f"{name} ({len(rows)} rows)")
+        columns = list(next(iter(rows.values()))) if rows else []
+        for c in columns:
+            view.add_column(c)
+        for _, row in sorted(rows.items()):
+            view.add_row(*(str(row[c]) for c in columns))
+        out.print(view)
+
+
+def _report(pipe: EmbeddedPipeline, count: int, elapsed: float, tables: bool) -> None:
+    res = pipe.result
+    for dl in res.dead_letters[:MAX_DEAD_SHOWN]:
+        err.print(f"[yellow]dead letter[/yellow] ({dl.reason}) record {dl.offset}: "
+                  f"{dl.detail}", markup=True, highlight=False)
+    if len(res.dead_letters) > MAX_DEAD_SHOWN:
+        reasons = Counter(d.reason for d in res.dead_letters)
+        err.print(f"... {len(res.dead_letters) - MAX_DEAD_SHOWN} more dead letters "
+                  f"(all: {dict(reasons)})")
+    err.print(f"{count} events, {len(res.alerts)} alerts, {len(res.context_changes)} "
+              f"context changes, {len(res.dead_letters)} dead letters in {elapsed:.2f}s")
+    if tables and pipe.acep is not None:
+        _print_tables(pipe.acep.tables())

@@ -9,7 +9,7 @@ across all types, so engines can merge types back into one ordered stream
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,11 +25,34 @@ NUMPY_DTYPES: dict[str, np.dtype] = {
 
 
 class StringPool:
-    """Interns strings to dense int32 codes; code -1 means null."""
+    """Interns strings to dense int32 codes; code -1 means null.
+
+    Codes mean something only inside one process: the services exchange text
+    (caesar.services.common.columns), and every processor of one process
+    shares `StringPool.shared()`, so a batch passes from one to the next
+    without re-coding its strings."""
+
+    _shared: StringPool | None = None
 
     def __init__(self) -> None:
         self._codes: dict[str, int] = {}
         self._strings: list[str] = []
+
+    @classmethod
+    def shared(cls) -> StringPool:
+        """The pool of this process (what the pipeline's processors use)."""
+        if cls._shared is None:
+            cls._shared = cls()
+        return cls._shared
+
+    def codes(self, values: Iterable[str | None]) -> np.ndarray:
+        """int32 codes of `values` (None -> -1)."""
+        code = self.code
+        return np.fromiter((-1 if v is None else code(v) for v in values), dtype=np.int32)
+
+    def decode(self, codes: np.ndarray) -> list[str | None]:
+        strings = self._strings
+        return [None if c < 0 else strings[c] for c in codes.tolist()]
 
     def code(self, value: str) -> int:
         found = self._codes.get(value)
@@ -57,8 +80,111 @@ class TypeColumns:
     # Null masks for columns that have missing values (True = missing).
     nulls: dict[str, np.ndarray] = field(default_factory=dict)
 
+    # Kafka timestamp (ms) of the input record each event came from (0 =
+    # unknown); carried for latency measurement, never read by the engines.
+    ingest: np.ndarray | None = None
+
     def __len__(self) -> int:
         return int(self.ts.shape[0])
+
+    def take(self, rows: np.ndarray | slice) -> TypeColumns:
+        """The rows `rows` (an index array or a boolean mask), in that order."""
+        return TypeColumns(
+            ts=self.ts[rows], seq=self.seq[rows], partition=self.partition[rows],
+            columns={k: v[rows] for k, v in self.columns.items()},
+            nulls=_nonempty({k: v[rows] for k, v in self.nulls.items()}),
+            ingest=None if self.ingest is None else self.ingest[rows])
+
+    @staticmethod
+    def concat(parts: Sequence[TypeColumns]) -> TypeColumns:
+        """Rows of `parts` one after the other (they must share their columns)."""
+        parts = [p for p in parts if len(p)] or list(parts[:1])
+        if len(parts) == 1:
+            return parts[0]
+        names = list(parts[0].columns)
+        nulls: dict[str, np.ndarray] = {}
+        for name in {n for p in parts for n in p.nulls}:
+            nulls[name] = np.concatenate([
+                p.nulls[name] if name in p.nulls else np.zeros(len(p), dtype=bool)
+                for p in parts])
+        ingest = None
+        if any(p.ingest is not None for p in parts):
+            ingest = np.concatenate([p.ingest if p.ingest is not None else
+                                     np.zeros(len(p), dtype=np.int64) for p in parts])
+        return TypeColumns(
+            ts=np.concatenate([p.ts for p in parts]),
+            seq=np.concatenate([p.seq for p in parts]),
+            partition=np.concatenate([p.partition for p in parts]),
+            columns={n: np.concatenate([p.columns[n] for p in parts]) for n in names},
+            nulls=nulls, ingest=ingest)
+
+    @staticmethod
+    def empty(schema: Mapping[str, str]) -> TypeColumns:
+        return TypeColumns(ts=_I64_EMPTY, seq=_I64_EMPTY, partition=_I64_EMPTY,
+                           columns={a: np.empty(0, dtype=NUMPY_DTYPES[k])
+                                    for a, k in schema.items()})
+
+    @staticmethod
+    def from_values(values: Sequence[Mapping[str, Any]], schema: Mapping[str, str],
+                    strings: StringPool, ts: np.ndarray, seq: np.ndarray,
+                    partition: np.ndarray) -> TypeColumns:
+        """Columns of dict records of one type (absent attributes -> nulls)."""
+        lists = {attr: [r.get(attr) for r in values] for attr in schema}
+        return TypeColumns.from_lists(lists, schema, strings, ts, seq, partition)
+
+    @staticmethod
+    def from_lists(lists: Mapping[str, list[Any]], schema: Mapping[str, str],
+                   strings: StringPool, ts: np.ndarray, seq: np.ndarray,
+                   partition: np.ndarray) -> TypeColumns:
+        """Columns from one Python list of values per attribute (None -> null)."""
+        cols: dict[str, np.ndarray] = {}
+        nulls: dict[str, np.ndarray] = {}
+        n = len(ts)
+        for attr, kind in schema.items():
+            column = lists[attr]
+            mask = None
+            if None in column:
+                mask = np.fromiter((v is None for v in column), dtype=bool, count=n)
+                nulls[attr] = mask
+                fill: Any = "" if kind == "string" else 0
+                column = [fill if v is None else v for v in column]
+            if kind == "string":
+                arr = strings.codes(column)
+                if mask is not None:
+                    arr[mask] = -1
+            else:
+                arr = np.array(column, dtype=NUMPY_DTYPES[kind]) if n else \
+                    np.empty(0, dtype=NUMPY_DTYPES[kind])
+            cols[attr] = arr
+        return TypeColumns(ts=np.asarray(ts, dtype=np.int64), seq=np.asarray(seq, dtype=np.int64),
+                           partition=np.asarray(partition, dtype=np.int64), columns=cols,
+                           nulls=nulls)
+
+    def values(self, strings: StringPool) -> list[dict[str, Any]]:
+        """Rows as dicts of plain Python values (nulls -> None)."""
+        n = len(self)
+        out: list[dict[str, Any]] = [{} for _ in range(n)]
+        for name, arr in self.columns.items():
+            if arr.dtype == np.int32:
+                vals: list[Any] = strings.decode(arr)
+            elif arr.dtype == np.int8:
+                vals = [bool(v) for v in arr.tolist()]
+            else:
+                vals = arr.tolist()
+            mask = self.nulls.get(name)
+            if mask is not None:
+                for i in np.nonzero(mask)[0].tolist():
+                    vals[i] = None
+            for row, v in zip(out, vals, strict=True):
+                row[name] = v
+        return out
+
+
+def _nonempty(nulls: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {k: v for k, v in nulls.items() if v.any()}
+
+
+_I64_EMPTY = np.empty(0, dtype=np.int64)
 
 
 @dataclass
@@ -68,6 +194,75 @@ class EventBatch:
 
     def __len__(self) -> int:
         return sum(len(c) for c in self.by_type.values())
+
+    def timestamps(self) -> np.ndarray:
+        """The distinct event times in the batch, ascending."""
+        if not self.by_type:
+            return _I64_EMPTY
+        return np.unique(np.concatenate([c.ts for c in self.by_type.values()]))
+
+    def take(self, rows: Mapping[str, np.ndarray]) -> EventBatch:
+        """Per type, the rows `rows[type]` (types missing from `rows` are dropped)."""
+        out = {}
+        for t, sel in rows.items():
+            cols = self.by_type.get(t)
+            if cols is not None:
+                picked = cols.take(sel)
+                if len(picked):
+                    out[t] = picked
+        return EventBatch(out, self.strings)
+
+    def where(self, predicate: Any) -> EventBatch:
+        """Rows for which `predicate(TypeColumns) -> bool mask` holds."""
+        return self.take({t: predicate(c) for t, c in self.by_type.items()})
+
+    def split_ts(self, ts: int) -> tuple[EventBatch, EventBatch]:
+        """(rows with ts' < ts, rows with ts' >= ts)."""
+        return self.where(lambda c: c.ts < ts), self.where(lambda c: c.ts >= ts)
+
+    @staticmethod
+    def concat(batches: Sequence[EventBatch]) -> EventBatch:
+        if not batches:
+            raise ValueError("EventBatch.concat needs at least one batch")
+        if len(batches) == 1:
+            return batches[0]
+        by_type: dict[str, list[TypeColumns]] = {}
+        for b in batches:
+            for t, c in b.by_type.items():
+                by_type.setdefault(t, []).append(c)
+        return EventBatch({t: TypeColumns.concat(cs) for t, cs in by_type.items()},
+                          batches[0].strings)
+
+    def in_pool(self, strings: StringPool) -> EventBatch:
+        """The same batch with its string codes in `strings` (a no-op when it
+        is the batch's pool or no column holds strings)."""
+        if strings is self.strings:
+            return self
+        by_type = {}
+        for t, cols in self.by_type.items():
+            recoded = {}
+            for name, arr in cols.columns.items():
+                if arr.dtype == np.int32 and len(arr):
+                    uniq, inverse = np.unique(arr, return_inverse=True)
+                    mapped = strings.codes(self.strings.decode(uniq))
+                    recoded[name] = mapped[inverse.reshape(-1)]
+            if recoded:
+                cols = TypeColumns(cols.ts, cols.seq, cols.partition,
+                                   {**cols.columns, **recoded}, cols.nulls, cols.ingest)
+            by_type[t] = cols
+        return EventBatch(by_type, strings)
+
+    def records(self, type_field: str = "type") -> list[dict[str, Any]]:
+        """Every event as a dict (type, attributes, "_ts", "_p", "_seq"), in seq order."""
+        out = []
+        for t, cols in self.by_type.items():
+            for row, ts, seq, p in zip(cols.values(self.strings), cols.ts.tolist(),
+                                       cols.seq.tolist(), cols.partition.tolist(), strict=True):
+                row[type_field] = t
+                row.update(_ts=ts, _p=p, _seq=seq)
+                out.append(row)
+        out.sort(key=lambda r: r["_seq"])
+        return out
 
     @staticmethod
     def from_records(
@@ -114,3 +309,24 @@ class EventBatch:
                 nulls=nulls,
             )
         return EventBatch(by_type=by_type, strings=strings)
+
+
+def group_rows(keys: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Rows with equal values in every column of `keys` (int64 arrays of one
+    length) form a group: (first row of each group, group of each row),
+    groups numbered in lexicographic order of their key. Faster than
+    np.unique(axis=0): each column is made dense first and the codes are
+    combined into one integer while that fits in 63 bits."""
+    n = len(keys[0])
+    combined = np.zeros(n, dtype=np.int64)
+    radix = 1
+    for col in keys:
+        uniq, codes = np.unique(col, return_inverse=True)
+        size = max(len(uniq), 1)
+        if radix * size >= 1 << 62:  # no room left: renumber what we have so far
+            _, combined = np.unique(combined, return_inverse=True)
+            radix = int(combined.max()) + 1 if n else 1
+        combined = combined * size + codes.reshape(-1)
+        radix *= size
+    _, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)

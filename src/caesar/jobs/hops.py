@@ -173,28 +173,38 @@ def model_arrivals(bus: Bus, codec: Codec, model: JobModel
     return input_arrivals(bus, codec, model.input_topics(), fields)
 
 
+def batched_transactions(bus: Bus, codec: Codec, topic: str, batch_schema: str
+                         ) -> dict[tuple[str, int], Record]:
+    """(partition key, ts) -> the first record of `topic` whose batch (of
+    `batch_schema`) holds that transaction."""
+    from caesar.services.common.columnar import transactions_in
+
+    found: dict[tuple[str, int], Record] = {}
+    for r, schema, value in decoded(bus, codec, topic):
+        if schema == batch_schema:
+            for key, ts in transactions_in(value):
+                found.setdefault((key, ts), r)
+    return found
+
+
 def breakdown(bus: Bus, codec: Codec, arrivals: dict[int, list[tuple[list[int], list[int]]]],
               topics: TopicSettings, outputs: Sequence[Output], spark_ms: Sequence[int] = (),
               table_ms: Sequence[int] = ()) -> HopTable:
     """The hop table of `outputs` (arrivals: input_arrivals of the input topics;
     topics: the settings' topic names); `spark_ms` / `table_ms`: the consumer's
     own (written - output Kafka ts, written - ingest) per row, when it ran."""
-    from caesar.services.common.wire import PROGRESS, ROUTED, TXN
+    from caesar.services.common.wire import PROGRESS, ROUTED_BATCH, TXN_BATCH
 
-    txn_at: dict[tuple[str, int], tuple[int, int]] = {}  # (key, t) -> (Kafka partition, ts)
-    for r, schema, value in decoded(bus, codec, topics.transactions):
-        if schema == TXN:
-            txn_at.setdefault((value["partition_key"], value["ts"]), (r.partition, r.timestamp_ms))
+    txn_at = {k: (r.partition, r.timestamp_ms)  # (key, t) -> (Kafka partition, ts)
+              for k, r in batched_transactions(bus, codec, topics.transactions, TXN_BATCH).items()}
     raw: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
     for r, schema, value in decoded(bus, codec, topics.context_changes):
         if schema == PROGRESS:
             raw[r.partition].append((r.offset, value["ts"] + 1, r.timestamp_ms))
     deriver_progress = {j: rising(recs) for j, recs in raw.items()}
-    routed_at: dict[tuple[str, int], int] = {}
-    for r, schema, value in decoded(bus, codec, topics.transactions + ".routed"):
-        if schema == ROUTED and value["active"]:
-            routed_at.setdefault((value["txn"]["partition_key"], value["txn"]["ts"]),
-                                 r.timestamp_ms)
+    routed_at = {k: r.timestamp_ms for k, r in
+                 batched_transactions(bus, codec, topics.transactions + ".routed",
+                                      ROUTED_BATCH).items()}
     rows: dict[str, list[float]] = {h: [] for h in HOPS}
     count = idle = 0
     for o in outputs:

@@ -79,6 +79,11 @@ class JobModel:
                 name = _output_type(stage.plan)
                 if name not in types:
                     types.append(name)
+            timeout = getattr(stage.plan, "timeout", None)
+            if stage.timeout_topic and timeout is not None:  # ON TIMEOUT events
+                types = out.setdefault(stage.timeout_topic, [])
+                if timeout.event_type not in types:
+                    types.append(timeout.event_type)
         return out
 
     def output_types(self) -> list[str]:

@@ -12,7 +12,7 @@ Every failure on user input is a caesar.errors.ModelError subclass.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from caesar.errors import CaesarError, ModelError, SourcePosition
@@ -25,7 +25,9 @@ from caesar.language.parser import parse
 from caesar.language.phase1 import QuerySet, query_set
 from caesar.language.physical import physical_plan
 from caesar.language.semantics import check
+from caesar.language.tables_checks import check_tables, split_tables
 from caesar.plans.execution import ExecutionPlan
+from caesar.plans.tables import AcepPlan
 
 __all__ = ["Compilation", "compile_model", "compile_phases", "parse", "RULES", "LanguageError"]
 
@@ -36,10 +38,11 @@ class Compilation:
     unoptimized: AlgebraPlan
     optimized: AlgebraPlan
     execution: ExecutionPlan = field(repr=False)
+    acep: AcepPlan | None = field(default=None, repr=False)
 
     def unoptimized_execution(self) -> ExecutionPlan:
         """The execution plan of the unoptimized algebra plan (for equivalence tests)."""
-        return physical_plan(self.unoptimized)
+        return replace(physical_plan(self.unoptimized), acep=self.acep)
 
 
 def _read(text_or_path: str | Path, file: str | None) -> tuple[str, str]:
@@ -58,13 +61,16 @@ def _read(text_or_path: str | Path, file: str | None) -> tuple[str, str]:
 def compile_phases(text_or_path: str | Path, file: str | None = None,
                    rules: Sequence[tuple[str, Rule]] = RULES) -> Compilation:
     text, name = _read(text_or_path, file)
-    model = parse(text, name)
+    parsed = parse(text, name)
     try:
+        model, tables = split_tables(parsed)
         checked = check(model)
+        acep = check_tables(tables, checked) if tables is not None else None
         qs = query_set(checked)
         unoptimized = phase2(qs)
         optimized = optimize(unoptimized, rules)
-        return Compilation(qs, unoptimized, optimized, physical_plan(optimized))
+        return Compilation(qs, unoptimized, optimized,
+                           replace(physical_plan(optimized), acep=acep), acep)
     except CaesarError:
         raise
     except RecursionError:

@@ -19,10 +19,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
-from caesar.language.checked import Action, AggregateBody, CheckedQuery, TemporalBody
+from caesar.language.checked import (
+    Action,
+    AggregateBody,
+    CheckedQuery,
+    PatternBody,
+    TemporalBody,
+)
 from caesar.language.phase1 import QuerySet
 from caesar.plans import expr as ir
-from caesar.plans.pattern import PatternComponent, Strategy
+from caesar.plans.aggregate import WindowKind
+from caesar.plans.execution import OutputRate
+from caesar.plans.pattern import PatternComponent, Skip, Strategy
 from caesar.plans.temporal import TemporalConstraint
 
 
@@ -54,6 +62,13 @@ class P:
     within: int | None = None
     strategy: Strategy = "skip_till_any_match"
     qid: str = field(default="", compare=False)
+    # issue 16: AND/OR alternatives (component indices), after-match skip,
+    # ON TIMEOUT (type, fields), [attr] EXCEPT NOT
+    alternatives: tuple[tuple[int, ...], ...] = ()
+    skip: Skip = "no_skip"
+    skip_var: str | None = None
+    timeout: tuple[str, tuple[tuple[str, ir.Expr], ...]] | None = None
+    equivalence_negated: bool = True
 
 
 @dataclass(frozen=True)
@@ -64,6 +79,7 @@ class AGG:
     aggregates: tuple[tuple[str, ir.AggFunc, ir.Expr | None], ...]
     child: Op
     qid: str = field(default="", compare=False)
+    window: WindowKind = "time"  # time | count | session (plans/aggregate.py)
 
 
 @dataclass(frozen=True)
@@ -72,6 +88,7 @@ class PR:
     fields: tuple[tuple[str, ir.Expr], ...]
     child: Op
     qid: str = field(default="", compare=False)
+    output_rate: OutputRate | None = None  # OUTPUT ... EVERY
 
 
 @dataclass(frozen=True)
@@ -176,31 +193,60 @@ def walk(op: Op) -> Iterator[Op]:
 
 def individual_plan(q: CheckedQuery, producers: dict[str, tuple[Op, ...]]) -> Op:
     """Table 1: one query's operators, context window on top."""
-    def leaf(types: tuple[str, ...]) -> Op:
-        return Stream(types, tuple(p for t in types for p in producers.get(t, ())))
-
     body = q.body
     if isinstance(body, TemporalBody):
-        sits = tuple(SIT(s.name, s.condition, s.min_duration, s.max_duration,
-                         leaf((s.source_type,))) for s in body.situations)
-        tp = TP(body.constraints, sits, body.within, body.emit, qid=q.qid)
-        if q.transition is not None:
-            return CX(q.transition.action, q.transition.target, q.contexts,
-                      CW(q.contexts, tp), qid=q.qid, key=q.output_fields)
-        return CW(q.contexts, PR(q.output_type, q.output_fields, tp, qid=q.qid))
+        return _on_top(q, _temporal_operators(q, body, producers))
     if isinstance(body, AggregateBody):
-        node: Op = leaf(q.input_types)
-        if body.conjuncts:
-            node = FI(tuple(c.expr for c in body.conjuncts), node)
-        node = AGG(body.size, body.slide, body.group_by, body.aggregates, node, qid=q.qid)
-        if body.having:
-            node = FI(body.having, node)
-        node = PR(q.output_type, q.output_fields, node, qid=q.qid)
-        return CW(q.contexts, node)
+        return CW(q.contexts, PR(q.output_type, q.output_fields,
+                                 _aggregate_operators(q, body, producers), qid=q.qid,
+                                 output_rate=q.output_rate))
+    return _on_top(q, _pattern_operators(q, body, producers))
+
+
+def _leaf(types: tuple[str, ...], producers: dict[str, tuple[Op, ...]]) -> Stream:
+    """The input stream of some event types, with the plans deriving them."""
+    return Stream(types, tuple(p for t in types for p in producers.get(t, ())))
+
+
+def _on_top(q: CheckedQuery, node: Op) -> Op:
+    """A deriving query's context transition, else its projection, under the
+    context window."""
+    if q.transition is not None:
+        return CX(q.transition.action, q.transition.target, q.contexts,
+                  CW(q.contexts, node), qid=q.qid, key=q.output_fields)
+    return CW(q.contexts, PR(q.output_type, q.output_fields, node, qid=q.qid,
+                             output_rate=q.output_rate))
+
+
+def _temporal_operators(q: CheckedQuery, body: TemporalBody,
+                        producers: dict[str, tuple[Op, ...]]) -> Op:
+    """TP over one SIT per situation definition."""
+    sits = tuple(SIT(s.name, s.condition, s.min_duration, s.max_duration,
+                     _leaf((s.source_type,), producers)) for s in body.situations)
+    return TP(body.constraints, sits, body.within, body.emit, qid=q.qid)
+
+
+def _aggregate_operators(q: CheckedQuery, body: AggregateBody,
+                         producers: dict[str, tuple[Op, ...]]) -> Op:
+    """FI (WHERE), AGG, FI (HAVING)."""
+    node: Op = _leaf(q.input_types, producers)
+    if body.conjuncts:
+        node = FI(tuple(c.expr for c in body.conjuncts), node)
+    node = AGG(body.size, body.slide, body.group_by, body.aggregates, node, qid=q.qid,
+               window=body.window)
+    if body.having:
+        node = FI(body.having, node)
+    return node
+
+
+def _pattern_operators(q: CheckedQuery, body: PatternBody,
+                       producers: dict[str, tuple[Op, ...]]) -> Op:
+    """P over each component's filtered stream, then FI of the conjuncts
+    that span components."""
     inputs = []
     comps = []
     for comp in body.components:
-        node = leaf(comp.types)
+        node: Op = _leaf(comp.types, producers)
         own = tuple(c.expr for c in body.conjuncts if c.component == comp.var)
         if own:
             node = FI(own, node, var=comp.var)
@@ -208,16 +254,14 @@ def individual_plan(q: CheckedQuery, producers: dict[str, tuple[Op, ...]]) -> Op
             node = FI((comp.iteration_filter,), node, var=comp.var, iteration=True)
         inputs.append(node)
         comps.append(replace(comp, iteration_filter=None))
+    timeout = (body.timeout_type, body.timeout_fields) if body.timeout_type is not None else None
     node = P(tuple(comps), tuple(inputs), body.equivalence, body.within, body.strategy,
-             qid=q.qid)
+             qid=q.qid, alternatives=body.alternatives, skip=body.skip, skip_var=body.skip_var,
+             timeout=timeout, equivalence_negated=body.equivalence_negated)
     where = tuple(c.expr for c in body.conjuncts if c.component is None)
     if where:
         node = FI(where, node)
-    if q.transition is not None:
-        return CX(q.transition.action, q.transition.target, q.contexts,
-                  CW(q.contexts, node), qid=q.qid, key=q.output_fields)
-    node = PR(q.output_type, q.output_fields, node, qid=q.qid)
-    return CW(q.contexts, node)
+    return node
 
 
 def phase2(qs: QuerySet) -> AlgebraPlan:
@@ -266,46 +310,90 @@ def label(op: Op) -> str:
             return f"FI{'*' if it else ''}{where}[{text}]"
         case P():
             return _pattern_label(op)
-        case AGG(size=size, slide=slide, group_by=gb, aggregates=aggs, qid=qid):
-            items = ", ".join(f"{f}({ir.render(a) if a is not None else '*'}) AS {n}"
-                              for n, f, a in aggs)
-            win = f"TUMBLING {size}" if size == slide else f"SLIDING {size} EVERY {slide}"
-            by = f" BY {', '.join(gb)}" if gb else ""
-            return f"AGG {qid}[{items}{by} {win}]"
-        case PR(event_type=t, fields=fs, qid=qid):
-            return f"PR {qid}[{t}({', '.join(n + '=' + ir.render(e) for n, e in fs)})]"
-        case SIT(name=name, condition=cond, min_duration=lo, max_duration=hi):
-            bounds = "" if lo is None and hi is None else \
-                f" BETWEEN {lo} AND {hi}" if lo is not None and hi is not None else \
-                f" AT LEAST {lo}" if lo is not None else f" AT MOST {hi}"
-            return f"SIT {name}[{ir.render(cond)}{bounds}]"
-        case TP(constraints=cs, inputs=ins, within=w, emit=emit, qid=qid):
-            if not cs:
-                name = ins[0].name if isinstance(ins[0], SIT) else "?"
-                text = f"{'END' if emit == 'end' else 'START'} OF {name}"
-            else:
-                text = " AND ".join(
-                    f"{c.left} {'|'.join(r.upper() for r in c.relations)} {c.right}" for c in cs)
-            return f"TP {qid}[{text}" + (f" WITHIN {w}" if w is not None else "") + "]"
+        case AGG():
+            return _aggregate_label(op)
+        case PR():
+            return _projection_label(op)
+        case SIT():
+            return _situation_label(op)
+        case TP():
+            return _temporal_label(op)
         case CX():
             return _context_label(op)
     raise TypeError(op)
+
+
+def _aggregate_label(op: AGG) -> str:
+    items = ", ".join(f"{f}({ir.render(a) if a is not None else '*'}) AS {n}"
+                      for n, f, a in op.aggregates)
+    size, slide = op.size, op.slide
+    win = f"TUMBLING {size}" if size == slide else f"SLIDING {size} EVERY {slide}"
+    if op.window == "count":
+        win = f"COUNT {size}" + (f" EVERY {slide}" if slide != size else "")
+    elif op.window == "session":
+        win = f"SESSION GAP {size}"
+    by = f" BY {', '.join(op.group_by)}" if op.group_by else ""
+    return f"AGG {op.qid}[{items}{by} {win}]"
+
+
+def _projection_label(op: PR) -> str:
+    rate = op.output_rate
+    every = f" OUTPUT {rate.kind.upper()} EVERY {rate.every}" if rate else ""
+    fields = ", ".join(n + "=" + ir.render(e) for n, e in op.fields)
+    return f"PR {op.qid}[{op.event_type}({fields}){every}]"
+
+
+def _situation_label(op: SIT) -> str:
+    lo, hi = op.min_duration, op.max_duration
+    bounds = "" if lo is None and hi is None else \
+        f" BETWEEN {lo} AND {hi}" if lo is not None and hi is not None else \
+        f" AT LEAST {lo}" if lo is not None else f" AT MOST {hi}"
+    return f"SIT {op.name}[{ir.render(op.condition)}{bounds}]"
+
+
+def _temporal_label(op: TP) -> str:
+    if not op.constraints:
+        first = op.inputs[0]
+        name = first.name if isinstance(first, SIT) else "?"
+        text = f"{'END' if op.emit == 'end' else 'START'} OF {name}"
+    else:
+        text = " AND ".join(f"{c.left} {'|'.join(r.upper() for r in c.relations)} {c.right}"
+                            for c in op.constraints)
+    return f"TP {op.qid}[{text}" + (f" WITHIN {op.within}" if op.within is not None else "") + "]"
 
 
 def _pattern_label(op: P) -> str:
     parts = []
     for c in op.components:
         t = c.types[0] if len(c.types) == 1 else f"ANY({', '.join(c.types)})"
-        parts.append(("NOT " if c.negated else "") + t + ("+" if c.kleene else "") + f" {c.var}")
-    text = f"P {op.qid}[SEQ({', '.join(parts)})" if len(op.components) > 1 else \
-        f"P {op.qid}[{parts[0]}"
+        parts.append(("NOT " if c.negated else "") + t + _quantifier(c) + f" {c.var}")
+    if op.alternatives:  # AND/OR: one sequence per alternative
+        text = f"P {op.qid}[" + " | ".join(
+            "SEQ(" + ", ".join(parts[i] for i in alt) + ")" for alt in op.alternatives)
+    else:
+        text = f"P {op.qid}[SEQ({', '.join(parts)})" if len(op.components) > 1 else \
+            f"P {op.qid}[{parts[0]}"
     if op.equivalence:
-        text += f" [{', '.join(op.equivalence)}]"
+        text += f" [{', '.join(op.equivalence)}]" + ("" if op.equivalence_negated else " EXCEPT NOT")
     if op.within is not None:
         text += f" WITHIN {op.within}"
     if op.strategy != "skip_till_any_match":
         text += f" {op.strategy}"
+    if op.skip != "no_skip":
+        text += f" skip {op.skip}" + (f" {op.skip_var}" if op.skip_var else "")
+    if op.timeout is not None:
+        text += f" timeout -> {op.timeout[0]}"
     return text + "]"
+
+
+def _quantifier(c: PatternComponent) -> str:
+    if not c.kleene:
+        return ""
+    bounds = {(1, None): "+", (0, None): "*", (0, 1): "?"}.get((c.min_count, c.max_count))
+    if bounds is None:
+        hi = "" if c.max_count is None else str(c.max_count)
+        bounds = f"{{{c.min_count}}}" if c.min_count == c.max_count else f"{{{c.min_count},{hi}}}"
+    return bounds + (" GREEDY" if c.greedy else "")
 
 
 def _context_label(op: CX) -> str:

@@ -67,9 +67,30 @@ class Equivalence:
 
     attrs: tuple[str, ...]
     pos: SourcePosition = _pos()
+    # `[attr] EXCEPT NOT`: compared among the positive events only
+    positive_only: bool = False
 
 
-ExprNode = Literal | Ref | UnaryExpr | BinaryExpr | CallExpr | Equivalence
+@dataclass(frozen=True)
+class TableRead:
+    """ACEP: a read of a shared table inside an expression.
+
+    - `(SELECT col FROM t [alias] WHERE ...)`: the column of the row the WHERE
+      names by its whole primary key (lookup by key), or an aggregate
+      `(SELECT count(*) | sum(c) | min(c) | max(c) | avg(c) FROM t WHERE ...)`
+      over the rows matching the condition;
+    - `EXISTS (SELECT * FROM t WHERE ...)` (`exists`)."""
+
+    item: ExprNode | None  # None: `*` (EXISTS)
+    table: str
+    alias: str | None
+    where: ExprNode | None
+    exists: bool = False
+    pos: SourcePosition = _pos()
+    table_pos: SourcePosition = _pos()
+
+
+ExprNode = Literal | Ref | UnaryExpr | BinaryExpr | CallExpr | Equivalence | TableRead
 
 
 # ---- patterns --------------------------------------------------------------
@@ -78,7 +99,9 @@ ExprNode = Literal | Ref | UnaryExpr | BinaryExpr | CallExpr | Equivalence
 @dataclass(frozen=True)
 class Component:
     """One pattern component: `T v`, `ANY(T1, T2) v`, `T+ v FILTER(expr)`,
-    `NOT T v` (inside SEQ)."""
+    `NOT T v` (inside SEQ). A quantified one (`kleene`: T+, T*, T?, T{n},
+    T{n,m}, T{n,}) binds from `min_count` to `max_count` (None: no limit)
+    events; `greedy` is written GREEDY after the quantifier."""
 
     types: tuple[str, ...]
     var: str | None
@@ -87,15 +110,31 @@ class Component:
     any_of: bool = False  # written as ANY(...), even with one type
     filter: ExprNode | None = None
     pos: SourcePosition = _pos()
+    min_count: int = 1
+    max_count: int | None = None
+    greedy: bool = False
+
+
+@dataclass(frozen=True)
+class PatternGroup:
+    """SEQ, AND or OR of sub-patterns, kept as written when a pattern uses
+    AND/OR (nested SEQs flatten into their parent SEQ)."""
+
+    op: str  # "SEQ" | "AND" | "OR"
+    items: tuple[Component | PatternGroup, ...]
+    pos: SourcePosition = _pos()
 
 
 @dataclass(frozen=True)
 class Pattern:
-    """`PATTERN T v` (one component) or `PATTERN SEQ(...)` (flattened)."""
+    """`PATTERN T v` (one component) or `PATTERN SEQ(...)` (flattened).
+    `components` lists every component in textual order; `tree` is the
+    AND/OR structure when the pattern has one (None: a plain sequence)."""
 
     components: tuple[Component, ...]
     is_seq: bool
     pos: SourcePosition = _pos()
+    tree: PatternGroup | None = None
 
 
 # ---- queries ---------------------------------------------------------------
@@ -117,9 +156,39 @@ class DeriveItem:
 
 @dataclass(frozen=True)
 class Window:
-    kind: str  # "TUMBLING" | "SLIDING"
+    """TUMBLING/SLIDING: durations; COUNT: numbers of events (unit None);
+    SESSION: `size` is the gap."""
+
+    kind: str  # "TUMBLING" | "SLIDING" | "COUNT" | "SESSION"
     size: Duration
     slide: Duration | None
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class SkipClause:
+    """AFTER MATCH ...: kind one of no_skip, to_next, past_last, to_first, to_last."""
+
+    kind: str
+    var: str | None = None
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class TimeoutClause:
+    """ON TIMEOUT DERIVE T(items): what a partial match whose WITHIN expired derives."""
+
+    derive_type: str
+    items: tuple[DeriveItem, ...]
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class OutputRate:
+    """OUTPUT [ALL | FIRST | LAST] EVERY d (Esper's output rate limiting)."""
+
+    kind: str  # "ALL" | "FIRST" | "LAST"
+    every: Duration
     pos: SourcePosition = _pos()
 
 
@@ -151,6 +220,9 @@ class Query:
     having: ExprNode | None = None
     # KEYED BY of a deriving query: the context instance it initiates/ends.
     instance_key: tuple[ExprNode, ...] = ()
+    skip: SkipClause | None = None
+    timeout: TimeoutClause | None = None
+    output_rate: OutputRate | None = None
     pos: SourcePosition = _pos()
     key_pos: SourcePosition = _pos()
     contexts_pos: SourcePosition = _pos()
@@ -206,7 +278,12 @@ class Model:
     pos: SourcePosition = _pos()
     strategy_pos: SourcePosition = _pos()
     partition_pos: SourcePosition = _pos()
+    # CONTEXTS PER: contexts hold per value of these attributes in a partition.
+    context_key: tuple[str, ...] = ()
+    context_key_pos: SourcePosition = _pos()
     situations: tuple[SituationDef, ...] = ()  # model-level SITUATION declarations
+    tables: tuple[TableDecl, ...] = ()  # ACEP shared tables
+    rules: tuple[RuleDecl, ...] = ()  # ACEP active rules
 
 
 # ---- TPStream: situations and temporal patterns ----------------------------
@@ -272,3 +349,71 @@ class SituationEdge:
     edge: str  # "START" | "END"
     situation: str
     pos: SourcePosition = _pos()
+
+
+# ---- ACEP: shared tables and active rules ----------------------------------
+
+
+@dataclass(frozen=True)
+class ColumnDecl:
+    name: str
+    type: str  # normalised like FieldDecl.type
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class TableDecl:
+    """`TABLE t(col type, ..., PRIMARY KEY (cols)) [FROM FILE "rows.csv"]`."""
+
+    name: str
+    columns: tuple[ColumnDecl, ...]
+    key: tuple[str, ...]
+    file: str | None = None  # initial rows (CSV with a header line)
+    pos: SourcePosition = _pos()
+    key_pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """`col = expr` of an UPDATE ... SET."""
+
+    column: str
+    expr: ExprNode
+    pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class TableAction:
+    """One action of a rule:
+
+    - INSERT / UPSERT INTO t [(cols)] VALUES (exprs)  (`columns`, `values`)
+    - UPDATE t SET c = e, ... [WHERE cond]            (`assignments`, `where`)
+    - DELETE FROM t [WHERE cond]                      (`where`)
+    - DERIVE T(items)                                 (`derive_type`, `items`)
+    """
+
+    kind: str  # "INSERT" | "UPSERT" | "UPDATE" | "DELETE" | "DERIVE"
+    table: str | None = None
+    columns: tuple[str, ...] = ()
+    values: tuple[ExprNode, ...] = ()
+    assignments: tuple[Assignment, ...] = ()
+    where: ExprNode | None = None
+    derive_type: str | None = None
+    items: tuple[DeriveItem, ...] = ()
+    pos: SourcePosition = _pos()
+    table_pos: SourcePosition = _pos()
+
+
+@dataclass(frozen=True)
+class RuleDecl:
+    """`RULE r ON pattern [WHERE c] [WITHIN d] [CONTEXT ...] DO action` or
+    `DO BEGIN action; ...; END` (ACEP's ECA rule; the paper's section 3.1)."""
+
+    name: str
+    pattern: Pattern
+    actions: tuple[TableAction, ...]
+    where: ExprNode | None = None
+    within: Duration | None = None
+    contexts: tuple[str, ...] = ()
+    pos: SourcePosition = _pos()
+    contexts_pos: SourcePosition = _pos()

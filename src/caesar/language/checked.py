@@ -11,7 +11,9 @@ from typing import Literal, TypeGuard, get_args
 from caesar.errors import SourcePosition
 from caesar.language import ast
 from caesar.plans import expr as ir
-from caesar.plans.pattern import PatternComponent, Strategy
+from caesar.plans.aggregate import WindowKind
+from caesar.plans.execution import OutputRate
+from caesar.plans.pattern import PatternComponent, Skip, Strategy
 from caesar.plans.temporal import SituationSpec, TemporalConstraint
 
 IMPLICIT_DEFAULT = "default"
@@ -61,16 +63,24 @@ class PatternBody:
     equivalence: tuple[str, ...]
     within: int | None
     strategy: Strategy
+    # AND/OR: component indices of each alternative (empty: one, in order)
+    alternatives: tuple[tuple[int, ...], ...] = ()
+    skip: Skip = "no_skip"
+    skip_var: str | None = None
+    timeout_type: str | None = None  # ON TIMEOUT DERIVE type and fields
+    timeout_fields: tuple[tuple[str, ir.Expr], ...] = ()
+    equivalence_negated: bool = True  # False: [attr] EXCEPT NOT
 
 
 @dataclass(frozen=True)
 class AggregateBody:
-    size: int  # window size in ticks
-    slide: int  # ticks; = size for tumbling windows
+    size: int  # window size in ticks (count: events; session: the gap)
+    slide: int  # ticks; = size for tumbling windows (count: events)
     group_by: tuple[str, ...]
     aggregates: tuple[tuple[str, ir.AggFunc, ir.Expr | None], ...]  # (name, func, arg)
     conjuncts: tuple[Conjunct, ...]  # WHERE on the source events
     having: tuple[ir.Expr, ...]
+    window: WindowKind = "time"
 
 
 @dataclass(frozen=True)
@@ -95,6 +105,9 @@ class CheckedQuery:
     body: PatternBody | AggregateBody | TemporalBody
     transition: Transition | None = None  # set for context deriving queries
     output_schema: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    output_rate: OutputRate | None = None  # OUTPUT ... EVERY
+    # ON TIMEOUT DERIVE: the timeout type's fields and their types
+    timeout_schema: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def deriving(self) -> bool:
@@ -119,6 +132,7 @@ class CheckedModel:
     contexts: tuple[ContextInfo, ...]
     queries: tuple[CheckedQuery, ...]
     source: ast.Model = field(hash=False, compare=False, repr=False)
+    context_key: tuple[str, ...] = ()  # CONTEXTS PER
 
     @property
     def default_context(self) -> str:

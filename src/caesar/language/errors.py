@@ -65,5 +65,10 @@ class ModelStructureError(LanguageError):
     contexts and their queries."""
 
 
+class TableError(LanguageError):
+    """A shared table, a table read or a rule action breaks a table's schema
+    or key (ACEP; src/caesar/language/tables_checks.py)."""
+
+
 class ReservedFeatureError(LanguageError):
     """A reserved keyword for a planned feature (SITUATION, RULE, TABLE)."""

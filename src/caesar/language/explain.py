@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from caesar.language.algebra import AlgebraPlan, Op, children, label, render_plan
 from caesar.language.phase1 import render_query_set
+from caesar.language.tables_explain import render_acep
 from caesar.plans.execution import ExecutionPlan
 
 if TYPE_CHECKING:
@@ -33,12 +34,16 @@ def render_execution(plan: ExecutionPlan) -> str:
 
 
 def explain_text(compiled: Compilation) -> str:
-    return "\n".join([
+    parts = [
         "== phase 1: query set ==", render_query_set(compiled.query_set),
         "== phase 2: plan before optimization ==", render_plan(compiled.unoptimized),
         "== plan after optimization ==", render_plan(compiled.optimized),
         "== execution ==", render_execution(compiled.execution),
-    ])
+    ]
+    if compiled.acep is not None:
+        parts += ["== stream transactions (shared tables and rules) ==",
+                  render_acep(compiled.acep)]
+    return "\n".join(parts)
 
 
 def _dot_escape(text: str) -> str:

@@ -262,11 +262,21 @@ class PatternEnv(ExprEnv):
                        "a T+ component in the pattern")
 
     def check_equivalence(self, attr: str, node: ast.Equivalence) -> None:
+        """[attr]: every event type of the pattern has attr, with one type;
+        `[attr] EXCEPT NOT`: every positive one (negated ones are not compared)."""
         seen: set[str] = set()
         for var in self.order:
-            for t in self.scope[var].types:
+            comp = self.scope[var]
+            if comp.negated and node.positive_only:
+                continue
+            for t in comp.types:
                 fields = self.types[t].fields
                 if attr not in fields:
+                    if comp.negated:
+                        raise self.err(
+                            UnknownNameError, f"equivalence test [{attr}]: the negated {t} has "
+                            f"no attribute {attr}", node.pos, found=f"[{attr}]",
+                            expected=f"[{attr}] EXCEPT NOT to compare the positive events only")
                     raise self.err(UnknownNameError, f"equivalence test [{attr}]: {t} has no "
                                    f"attribute {attr}", node.pos, found=f"[{attr}]",
                                    expected="an attribute every pattern event type has")

@@ -4,6 +4,7 @@ model m the parser accepts (the round-trip tests check it)."""
 from __future__ import annotations
 
 from caesar.language import ast
+from caesar.language.tables_format import format_rule, format_table, format_table_read
 from caesar.language.temporal_format import format_edge, format_situation, temporal_lines
 
 PRECEDENCE = {"OR": 1, "AND": 2, "NOT": 3, "=": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4,
@@ -34,9 +35,16 @@ def format_expr(node: ast.ExprNode, parent: int = 0) -> str:
                 return f"{func}(*)"
             inner = ", ".join(format_expr(a) for a in args)
             return f"{func}(DISTINCT {inner})" if distinct else f"{func}({inner})"
-        case ast.Equivalence(attrs=attrs):
-            return "[" + ", ".join(attrs) + "]"
+        case ast.Equivalence() | ast.TableRead():
+            return _format_bracketed(node)
     raise TypeError(f"not an expression node: {node!r}")
+
+
+def _format_bracketed(node: ast.Equivalence | ast.TableRead) -> str:
+    """`[attr, ...]` and `(SELECT ...)` / `EXISTS (SELECT ...)`."""
+    if isinstance(node, ast.TableRead):
+        return format_table_read(node, format_expr)
+    return "[" + ", ".join(node.attrs) + "]" + (" EXCEPT NOT" if node.positive_only else "")
 
 
 def format_literal(value: int | float | str | bool, parent: int = 0) -> str:
@@ -57,9 +65,20 @@ def format_duration(d: ast.Duration) -> str:
     return str(d.amount) if d.unit is None else f"{d.amount} {d.unit}"
 
 
+def format_quantifier(c: ast.Component) -> str:
+    """+, *, ?, {n}, {n,m} or {n,} (and GREEDY) of a quantified component."""
+    if not c.kleene:
+        return ""
+    lo, hi = c.min_count, c.max_count
+    text = {(1, None): "+", (0, None): "*", (0, 1): "?"}.get((lo, hi))
+    if text is None:
+        text = f"{{{lo}}}" if lo == hi else f"{{{lo},{'' if hi is None else hi}}}"
+    return text + (" GREEDY" if c.greedy else "")
+
+
 def format_component(c: ast.Component) -> str:
     types = f"ANY({', '.join(c.types)})" if c.any_of else c.types[0]
-    text = ("NOT " if c.negated else "") + types + ("+" if c.kleene else "")
+    text = ("NOT " if c.negated else "") + types + format_quantifier(c)
     if c.var is not None:
         text += f" {c.var}"
     if c.filter is not None:
@@ -68,9 +87,17 @@ def format_component(c: ast.Component) -> str:
 
 
 def format_pattern(p: ast.Pattern) -> str:
+    if p.tree is not None:
+        return _format_group(p.tree)
     if not p.is_seq:
         return format_component(p.components[0])
     return "SEQ(" + ", ".join(format_component(c) for c in p.components) + ")"
+
+
+def _format_group(node: ast.Component | ast.PatternGroup) -> str:
+    if isinstance(node, ast.Component):
+        return format_component(node)
+    return f"{node.op}(" + ", ".join(_format_group(i) for i in node.items) + ")"
 
 
 def format_query(q: ast.Query, indent: str = "") -> str:
@@ -110,6 +137,11 @@ def _aggregate_clauses(q: ast.Query) -> list[str]:
     assert w is not None
     if w.kind == "TUMBLING":
         lines = [f"WINDOW TUMBLING {format_duration(w.size)}"]
+    elif w.kind == "COUNT":
+        every = f" EVERY {w.slide.amount}" if w.slide is not None else ""
+        lines = [f"WINDOW COUNT {w.size.amount}{every}"]
+    elif w.kind == "SESSION":
+        lines = [f"WINDOW SESSION GAP {format_duration(w.size)}"]
     else:
         assert w.slide is not None
         lines = [f"WINDOW SLIDING {format_duration(w.size)} EVERY {format_duration(w.slide)}"]
@@ -117,7 +149,19 @@ def _aggregate_clauses(q: ast.Query) -> list[str]:
         lines.append("GROUP BY " + ", ".join(q.group_by))
     if q.having is not None:
         lines.append(f"HAVING {format_expr(q.having)}")
-    return lines
+    return lines + _output_clause(q)
+
+
+def _output_clause(q: ast.Query) -> list[str]:
+    r = q.output_rate
+    if r is None:
+        return []
+    return [f"OUTPUT {r.kind} EVERY {format_duration(r.every)}"]
+
+
+SKIP_TEXT = {"no_skip": "AFTER MATCH NO SKIP", "to_next": "AFTER MATCH SKIP TO NEXT EVENT",
+             "past_last": "AFTER MATCH SKIP PAST LAST EVENT",
+             "to_first": "AFTER MATCH SKIP TO FIRST", "to_last": "AFTER MATCH SKIP TO LAST"}
 
 
 def _pattern_clauses(q: ast.Query) -> list[str]:
@@ -127,7 +171,13 @@ def _pattern_clauses(q: ast.Query) -> list[str]:
         lines.append(f"WITHIN {format_duration(q.within)}")
     if q.strategy is not None:
         lines.append(f"STRATEGY {q.strategy}")
-    return lines
+    if q.skip is not None:
+        lines.append(SKIP_TEXT[q.skip.kind] + (f" {q.skip.var}" if q.skip.var else ""))
+    if q.timeout is not None:
+        items = ", ".join(format_expr(i.expr) + (f" AS {i.alias}" if i.alias else "")
+                          for i in q.timeout.items)
+        lines.append(f"ON TIMEOUT DERIVE {q.timeout.derive_type}({items})")
+    return lines + _output_clause(q)
 
 
 def format_event(e: ast.EventDecl) -> str:
@@ -152,6 +202,8 @@ def format_model(m: ast.Model) -> str:
         out.append(f"TIME UNIT {m.time_unit};")
     if m.partition_by:
         out.append("PARTITION BY " + ", ".join(m.partition_by) + ";")
+    if m.context_key:
+        out.append("CONTEXTS PER " + ", ".join(m.context_key) + ";")
     if m.strategy is not None:
         out.append(f"STRATEGY {m.strategy};")
     out.extend(format_event(e) for e in m.events)
@@ -164,4 +216,7 @@ def format_model(m: ast.Model) -> str:
         out.extend(format_query(q, "  ") for q in c.queries)
         out.append("}")
     out.extend(format_query(q) for q in m.queries)
+    out.extend(format_table(t) for t in m.tables)
+    out.extend(format_rule(r, format_expr, format_pattern(r.pattern), format_duration)
+               for r in m.rules)
     return "\n".join(out) + "\n"

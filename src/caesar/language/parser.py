@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Generic, NoReturn, TypedDict, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar
 
 from lark import Lark, Token, v_args
 from lark.exceptions import (
@@ -19,7 +20,8 @@ from lark.tree import Meta
 
 from caesar.errors import SourcePosition
 from caesar.language import ast
-from caesar.language.errors import LanguageError, ModelSyntaxError, ReservedFeatureError
+from caesar.language.errors import LanguageError, ModelSyntaxError, PatternError
+from caesar.language.tables_parse import TableTransforms
 from caesar.language.temporal_parse import TemporalTransforms
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")
@@ -38,27 +40,15 @@ TERMINAL_NAMES = {
     "ADD_OP": "'+' or '-'", "MUL_OP": "'*', '/' or '%'", "MINUS": "'-'", "PLUS": "'+'",
     "STAR": "'*'", "KLEENE": "'+'", "UNIT": "a time unit (SECONDS, MINUTES, ...)",
     "TYPE_NAME": "a type (INT, FLOAT, STRING, BOOL)", "ACTION": "INITIATE, SWITCH or TERMINATE",
-    "DEFAULT": "DEFAULT", "RESERVED": "a reserved keyword", "$END": "end of model",
+    "DEFAULT": "DEFAULT", "$END": "end of model",
     "ALT": "';' and another relation", "EDGE": "START or END",
 }
-
-
-class _ReservedSeen(Exception):
-    def __init__(self, token: Token) -> None:
-        super().__init__(str(token))
-        self.token = token
-
-
-def _on_reserved(token: Token) -> Token:
-    # The lexer only yields RESERVED where an item may start: stop right there
-    # with a message about the planned feature instead of a confusing syntax error.
-    raise _ReservedSeen(token)
 
 
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
     return Lark(GRAMMAR.read_text(encoding="utf-8"), parser="lalr", propagate_positions=True,
-                maybe_placeholders=False, lexer_callbacks={"RESERVED": _on_reserved})
+                maybe_placeholders=False)
 
 
 def _describe_terminal(name: str) -> str:
@@ -91,8 +81,6 @@ def parse(text: str, file: str = "<model>") -> ast.Model:
         tree = _lark().parse(text)
     except UnexpectedInput as exc:
         raise _syntax_error(exc, text, file) from None
-    except _ReservedSeen as seen:
-        raise _reserved(seen.token, file, text) from None
     except RecursionError:
         raise _too_deep(file) from None
     except LarkError as exc:  # defensive: any other lark failure is still a model error
@@ -141,13 +129,6 @@ def _too_deep(file: str) -> LanguageError:
                             SourcePosition(file, 1, 1), expected="less nesting")
 
 
-def _reserved(token: Token, file: str, text: str) -> LanguageError:
-    return ReservedFeatureError(
-        f"{str(token).upper()} is reserved for a planned feature "
-        "(ACEP rules and shared tables; see docs/language.md)",
-        SourcePosition(file, token.line or 1, token.column or 1), text, found=repr(str(token)))
-
-
 T = TypeVar("T")
 
 # What lark hands a rule: the already transformed children, tokens and AST
@@ -173,15 +154,18 @@ class _CommonClauses(TypedDict, total=False):
     strategy_pos: SourcePosition
     contexts: tuple[str, ...]
     contexts_pos: SourcePosition
+    skip: ast.SkipClause
+    timeout: ast.TimeoutClause
+    output_rate: ast.OutputRate
 
 
 # Model-level declarations that may each appear once, with their spelling.
 HEADER_DECLARATIONS = {"model": "MODEL", "time_unit": "TIME UNIT", "strategy": "STRATEGY",
-                       "partition": "PARTITION BY"}
+                       "partition": "PARTITION BY", "context_key": "CONTEXTS PER"}
 
 
 @v_args(meta=True)
-class _ToAst(TemporalTransforms):
+class _ToAst(TemporalTransforms, TableTransforms):
     _tagged = _Tagged
 
     def __init__(self, file: str, text: str) -> None:
@@ -202,6 +186,7 @@ class _ToAst(TemporalTransforms):
         header = self._header([i for i in items if isinstance(i, _Tagged)])
         name, time_unit = header.get("model"), header.get("time_unit")
         strategy, partition = header.get("strategy"), header.get("partition")
+        context_key = header.get("context_key")
         return ast.Model(
             name=name.value if name else None,
             time_unit=time_unit.value if time_unit else None,
@@ -211,9 +196,13 @@ class _ToAst(TemporalTransforms):
             contexts=tuple(i for i in items if isinstance(i, ast.ContextBlock)),
             queries=tuple(i for i in items if isinstance(i, ast.Query)),
             situations=tuple(i for i in items if isinstance(i, ast.SituationDef)),
+            tables=tuple(i for i in items if isinstance(i, ast.TableDecl)),
+            rules=tuple(i for i in items if isinstance(i, ast.RuleDecl)),
             file=self.file, source=self.text, pos=self._pos(meta),
             strategy_pos=strategy.pos if strategy else ast.NOWHERE,
-            partition_pos=partition.pos if partition else ast.NOWHERE)
+            partition_pos=partition.pos if partition else ast.NOWHERE,
+            context_key=context_key.value if context_key else (),
+            context_key_pos=context_key.pos if context_key else ast.NOWHERE)
 
     def _header(self, declarations: list[_Tagged[Any]]) -> dict[str, _Tagged[Any]]:
         """The model-level declarations by tag; each may be given once."""
@@ -236,14 +225,21 @@ class _ToAst(TemporalTransforms):
     def partition_decl(self, meta: Meta, children: Children) -> _Tagged[tuple[str, ...]]:
         return _Tagged("partition", children[0], self._pos(meta))
 
+    def context_key_decl(self, meta: Meta, children: Children) -> _Tagged[tuple[str, ...]]:
+        return _Tagged("context_key", children[0], self._pos(meta))
+
     def strategy_decl(self, meta: Meta, children: Children) -> _Tagged[str]:
-        return _Tagged("strategy", str(children[0]), self._tpos(children[0]))
+        name, pos = children[0]
+        return _Tagged("strategy", name, pos)
+
+    def strategy_name(self, meta: Meta, children: Children) -> tuple[str, SourcePosition]:
+        """The name as written; `skip-till-any-match` keeps its hyphens so the
+        checker can say how to spell it."""
+        names = [str(c) for c in children if isinstance(c, Token) and c.type == "NAME"]
+        return "-".join(names), self._tpos(children[0])
 
     def name_list(self, meta: Meta, children: Children) -> tuple[str, ...]:
         return tuple(str(c) for c in children)
-
-    def reserved_decl(self, meta: Meta, children: Children) -> NoReturn:
-        raise _reserved(children[0], self.file, self.text)
 
     def event_decl(self, meta: Meta, children: Children) -> ast.EventDecl:
         name = str(children[0])
@@ -316,6 +312,12 @@ class _ToAst(TemporalTransforms):
         if "context" in cl:
             out["contexts"] = cl["context"].value
             out["contexts_pos"] = cl["context"].pos
+        if "skip" in cl:
+            out["skip"] = cl["skip"].value
+        if "timeout" in cl:
+            out["timeout"] = cl["timeout"].value
+        if "output" in cl:
+            out["output_rate"] = cl["output"].value
         return out
 
     def retrieval_query(self, meta: Meta, children: Children) -> ast.Query:
@@ -344,6 +346,17 @@ class _ToAst(TemporalTransforms):
         alias = str(children[1]) if len(children) > 1 else None
         return ast.DeriveItem(children[0], alias, self._pos(meta))
 
+    def count_window(self, meta: Meta, children: Children) -> _Tagged[ast.Window]:
+        size = ast.Duration(int(children[0]), None, self._tpos(children[0]))
+        slide = ast.Duration(int(children[1]), None, self._tpos(children[1])) \
+            if len(children) > 1 else None
+        return _Tagged("window", ast.Window("COUNT", size, slide, self._pos(meta)),
+                       self._pos(meta))
+
+    def session_window(self, meta: Meta, children: Children) -> _Tagged[ast.Window]:
+        return _Tagged("window", ast.Window("SESSION", children[0], None, self._pos(meta)),
+                       self._pos(meta))
+
     def tumbling(self, meta: Meta, children: Children) -> _Tagged[ast.Window]:
         return _Tagged("window", ast.Window("TUMBLING", children[0], None, self._pos(meta)),
                        self._pos(meta))
@@ -371,7 +384,47 @@ class _ToAst(TemporalTransforms):
         return _Tagged("within", children[0], self._pos(meta))
 
     def query_strategy(self, meta: Meta, children: Children) -> _Tagged[str]:
-        return _Tagged("strategy", str(children[0]), self._tpos(children[0]))
+        name, pos = children[0]
+        return _Tagged("strategy", name, pos)
+
+    # ---- issue 16 clauses: after-match skip, timeouts, output rate ----
+    def no_skip(self, meta: Meta, children: Children) -> _Tagged[ast.SkipClause]:
+        return _Tagged("skip", ast.SkipClause("no_skip", None, self._pos(meta)), self._pos(meta))
+
+    def skip_to_next(self, meta: Meta, children: Children) -> _Tagged[ast.SkipClause]:
+        return _Tagged("skip", ast.SkipClause("to_next", None, self._pos(meta)), self._pos(meta))
+
+    def skip_past_last(self, meta: Meta, children: Children) -> _Tagged[ast.SkipClause]:
+        return _Tagged("skip", ast.SkipClause("past_last", None, self._pos(meta)),
+                       self._pos(meta))
+
+    def skip_to_first(self, meta: Meta, children: Children) -> _Tagged[ast.SkipClause]:
+        return _Tagged("skip", ast.SkipClause("to_first", str(children[-1]), self._pos(meta)),
+                       self._pos(meta))
+
+    def skip_to_last(self, meta: Meta, children: Children) -> _Tagged[ast.SkipClause]:
+        return _Tagged("skip", ast.SkipClause("to_last", str(children[-1]), self._pos(meta)),
+                       self._pos(meta))
+
+    def timeout_clause(self, meta: Meta, children: Children) -> _Tagged[ast.TimeoutClause]:
+        items = tuple(c for c in children[1:] if isinstance(c, ast.DeriveItem))
+        return _Tagged("timeout", ast.TimeoutClause(str(children[0]), items, self._pos(meta)),
+                       self._pos(meta))
+
+    def output_clause(self, meta: Meta, children: Children) -> _Tagged[ast.OutputRate]:
+        kind = children[0] if isinstance(children[0], str) and not isinstance(children[0], Token) \
+            else "ALL"
+        return _Tagged("output", ast.OutputRate(kind, children[-1], self._pos(meta)),
+                       self._pos(meta))
+
+    def output_all(self, meta: Meta, children: Children) -> str:
+        return "ALL"
+
+    def output_first(self, meta: Meta, children: Children) -> str:
+        return "FIRST"
+
+    def output_last(self, meta: Meta, children: Children) -> str:
+        return "LAST"
 
     def context_clause(self, meta: Meta, children: Children) -> _Tagged[tuple[str, ...]]:
         return _Tagged("context", children[0], self._pos(meta))
@@ -382,35 +435,70 @@ class _ToAst(TemporalTransforms):
         return ast.Duration(amount, unit, self._pos(meta))
 
     # ---- patterns ----
-    def seq(self, meta: Meta, children: Children) -> ast.Pattern:
-        comps: list[ast.Component] = []
+    def seq(self, meta: Meta, children: Children) -> ast.PatternGroup:
+        items: list[ast.Component | ast.PatternGroup] = []
         for c in children:
-            if isinstance(c, ast.Pattern):
-                comps.extend(c.components)  # SEQ is associative: nested SEQs flatten
+            if isinstance(c, ast.PatternGroup) and c.op == "SEQ":
+                items.extend(c.items)  # SEQ is associative: nested SEQs flatten
             else:
-                comps.append(c)
-        return ast.Pattern(tuple(comps), True, self._pos(meta))
+                items.append(c)
+        return ast.PatternGroup("SEQ", tuple(items), self._pos(meta))
+
+    def and_patt(self, meta: Meta, children: Children) -> ast.PatternGroup:
+        return ast.PatternGroup("AND", tuple(children), self._pos(meta))
+
+    def or_patt(self, meta: Meta, children: Children) -> ast.PatternGroup:
+        return ast.PatternGroup("OR", tuple(children), self._pos(meta))
 
     def negated(self, meta: Meta, children: Children) -> ast.Component:
-        comp: ast.Component = children[0]
-        return ast.Component(comp.types, comp.var, True, comp.kleene, comp.any_of, comp.filter,
-                             self._pos(meta))
+        node = children[0]
+        if isinstance(node, ast.PatternGroup):
+            raise PatternError(
+                f"NOT applies to one event type, not to {node.op}(...)", self._pos(meta),
+                self.text, found=f"NOT {node.op}(...)",
+                expected="NOT T v or NOT ANY(T1, T2) v (for an absent sequence, derive it "
+                "with its own query and negate the derived type)")
+        comp: ast.Component = node
+        return replace(comp, negated=True, pos=self._pos(meta))
 
     def component(self, meta: Meta, children: Children) -> ast.Component:
         types_node = children[0]
         any_of = isinstance(types_node, tuple) and types_node[0] == "any"
         types = types_node[1]
-        kleene = False
+        quant: tuple[int, int | None, bool] | None = None
         var = None
         filt = None
         for c in children[1:]:
-            if isinstance(c, Token) and c.type == "KLEENE":
-                kleene = True
+            if isinstance(c, _Quantifier):
+                quant = (c.low, c.high, c.greedy)
             elif isinstance(c, Token):
                 var = str(c)
             elif isinstance(c, _Tagged):
                 filt = c.value
-        return ast.Component(types, var, False, kleene, any_of, filt, self._pos(meta))
+        if quant is None:
+            return ast.Component(types, var, False, False, any_of, filt, self._pos(meta))
+        return ast.Component(types, var, False, True, any_of, filt, self._pos(meta),
+                             min_count=quant[0], max_count=quant[1], greedy=quant[2])
+
+    def _greedy(self, children: Children) -> bool:
+        return any(isinstance(c, Token) and c.type == "GREEDY" for c in children)
+
+    def q_plus(self, meta: Meta, children: Children) -> _Quantifier:
+        return _Quantifier(1, None, self._greedy(children))
+
+    def q_star(self, meta: Meta, children: Children) -> _Quantifier:
+        return _Quantifier(0, None, self._greedy(children))
+
+    def q_opt(self, meta: Meta, children: Children) -> _Quantifier:
+        return _Quantifier(0, 1, self._greedy(children))
+
+    def q_exact(self, meta: Meta, children: Children) -> _Quantifier:
+        n = int(children[0])
+        return _Quantifier(n, n, self._greedy(children))
+
+    def q_range(self, meta: Meta, children: Children) -> _Quantifier:
+        ints = [int(c) for c in children if isinstance(c, Token) and c.type == "INT"]
+        return _Quantifier(ints[0], ints[1] if len(ints) > 1 else None, self._greedy(children))
 
     def filter_clause(self, meta: Meta, children: Children) -> _Tagged[ast.ExprNode]:
         return _Tagged("filter", children[0], self._pos(meta))
@@ -490,6 +578,10 @@ class _ToAst(TemporalTransforms):
     def equivalence(self, meta: Meta, children: Children) -> ast.Equivalence:
         return ast.Equivalence(tuple(str(c) for c in children), self._pos(meta))
 
+    def equivalence_positive(self, meta: Meta, children: Children) -> ast.Equivalence:
+        return ast.Equivalence(tuple(str(c) for c in children), self._pos(meta),
+                               positive_only=True)
+
 
 def _fold(op: str, children: Children, pos: SourcePosition) -> ast.ExprNode:
     left = children[0]
@@ -507,8 +599,32 @@ def _string(token: Token) -> str:
     return str(token)[1:-1]
 
 
-def as_pattern(node: ast.Pattern | ast.Component) -> ast.Pattern:
-    """PATTERN with a single component is a one-component pattern."""
+@dataclass(frozen=True)
+class _Quantifier:
+    low: int
+    high: int | None
+    greedy: bool
+
+
+def _components(node: ast.Component | ast.PatternGroup) -> list[ast.Component]:
+    if isinstance(node, ast.Component):
+        return [node]
+    return [c for item in node.items for c in _components(item)]
+
+
+def _has_and_or(node: ast.Component | ast.PatternGroup) -> bool:
+    return isinstance(node, ast.PatternGroup) and (
+        node.op != "SEQ" or any(_has_and_or(i) for i in node.items))
+
+
+def as_pattern(node: ast.Pattern | ast.Component | ast.PatternGroup) -> ast.Pattern:
+    """PATTERN with a single component is a one-component pattern; a plain
+    SEQ is flat; with AND/OR the structure is kept in `tree`."""
     if isinstance(node, ast.Pattern):
         return node
-    return ast.Pattern((node,), False, node.pos)
+    if isinstance(node, ast.Component):
+        return ast.Pattern((node,), False, node.pos)
+    comps = tuple(_components(node))
+    if not _has_and_or(node):
+        return ast.Pattern(comps, True, node.pos)
+    return ast.Pattern(comps, node.op == "SEQ", node.pos, tree=node)

@@ -16,16 +16,18 @@ both services.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from caesar.language.algebra import AGG, CW, CX, FI, PR, SIT, TP, AlgebraPlan, Op, P, Stream
 from caesar.language.checked import Action, CheckedModel, marker_type
+from caesar.language.errors import LanguageError, ModelStructureError
 from caesar.plans import expr as ir
 from caesar.plans.aggregate import AggregatePlan, AggregateSpec
 from caesar.plans.execution import (
     ContextDef,
     EventTypeDef,
     ExecutionPlan,
+    OutputRate,
     Stage,
     TransitionStage,
 )
@@ -42,6 +44,7 @@ class _Query:
     deps: list[str] = field(default_factory=list)
     transition: tuple[Action, str] | None = None
     key_fields: tuple[str, ...] = ()  # KEYED BY of a transition: its output fields
+    output_rate: OutputRate | None = None  # OUTPUT ... EVERY of its projection
 
 
 def output_topic(model: CheckedModel, event_type: str) -> str:
@@ -81,6 +84,7 @@ class _Extractor:
         else:
             contexts = set(self.all_contexts)
         self._record(leaf.qid, plan, contexts, inputs.deps, above.cx)
+        self.queries[leaf.qid].output_rate = above.pr.output_rate if above.pr else None
         return leaf.qid
 
     def _record(self, qid: str, plan: PatternPlan | AggregatePlan | TemporalPlan,
@@ -127,21 +131,53 @@ class _Extractor:
             it = None
             for e in iteration:
                 it = e if it is None else ir.Binary("AND", it, e)
-            comps.append(type(comp)(var=comp.var, types=comp.types, negated=comp.negated,
-                                    kleene=comp.kleene, iteration_filter=it))
+            comps.append(replace(comp, iteration_filter=it))
         where.extend(above.conjuncts)
         if above.cx is not None:
             cx = above.cx
             output = Output(marker_type(cx.action, cx.context),
-                            tuple(OutputField(n, e) for n, e in cx.key))
+                            tuple(OutputField(n, e) for n, e in cx.key) +
+                            self._key_fields(node, cx))
         else:
             assert above.pr is not None
             pr = above.pr
             output = Output(pr.event_type, tuple(OutputField(n, e) for n, e in pr.fields))
+        timeout = None
+        if node.timeout is not None:
+            timeout = Output(node.timeout[0],
+                             tuple(OutputField(n, e) for n, e in node.timeout[1]))
         return PatternPlan(
             plan_id=node.qid, components=tuple(comps), where=tuple(dict.fromkeys(where)),
             equivalence=node.equivalence, within=node.within, strategy=node.strategy,
-            output=output, schemas=self.schemas(dict.fromkeys(types)))
+            output=output, schemas=self.schemas(dict.fromkeys(types)),
+            alternatives=node.alternatives, skip=node.skip, skip_var=node.skip_var,
+            timeout=timeout, equivalence_negated=node.equivalence_negated)
+
+    def _key_fields(self, node: P, cx: CX) -> tuple[OutputField, ...]:
+        """CONTEXTS PER: a transition applies to the key of its last event;
+        its output carries that key."""
+        last = next(c for c in reversed(node.components) if not c.negated)
+        keyed_by = {n for n, _ in cx.key}
+        out = []
+        for a in self.model.context_key:
+            missing = [t for t in last.types if a not in self.model.event_types[t].fields]
+            if missing:
+                raise self.key_error(
+                    node.qid, f"context deriving query {node.qid} ends with "
+                    f"{'/'.join(missing)} {last.var}, which has no attribute {a}: with "
+                    f"CONTEXTS PER {', '.join(self.model.context_key)} a transition applies "
+                    "to the key of its last event",
+                    found=f"{'/'.join(missing)} without {a}",
+                    expected=f"a last event type with attribute {a}")
+            if a not in keyed_by:
+                out.append(OutputField(a, ir.Attr(last.var, a)))
+        return tuple(out)
+
+    def key_error(self, qid: str, message: str, found: str, expected: str) -> LanguageError:
+        q = next((q for q in self.model.queries if q.qid == qid), None)
+        pos = q.source.pos if q is not None else self.model.source.context_key_pos
+        return ModelStructureError(message, pos, self.model.source.source, found=found,
+                                   expected=expected)
 
     def _temporal_plan(self, node: TP, above: _Above, inputs: _Inputs) -> TemporalPlan:
         specs = []
@@ -170,7 +206,7 @@ class _Extractor:
             plan_id=node.qid, source_type=stream.types[0], output_type=above.pr.event_type,
             size=node.size, slide=node.slide, group_by=node.group_by,
             aggregates=tuple(AggregateSpec(n, f, a) for n, f, a in node.aggregates),
-            where=tuple(conj), having=tuple(above.conjuncts))
+            where=tuple(conj), having=tuple(above.conjuncts), window=node.window)
 
 
 @dataclass
@@ -261,9 +297,13 @@ def physical_plan(plan: AlgebraPlan) -> ExecutionPlan:
         external = q.transition is None and (
             q.output_type not in consumed
             or (to_topic and (service == "matcher" or qid not in matcher_ids)))
-        return Stage(plan=q.plan, contexts=ctx_tuple(q.contexts),
+        plan = q.plan
+        timeout = plan.timeout if isinstance(plan, PatternPlan) else None
+        return Stage(plan=plan, contexts=ctx_tuple(q.contexts),
                      feeds=(q.output_type,) if feeds_here else (),
-                     output_topic=output_topic(model, q.output_type) if external else None)
+                     output_topic=output_topic(model, q.output_type) if external else None,
+                     output_rate=q.output_rate,
+                     timeout_topic=output_topic(model, timeout.event_type) if timeout else None)
 
     deriver_members = deriver_ids + deriving
     transitions = []
@@ -282,11 +322,47 @@ def physical_plan(plan: AlgebraPlan) -> ExecutionPlan:
     bits = sorted(order)  # the paper keeps the bit vector sorted by context name
     contexts = tuple(ContextDef(c.name, bits.index(c.name), c.default, c.keyed)
                      for c in model.contexts)
-    return ExecutionPlan(
+    result = ExecutionPlan(
         model=model.name, partition_by=model.partition_by, event_types=event_types,
         contexts=contexts,
         deriver_stages=tuple(stage(q, deriver_members, "deriver") for q in deriver_ids),
         transitions=tuple(transitions),
         matcher_stages=tuple(stage(q, matcher_ids, "matcher") for q in matcher_ids),
         context_groups=context_groups, groups=groups,
-        shared=dict(plan.shared))
+        shared=dict(plan.shared), context_key=model.context_key)
+    _check_context_key(ex, model, result)
+    return result
+
+
+def _reads(p: PatternPlan | TemporalPlan | AggregatePlan) -> list[str]:
+    """The event types a stage's plan reads."""
+    if isinstance(p, AggregatePlan):
+        return [p.source_type]
+    if isinstance(p, TemporalPlan):
+        return [s.source_type for s in p.situations]
+    return [t for c in p.components for t in c.types]
+
+
+def _check_context_key(ex: _Extractor, model: CheckedModel, plan: ExecutionPlan) -> None:
+    """CONTEXTS PER: a stage that does not run in every context sees only the
+    events of its key, so every type it reads must have the key attributes."""
+    if not model.context_key:
+        return
+    every = set(model.context_names())
+    stages = list(plan.deriver_stages) + [t.stage for t in plan.transitions] + \
+        list(plan.matcher_stages)
+    for stage in stages:
+        if set(stage.contexts) >= every:
+            continue
+        p = stage.plan
+        for t in dict.fromkeys(_reads(p)):
+            fields = model.event_types[t].fields if t in model.event_types else {}
+            missing = [a for a in model.context_key if a not in fields]
+            if missing:
+                raise ex.key_error(
+                    p.plan_id, f"query {p.plan_id} runs in {', '.join(stage.contexts)} only and "
+                    f"reads {t}, which has no attribute {', '.join(missing)}: with CONTEXTS PER "
+                    f"{', '.join(model.context_key)} it sees the events of one key only",
+                    found=f"{t} without {', '.join(missing)}",
+                    expected=f"event types with {', '.join(model.context_key)}, or the query "
+                             "in every context")

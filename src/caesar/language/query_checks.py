@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from caesar.language import ast
+from caesar.language import pattern_features as features
 from caesar.language.checked import (
     AggregateBody,
     CheckedQuery,
@@ -55,12 +56,16 @@ def check_pattern(ck: ModelChecker, qid: str, q: ast.Query, home: str | None,
     comps = q.pattern.components
     scope = pattern_scope(ck, q.pattern, types)
     within = pattern_within(ck, q)
+    alts = features.alternatives(ck, q.pattern)
     env = PatternEnv(ck, scope, list(scope), types)
     built, conjuncts = component_filters(env, scope)
     where, equivalence = where_conjuncts(env, q.where)
     conjuncts += where
     check_negated_reads(ck, conjuncts, {v for v, c in scope.items() if c.negated})
     strategy = ck.strategy(q.strategy, q.strategy_pos) if q.strategy else ck.default_strategy
+    skip, skip_var = features.skip_strategy(ck, q, strategy, scope)
+    features.check_alternatives_alone(ck, q, alts)
+    timeout_type, timeout, timeout_schema = features.timeout_fields(ck, q, env, strategy, within)
     if transition is not None:
         output_type = marker_type(transition.action, transition.target)
         fields = key_fields(q, env)
@@ -68,11 +73,16 @@ def check_pattern(ck: ModelChecker, qid: str, q: ast.Query, home: str | None,
         output_type = q.derive_type or ""
         fields = output_fields(ck, q, env)
     body = PatternBody(components=tuple(built), conjuncts=tuple(conjuncts),
-                       equivalence=tuple(equivalence), within=within, strategy=strategy)
+                       equivalence=tuple(equivalence), within=within, strategy=strategy,
+                       alternatives=alts, skip=skip, skip_var=skip_var,
+                       timeout_type=timeout_type, timeout_fields=timeout,
+                       equivalence_negated=features.equivalence_negated(
+                           ck, q.where, split_and(q.where)))
     return CheckedQuery(qid=qid, source=q, home=home, contexts=contexts,
                         output_type=output_type, output_fields=fields,
                         input_types=tuple(dict.fromkeys(t for c in comps for t in c.types)),
-                        body=body, transition=transition, output_schema=dict(env.output_types))
+                        body=body, transition=transition, output_schema=dict(env.output_types),
+                        output_rate=features.output_rate(ck, q), timeout_schema=timeout_schema)
 
 
 def pattern_scope(ck: ModelChecker, pattern: ast.Pattern,
@@ -93,6 +103,7 @@ def pattern_scope(ck: ModelChecker, pattern: ast.Pattern,
         if c.negated and c.kleene:
             raise ck.err(PatternError, "a negated component cannot be a Kleene closure",
                          c.pos, found=f"NOT {'/'.join(c.types)}+", expected="NOT T v")
+        features.check_quantifier(ck, c)
         scope[var] = c
     if all(c.negated for c in pattern.components):
         raise ck.err(PatternError, "a pattern needs at least one positive component",
@@ -131,7 +142,10 @@ def component_filters(env: PatternEnv, scope: dict[str, ast.Component]
                 env.expect_bool(t, part)
                 conjuncts.append(Conjunct(ex, part.pos, var))
         built.append(PatternComponent(var=var, types=c.types, negated=c.negated,
-                                      kleene=c.kleene, iteration_filter=iteration_filter))
+                                      kleene=c.kleene, iteration_filter=iteration_filter,
+                                      min_count=c.min_count if c.kleene else 1,
+                                      max_count=c.max_count if c.kleene else None,
+                                      greedy=c.greedy))
     return built, conjuncts
 
 
@@ -194,7 +208,10 @@ def check_aggregate(ck: ModelChecker, qid: str, q: ast.Query, home: str | None,
                     contexts: tuple[str, ...], types: dict[str, EventType]) -> CheckedQuery:
     assert q.source is not None and q.window is not None
     source = types[q.source]
-    size, slide = window_ticks(ck, q.window)
+    if q.window.kind in ("COUNT", "SESSION"):
+        size, slide = features.count_or_session_window(ck, q.window)
+    else:
+        size, slide = window_ticks(ck, q.window)
     for g in q.group_by:
         if g not in source.fields:
             raise ck.err(UnknownNameError, f"GROUP BY attribute {g} is not an attribute of "
@@ -209,11 +226,14 @@ def check_aggregate(ck: ModelChecker, qid: str, q: ast.Query, home: str | None,
     aggs, out_types = aggregate_outputs(ck, q, env, source)
     having = having_conditions(ck, q.having, out_types)
     fields = tuple((n, ir.Attr(None, n)) for n in out_types)
+    window = {"COUNT": "count", "SESSION": "session"}.get(q.window.kind, "time")
     body = AggregateBody(size=size, slide=slide, group_by=q.group_by, aggregates=tuple(aggs),
-                         conjuncts=tuple(where), having=tuple(having))
+                         conjuncts=tuple(where), having=tuple(having),
+                         window=window)  # type: ignore[arg-type]
     return CheckedQuery(qid=qid, source=q, home=home, contexts=contexts,
                         output_type=q.derive_type or "", output_fields=fields,
-                        input_types=(source.name,), body=body, output_schema=out_types)
+                        input_types=(source.name,), body=body, output_schema=out_types,
+                        output_rate=features.output_rate(ck, q))
 
 
 def window_ticks(ck: ModelChecker, w: ast.Window) -> tuple[int, int]:

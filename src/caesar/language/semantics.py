@@ -23,6 +23,7 @@ from caesar.language.checked import (
     CheckedQuery,
     ContextInfo,
     EventType,
+    PatternBody,
     Transition,
     is_action,
 )
@@ -31,11 +32,11 @@ from caesar.language.errors import (
     LanguageError,
     ModelStructureError,
     ModelTypeError,
-    PatternError,
     SchemaMismatchError,
     UnknownNameError,
     WindowError,
 )
+from caesar.language.pattern_features import strategy_name
 from caesar.language.query_checks import check_aggregate, check_pattern, expected_names
 from caesar.language.temporal_checks import (
     ModelSituations,
@@ -45,7 +46,7 @@ from caesar.language.temporal_checks import (
     situation_edges,
     unknown_source,
 )
-from caesar.plans.pattern import STRATEGIES, Strategy, is_strategy
+from caesar.plans.pattern import Strategy
 
 UNIT_MS = {"MILLISECONDS": 1, "SECONDS": 1000, "MINUTES": 60_000, "HOURS": 3_600_000,
            "DAYS": 86_400_000}
@@ -84,6 +85,7 @@ class ModelChecker:
         self.partition(types)
         return CheckedModel(name=m.name or Path(self.file).stem or "model",
                             time_unit=self.time_unit, partition_by=m.partition_by,
+                            context_key=m.context_key,
                             event_types=types, contexts=contexts, queries=checked, source=m)
 
     def event_types(self) -> dict[str, EventType]:
@@ -182,19 +184,37 @@ class ModelChecker:
         return tuple(ContextInfo(b.name, b.default, b.pos, b.keyed) for b in blocks)
 
     def partition(self, types: dict[str, EventType]) -> None:
-        for attr in self.model.partition_by:
+        m = self.model
+        for attr in m.partition_by:
             for t in types.values():
                 if t.topic is not None and attr not in t.fields:
                     raise self.err(UnknownNameError, f"PARTITION BY attribute {attr} is missing from "
-                                   f"input event type {t.name}", self.model.partition_pos,
+                                   f"input event type {t.name}", m.partition_pos,
                                    found=attr, expected=", ".join(t.fields))
+        if m.context_key and not m.partition_by:
+            raise self.err(ModelStructureError, "CONTEXTS PER needs a PARTITION BY: contexts hold "
+                           "per key inside a stream partition", m.context_key_pos,
+                           found="CONTEXTS PER without PARTITION BY",
+                           expected="PARTITION BY <attributes> before CONTEXTS PER")
+        for attr in m.context_key:
+            if attr in m.partition_by:
+                raise self.err(ModelStructureError, f"{attr} is in PARTITION BY already; CONTEXTS "
+                               "PER names attributes that divide a partition further",
+                               m.context_key_pos, found=attr,
+                               expected="attributes not in PARTITION BY")
+            for t in types.values():
+                if t.topic is not None and attr not in t.fields:
+                    raise self.err(UnknownNameError, f"CONTEXTS PER attribute {attr} is missing "
+                                   f"from input event type {t.name}", m.context_key_pos,
+                                   found=attr, expected=", ".join(t.fields))
+                if attr in t.fields and t.fields[attr] == "float":
+                    raise self.err(ModelTypeError, f"CONTEXTS PER attribute {attr} of {t.name} "
+                                   "is FLOAT; a context key must be INT, STRING or BOOL",
+                                   m.context_key_pos, found="float",
+                                   expected="int, string or bool")
 
     def strategy(self, name: str, pos: SourcePosition) -> Strategy:
-        norm = name.lower()
-        if not is_strategy(norm):
-            raise self.err(PatternError, f"unknown event selection strategy {name}", pos,
-                           found=name, expected=", ".join(STRATEGIES))
-        return norm
+        return strategy_name(self, name, pos)
 
     def ticks(self, d: ast.Duration, what: str) -> int:
         if d.amount <= 0:
@@ -222,22 +242,15 @@ class ModelChecker:
             if q.kind != "window":
                 assert q.derive_type is not None
                 producers.setdefault(q.derive_type, []).append(i)
+        timeouts = {q.timeout.derive_type: i for i, (q, _home) in enumerate(located)
+                    if q.timeout is not None}
         pending = list(range(len(located)))
         done: dict[int, CheckedQuery] = {}
         while pending:
             progress = False
             for i in list(pending):
                 q, home = located[i]
-                inputs = _input_types(q, self.situations.decls)
-                waiting = [t for t in inputs if t not in types]
-                missing = [t for t in inputs if t not in types and t not in producers]
-                if missing:
-                    t = missing[0]
-                    if q.kind == "temporal" or q.temporal is not None:
-                        raise unknown_source(self, q, t, list(types) + list(producers))
-                    raise self.err(UnknownNameError, f"unknown event type {t}", _type_pos(q, t),
-                                   found=t, expected=expected_names(list(types) + list(producers)))
-                if waiting:
+                if not self.inputs_ready(q, types, producers, timeouts):
                     continue
                 checked = self.query(i, q, home, types, names, default, all_contexts)
                 self.register_output(checked, q, types)
@@ -256,6 +269,26 @@ class ModelChecker:
         self.check_independence(result)
         self.check_keyed(result, contexts)
         return result
+
+    def inputs_ready(self, q: ast.Query, types: dict[str, EventType],
+                     producers: dict[str, list[int]], timeouts: dict[str, int]) -> bool:
+        """Are `q`'s input types all known yet? An input no topic and no
+        query provides, or a timeout event, is an error."""
+        inputs = _input_types(q, self.situations.decls)
+        for t in inputs:
+            if t in timeouts:
+                raise self.err(ModelStructureError, f"{t} is the ON TIMEOUT event of "
+                               f"query q{timeouts[t] + 1}: timeout events go to their "
+                               "own topic and feed no other query", _type_pos(q, t),
+                               found=t, expected="a type a DERIVE or a topic provides")
+        missing = [t for t in inputs if t not in types and t not in producers]
+        if missing:
+            t = missing[0]
+            if q.kind == "temporal" or q.temporal is not None:
+                raise unknown_source(self, q, t, list(types) + list(producers))
+            raise self.err(UnknownNameError, f"unknown event type {t}", _type_pos(q, t),
+                           found=t, expected=expected_names(list(types) + list(producers)))
+        return all(t in types for t in inputs)
 
     def check_independence(self, queries: tuple[CheckedQuery, ...]) -> None:
         """Paper assumption (1), section 3.3: a query consumes only events
@@ -279,8 +312,14 @@ class ModelChecker:
     def register_output(self, cq: CheckedQuery, q: ast.Query, types: dict[str, EventType]) -> None:
         if cq.deriving:
             return
-        fields = dict(cq.output_schema)
-        name = cq.output_type
+        body = cq.body
+        if isinstance(body, PatternBody) and body.timeout_type is not None:
+            self.register_type(body.timeout_type, dict(cq.timeout_schema), q, types)
+        self.register_type(cq.output_type, dict(cq.output_schema), q, types)
+
+    def register_type(self, name: str, fields: dict[str, str], q: ast.Query,
+                      types: dict[str, EventType]) -> None:
+        """A type a query derives: new, or as declared (without a topic)."""
         existing = types.get(name)
         if existing is None:
             types[name] = EventType(name, fields, "ts", None, None, True, q.target_pos)

@@ -207,44 +207,59 @@ def _chain(relation: str) -> list[tuple[str, str, str]]:
 CHAINS = {r: _chain(r) for r in DEFINITION}
 
 
+Point = tuple[str, str]  # (situation, "ts" | "te")
+
+
 def consistent(assigned: list[tuple[str, str, str]]) -> bool:
     """Can the relations `(x, R, y)` all hold (is there an order of endpoints)?"""
-    parent: dict[tuple[str, str], tuple[str, str]] = {}
+    parent: dict[Point, Point] = {}  # union-find of the points forced equal
+    less = _endpoint_order(assigned, parent)
+    graph: dict[Point, set[Point]] = {}
+    for lo, hi in less:
+        ra, rb = _find(parent, lo), _find(parent, hi)
+        if ra == rb:
+            return False
+        graph.setdefault(ra, set()).add(rb)
+    return _acyclic(graph)
 
-    def find(p: tuple[str, str]) -> tuple[str, str]:
-        parent.setdefault(p, p)
-        while parent[p] != p:
-            parent[p] = parent[parent[p]]
-            p = parent[p]
-        return p
 
+def _find(parent: dict[Point, Point], p: Point) -> Point:
+    parent.setdefault(p, p)
+    while parent[p] != p:
+        parent[p] = parent[parent[p]]
+        p = parent[p]
+    return p
+
+
+def _endpoint_order(assigned: list[tuple[str, str, str]], parent: dict[Point, Point]
+                    ) -> list[tuple[Point, Point]]:
+    """The `<` pairs of endpoints the relations require (each situation
+    starts before it ends); their `=` pairs are merged into `parent`."""
     names = {n for x, _, y in assigned for n in (x, y)}
-    less: list[tuple[tuple[str, str], tuple[str, str]]] = [((n, "ts"), (n, "te")) for n in names]
+    less: list[tuple[Point, Point]] = [((n, "ts"), (n, "te")) for n in names]
     for x, rel, y in assigned:
         for a, op, b in CHAINS[rel]:
             pa = (x if a[0] == "A" else y, a[2:])
             pb = (x if b[0] == "A" else y, b[2:])
             if op == "=":
-                parent[find(pa)] = find(pb)
+                parent[_find(parent, pa)] = _find(parent, pb)
             else:
                 less.append((pa, pb))
-    graph: dict[tuple[str, str], set[tuple[str, str]]] = {}
-    for lo, hi in less:
-        ra, rb = find(lo), find(hi)
-        if ra == rb:
-            return False
-        graph.setdefault(ra, set()).add(rb)
-    state: dict[tuple[str, str], int] = {}  # 1 = on the DFS stack, 2 = done
+    return less
 
-    def acyclic(n: tuple[str, str]) -> bool:
+
+def _acyclic(graph: dict[Point, set[Point]]) -> bool:
+    state: dict[Point, int] = {}  # 1 = on the DFS stack, 2 = done
+
+    def visit(n: Point) -> bool:
         state[n] = 1
         for m in graph.get(n, ()):
-            if state.get(m) == 1 or (m not in state and not acyclic(m)):
+            if state.get(m) == 1 or (m not in state and not visit(m)):
                 return False
         state[n] = 2
         return True
 
-    return all(state.get(n) == 2 or acyclic(n) for n in list(graph))
+    return all(state.get(n) == 2 or visit(n) for n in list(graph))
 
 
 def satisfiable(constraints: list[TemporalConstraint]) -> bool:
@@ -269,72 +284,90 @@ def satisfiable(constraints: list[TemporalConstraint]) -> bool:
 
 def check_constraints(ck: ModelChecker, t: ast.TemporalPattern,
                       defined: dict[str, ast.SituationDef]) -> tuple[TemporalConstraint, ...]:
-    merged: dict[frozenset[str], TemporalConstraint] = {}
-    order: list[frozenset[str]] = []
-    for c in t.constraints:
-        first = c.alternatives[0]
-        pair = (first.left, first.right)
-        rels: list[str] = []
-        for r in c.alternatives:
-            for name, pos in ((r.left, r.pos), (r.right, r.right_pos)):
-                if name not in defined:
-                    raise ck.err(UnknownNameError, f"unknown situation {name}", pos, found=name,
-                                 expected=expected_names(list(defined)))
-            if r.left == r.right:
-                raise ck.err(PatternError, f"situation {r.left} is related to itself", r.pos,
-                             found=f"{r.left} {r.relation.upper()} {r.right}",
-                             expected="a relation between two different situations")
-            if (r.left, r.right) == pair:
-                rels.append(r.relation)
-            elif (r.right, r.left) == pair:
-                rels.append(INVERSE[r.relation])
-            else:
-                raise ck.err(PatternError, "the alternatives of a constraint (separated by ';') "
-                             "must relate the same two situations", r.pos,
-                             found=f"{r.left} ... {r.right}",
-                             expected=f"{pair[0]} <relation> {pair[1]} or {pair[1]} <relation> "
-                             f"{pair[0]}")
+    merged: dict[frozenset[str], TemporalConstraint] = {}  # in order of first mention
+    for n, c in enumerate(t.constraints, start=1):
+        pair, rels = _constraint_relations(ck, c, defined)
         key = frozenset(pair)
-        if key in merged:
-            old = merged[key]
+        old = merged.get(key)
+        if old is not None:
             mine = rels if (old.left, old.right) == pair else [INVERSE[r] for r in rels]
-            both = tuple(r for r in old.relations if r in mine)
-            merged[key] = TemporalConstraint(old.left, old.right, both)
+            merged[key] = TemporalConstraint(old.left, old.right,
+                                             tuple(r for r in old.relations if r in mine))
         else:
             merged[key] = TemporalConstraint(pair[0], pair[1], tuple(dict.fromkeys(rels)))
-            order.append(key)
-        so_far = [merged[k] for k in order]
+        so_far = list(merged.values())
         if not all(c2.relations for c2 in so_far) or not satisfiable(so_far):
             raise ck.err(PatternError, "contradictory relations: no order of the situations' "
                          "start and end points satisfies the pattern up to here", c.pos,
                          found=" AND ".join("; ".join(f"{x.left} {x.relation.upper()} {x.right}"
                                                       for x in cc.alternatives)
-                                            for cc in t.constraints[:t.constraints.index(c) + 1]),
+                                            for cc in t.constraints[:n]),
                          expected="relations that can hold together")
-    out = tuple(merged[k] for k in order)
-    related = {n for c in out for n in (c.left, c.right)}
+    out = tuple(merged.values())
     if len(defined) > 1:
-        for name, d in defined.items():
-            if name not in related:
-                raise ck.err(PatternError, f"situation {name} is never related to another "
-                             "situation in the PATTERN", d.pos, found=name,
-                             expected=f"a relation such as {name} BEFORE <situation>")
-        # connected (no cross product)
-        seen = {next(iter(defined))}
-        grew = True
-        while grew:
-            grew = False
-            for tc in out:
-                if (tc.left in seen) != (tc.right in seen):
-                    seen |= {tc.left, tc.right}
-                    grew = True
-        if len(seen) != len(defined):
-            rest = sorted(set(defined) - seen)
-            raise ck.err(PatternError, f"situations {', '.join(sorted(seen))} and "
-                         f"{', '.join(rest)} are not related to each other", t.pattern_pos,
-                         found="two unconnected groups of situations",
-                         expected="relations that connect every situation")
+        _check_related(ck, defined, out)
+        _check_connected(ck, t, defined, out)
     return out
+
+
+def _constraint_relations(ck: ModelChecker, c: ast.TemporalConstraint,
+                          defined: dict[str, ast.SituationDef]) -> tuple[tuple[str, str], list[str]]:
+    """A constraint's pair of situations (as its first alternative names
+    them) and its alternatives' relations, read in that direction."""
+    first = c.alternatives[0]
+    pair = (first.left, first.right)
+    rels: list[str] = []
+    for r in c.alternatives:
+        for name, pos in ((r.left, r.pos), (r.right, r.right_pos)):
+            if name not in defined:
+                raise ck.err(UnknownNameError, f"unknown situation {name}", pos, found=name,
+                             expected=expected_names(list(defined)))
+        if r.left == r.right:
+            raise ck.err(PatternError, f"situation {r.left} is related to itself", r.pos,
+                         found=f"{r.left} {r.relation.upper()} {r.right}",
+                         expected="a relation between two different situations")
+        if (r.left, r.right) == pair:
+            rels.append(r.relation)
+        elif (r.right, r.left) == pair:
+            rels.append(INVERSE[r.relation])
+        else:
+            raise ck.err(PatternError, "the alternatives of a constraint (separated by ';') "
+                         "must relate the same two situations", r.pos,
+                         found=f"{r.left} ... {r.right}",
+                         expected=f"{pair[0]} <relation> {pair[1]} or {pair[1]} <relation> "
+                         f"{pair[0]}")
+    return pair, rels
+
+
+def _check_related(ck: ModelChecker, defined: dict[str, ast.SituationDef],
+                   constraints: tuple[TemporalConstraint, ...]) -> None:
+    related = {n for c in constraints for n in (c.left, c.right)}
+    for name, d in defined.items():
+        if name not in related:
+            raise ck.err(PatternError, f"situation {name} is never related to another "
+                         "situation in the PATTERN", d.pos, found=name,
+                         expected=f"a relation such as {name} BEFORE <situation>")
+
+
+def _check_connected(ck: ModelChecker, t: ast.TemporalPattern,
+                     defined: dict[str, ast.SituationDef],
+                     constraints: tuple[TemporalConstraint, ...]) -> None:
+    """Every situation reachable from the first through constraints (no
+    cross product, section 5.4)."""
+    seen = {next(iter(defined))}
+    grew = True
+    while grew:
+        grew = False
+        for tc in constraints:
+            if (tc.left in seen) != (tc.right in seen):
+                seen |= {tc.left, tc.right}
+                grew = True
+    if len(seen) != len(defined):
+        rest = sorted(set(defined) - seen)
+        raise ck.err(PatternError, f"situations {', '.join(sorted(seen))} and "
+                     f"{', '.join(rest)} are not related to each other", t.pattern_pos,
+                     found="two unconnected groups of situations",
+                     expected="relations that connect every situation")
 
 
 # ---- output --------------------------------------------------------------------
@@ -484,68 +517,122 @@ def check_temporal(ck: ModelChecker, qid: str, q: ast.Query, home: str | None,
         constraints: tuple[TemporalConstraint, ...] = ()
         emit = "end" if edge.edge == "END" else "match"
     else:
-        t = q.temporal
-        assert t is not None
-        aliases: dict[str, str] = {}
-        for s in t.sources:
-            if s.type not in types:
-                raise ck.err(UnknownNameError, f"unknown event type {s.type}", s.pos, found=s.type,
-                             expected=expected_names(list(types)))
-            alias = s.alias or s.type
-            if alias in aliases:
-                raise ck.err(DuplicateNameError, f"FROM names {alias} twice", s.pos, found=alias,
-                             expected="distinct aliases")
-            aliases[alias] = s.type
-        sits = {}
-        defined: dict[str, ast.SituationDef] = {}
-        for d in t.situations:
-            if d.name in defined:
-                raise ck.err(DuplicateNameError, f"situation {d.name} is defined twice", d.pos,
-                             found=d.name, expected="one DEFINE item per situation")
-            if d.name in aliases:
-                raise ck.err(DuplicateNameError, f"{d.name} is both a FROM alias and a situation",
-                             d.pos, found=d.name, expected="distinct names")
-            defined[d.name] = d
-            if d.condition is None:
-                sits[d.name] = model.get(d.name, d.pos, types)
-            else:
-                sits[d.name] = check_situation(ck, d, aliases, types)
-        if t.single is not None:
-            if t.single not in defined:
-                raise ck.err(UnknownNameError, f"unknown situation {t.single}", t.pattern_pos,
-                             found=t.single, expected=expected_names(list(defined)))
-            if len(defined) > 1:
-                other = next(n for n in defined if n != t.single)
-                raise ck.err(PatternError, f"situation {other} is never related to another "
-                             "situation in the PATTERN", defined[other].pos, found=other,
-                             expected=f"PATTERN {t.single} <relation> {other}")
-        constraints = check_constraints(ck, t, defined)
-        if len(sits) > 1 and within is None:
-            raise ck.err(PatternError, "a temporal pattern over several situations needs WITHIN "
-                         "(it bounds how long situations are kept)", t.pattern_pos,
-                         found="no WITHIN", expected="WITHIN <duration>")
+        assert q.temporal is not None
+        sits, constraints = _pattern(ck, q.temporal, types, model, within)
     env = TemporalOutputEnv(ck, sits)
     if transition is not None:
         output_type = marker_type(transition.action, transition.target)
-        fields: list[tuple[str, ir.Expr]] = []
-        for i, node in enumerate(q.instance_key, start=1):
-            ex, typ = env.compile(node, Reading(output=True))
-            env.output_types[f"key{i}"] = typ
-            fields.append((f"key{i}", ex))
+        fields = _key_fields(env, q)
     else:
         output_type = q.derive_type or ""
-        fields = []
-        for item in q.items:
-            ex, typ = env.compile(item.expr, Reading(output=True))
-            name = item.alias or default_alias(item.expr)
-            if name is None:
-                raise ck.err(ModelStructureError, "this DERIVE field needs a name", item.pos,
-                             found="an expression", expected="<expr> AS <name>")
-            if name in env.output_types:
-                raise ck.err(DuplicateNameError, f"DERIVE field {name} is given twice", item.pos,
-                             found=name, expected="distinct field names (use AS)")
-            fields.append((name, ex))
-            env.output_types[name] = typ
+        fields = _derive_fields(ck, env, q)
+    _add_intervals(ck, env, q, sits)
+    body = TemporalBody(situations=tuple(s.spec for s in sits.values()),
+                        constraints=constraints, within=within, emit=emit)
+    return CheckedQuery(qid=qid, source=q, home=home, contexts=contexts, output_type=output_type,
+                        output_fields=tuple(fields),
+                        input_types=tuple(dict.fromkeys(s.source.name for s in sits.values())),
+                        body=body, transition=transition, output_schema=dict(env.output_types))
+
+
+def _pattern(ck: ModelChecker, t: ast.TemporalPattern, types: dict[str, EventType],
+             model: ModelSituations, within: int | None
+             ) -> tuple[dict[str, CheckedSituation], tuple[TemporalConstraint, ...]]:
+    """A query's own `FROM ... DEFINE ... PATTERN`: its situations and constraints."""
+    aliases = _from_aliases(ck, t, types)
+    sits, defined = _defined_situations(ck, t, aliases, types, model)
+    if t.single is not None:
+        _check_single(ck, t, defined)
+    constraints = check_constraints(ck, t, defined)
+    if len(sits) > 1 and within is None:
+        raise ck.err(PatternError, "a temporal pattern over several situations needs WITHIN "
+                     "(it bounds how long situations are kept)", t.pattern_pos,
+                     found="no WITHIN", expected="WITHIN <duration>")
+    return sits, constraints
+
+
+def _from_aliases(ck: ModelChecker, t: ast.TemporalPattern, types: dict[str, EventType]
+                  ) -> dict[str, str]:
+    """FROM: alias (or the type's own name) -> event type."""
+    aliases: dict[str, str] = {}
+    for s in t.sources:
+        if s.type not in types:
+            raise ck.err(UnknownNameError, f"unknown event type {s.type}", s.pos, found=s.type,
+                         expected=expected_names(list(types)))
+        alias = s.alias or s.type
+        if alias in aliases:
+            raise ck.err(DuplicateNameError, f"FROM names {alias} twice", s.pos, found=alias,
+                         expected="distinct aliases")
+        aliases[alias] = s.type
+    return aliases
+
+
+def _defined_situations(ck: ModelChecker, t: ast.TemporalPattern, aliases: dict[str, str],
+                        types: dict[str, EventType], model: ModelSituations
+                        ) -> tuple[dict[str, CheckedSituation], dict[str, ast.SituationDef]]:
+    """DEFINE: each item checked here, or the model's SITUATION it names."""
+    sits: dict[str, CheckedSituation] = {}
+    defined: dict[str, ast.SituationDef] = {}
+    for d in t.situations:
+        if d.name in defined:
+            raise ck.err(DuplicateNameError, f"situation {d.name} is defined twice", d.pos,
+                         found=d.name, expected="one DEFINE item per situation")
+        if d.name in aliases:
+            raise ck.err(DuplicateNameError, f"{d.name} is both a FROM alias and a situation",
+                         d.pos, found=d.name, expected="distinct names")
+        defined[d.name] = d
+        if d.condition is None:
+            sits[d.name] = model.get(d.name, d.pos, types)
+        else:
+            sits[d.name] = check_situation(ck, d, aliases, types)
+    return sits, defined
+
+
+def _check_single(ck: ModelChecker, t: ast.TemporalPattern,
+                  defined: dict[str, ast.SituationDef]) -> None:
+    """`PATTERN S`: S is defined and the only situation."""
+    assert t.single is not None
+    if t.single not in defined:
+        raise ck.err(UnknownNameError, f"unknown situation {t.single}", t.pattern_pos,
+                     found=t.single, expected=expected_names(list(defined)))
+    if len(defined) > 1:
+        other = next(n for n in defined if n != t.single)
+        raise ck.err(PatternError, f"situation {other} is never related to another "
+                     "situation in the PATTERN", defined[other].pos, found=other,
+                     expected=f"PATTERN {t.single} <relation> {other}")
+
+
+def _key_fields(env: TemporalOutputEnv, q: ast.Query) -> list[tuple[str, ir.Expr]]:
+    """KEYED BY of a context transition: fields key1, key2, ..."""
+    fields: list[tuple[str, ir.Expr]] = []
+    for i, node in enumerate(q.instance_key, start=1):
+        ex, typ = env.compile(node, Reading(output=True))
+        env.output_types[f"key{i}"] = typ
+        fields.append((f"key{i}", ex))
+    return fields
+
+
+def _derive_fields(ck: ModelChecker, env: TemporalOutputEnv, q: ast.Query
+                   ) -> list[tuple[str, ir.Expr]]:
+    """DERIVE items, each named (AS or its default) and named once."""
+    fields: list[tuple[str, ir.Expr]] = []
+    for item in q.items:
+        ex, typ = env.compile(item.expr, Reading(output=True))
+        name = item.alias or default_alias(item.expr)
+        if name is None:
+            raise ck.err(ModelStructureError, "this DERIVE field needs a name", item.pos,
+                         found="an expression", expected="<expr> AS <name>")
+        if name in env.output_types:
+            raise ck.err(DuplicateNameError, f"DERIVE field {name} is given twice", item.pos,
+                         found=name, expected="distinct field names (use AS)")
+        fields.append((name, ex))
+        env.output_types[name] = typ
+    return fields
+
+
+def _add_intervals(ck: ModelChecker, env: TemporalOutputEnv, q: ast.Query,
+                   sits: dict[str, CheckedSituation]) -> None:
+    """Every match carries each situation's interval, `<S>_ts` and `<S>_te`."""
     for name in sits:
         for f in (f"{name}_ts", f"{name}_te"):
             if f in env.output_types:
@@ -553,9 +640,3 @@ def check_temporal(ck: ModelChecker, qid: str, q: ast.Query, home: str | None,
                              "every temporal match carries it", q.pos, found=f,
                              expected="another field name")
             env.output_types[f] = "int"
-    body = TemporalBody(situations=tuple(s.spec for s in sits.values()),
-                        constraints=constraints, within=within, emit=emit)
-    return CheckedQuery(qid=qid, source=q, home=home, contexts=contexts, output_type=output_type,
-                        output_fields=tuple(fields),
-                        input_types=tuple(dict.fromkeys(s.source.name for s in sits.values())),
-                        body=body, transition=transition, output_schema=dict(env.output_types))

@@ -18,6 +18,8 @@ from typing import Literal
 
 from caesar.plans.expr import AggFunc, Expr
 
+WindowKind = Literal["time", "count", "session"]
+
 
 @dataclass(frozen=True)
 class AggregateSpec:
@@ -38,3 +40,7 @@ class AggregatePlan:
     where: tuple[Expr, ...] = ()  # filter on input events before aggregation
     having: tuple[Expr, ...] = ()  # filter on output rows (Attr(None, name) reads outputs)
     emit_ts: Literal["window_last", "window_end"] = "window_last"  # ts = end - 1 | end
+    # "time": the aligned windows above; "count": `size` events per (partition,
+    # group), a new window every `slide` events; "session": `size` is the gap
+    # (see src/caesar/services/matcher/windows.py).
+    window: WindowKind = "time"

@@ -12,6 +12,7 @@ from typing import Literal
 
 from caesar.plans.aggregate import AggregatePlan
 from caesar.plans.pattern import PatternPlan
+from caesar.plans.tables import AcepPlan
 from caesar.plans.temporal import TemporalPlan
 
 Action = Literal["INITIATE", "SWITCH", "TERMINATE"]
@@ -38,6 +39,19 @@ class ContextDef:
 
 
 @dataclass(frozen=True)
+class OutputRate:
+    """Output rate limiting of a stage (Esper's output clause): its outputs
+    are grouped per partition into intervals [k * every, (k+1) * every) of
+    event time. ALL: every output of an interval, released when the interval
+    closes; LAST: only the interval's last output, then; FIRST: the first
+    output of each interval, at once, the rest dropped. Released outputs are
+    stamped with the interval's last tick."""
+
+    kind: Literal["all", "first", "last"]
+    every: int  # ticks
+
+
+@dataclass(frozen=True)
 class Stage:
     """One executable query: a pattern or aggregation plan with the contexts
     it runs in (after push-down: it receives events only while one holds)."""
@@ -48,6 +62,9 @@ class Stage:
     feeds: tuple[str, ...] = ()
     # Output topic for alerts / derived events leaving the service; None = internal.
     output_topic: str | None = None
+    output_rate: OutputRate | None = None
+    # ON TIMEOUT: the topic its timed-out partial matches go to.
+    timeout_topic: str | None = None
 
 
 @dataclass(frozen=True)
@@ -93,3 +110,17 @@ class ExecutionPlan:
     # matcher plan id -> the contexts its outputs are filtered to. Empty in a
     # context-aware plan.
     context_filters: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # ACEP: shared tables and the rules / table-reading queries run by the
+    # stream-transaction scheduler on the matcher's `_acep_*` outputs.
+    acep: AcepPlan | None = None
+    # CONTEXTS PER: contexts hold per (stream partition, these attributes).
+    # Transactions and context vectors are kept per such "context partition"
+    # (partition_by + context_key); the stages that run in every context see
+    # the whole stream partition (partition_by), the others only their key's
+    # events. A transition's output carries the key of its last event.
+    context_key: tuple[str, ...] = ()
+
+    @property
+    def transaction_key(self) -> tuple[str, ...]:
+        """The attributes a stream transaction (and a context vector) is kept per."""
+        return self.partition_by + self.context_key

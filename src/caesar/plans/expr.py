@@ -11,9 +11,14 @@ Semantics every engine must follow:
 - A missing attribute (the event type has no such field, or the value is null)
   makes the comparison that reads it false, and makes AND false / OR decide on
   the other side (SQL-like: unknown is treated as false at the conjunct level).
-- Arithmetic on int and int stays int except `/` which is float division;
-  `%` on ints is Python's modulo. Division or modulo by zero makes the value
-  missing (the enclosing comparison is false) instead of raising.
+- int (INT/LONG) values are exact 64-bit integers everywhere: comparisons,
+  equivalence keys, arithmetic. int op int stays int except `/`, which
+  converts both operands to float first; `%` on ints is Python's modulo. An
+  int result outside the 64-bit range (overflow) is missing, and the engine
+  counts it per plan (`PatternEngine.overflows`). An int compared with a
+  float is compared exactly (2**53 + 1 > 2.0**53), never after rounding.
+  Division or modulo by zero makes the value missing (the enclosing
+  comparison is false) instead of raising.
 - Strings compare only with `=` and `!=` (they are interned codes in batches).
 - `Agg` appears only where a Kleene component is bound: it aggregates over all
   events bound to that Kleene variable (Cayuga FOLD).

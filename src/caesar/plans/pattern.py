@@ -42,19 +42,38 @@ contributes its last / first event); a start negation forbids events in
 `Attr` of a Kleene variable reads its last bound event (inside its own
 `iteration_filter`: the event being tested, and `Agg` folds over the events
 bound before it). Under skip_till_next_match a run waiting in a Kleene
-component prefers to close it with an event that binds the next component;
-negation only filters finished candidates, it never steers a run.
+component prefers to close it with an event that binds the next component
+(reluctant; `greedy`: it extends the component while it can); negation only
+filters finished candidates, it never steers a run.
+
+Issue 16 (docs/language.md has the user's view): a Kleene component binds
+`min_count`..`max_count` events; one with min_count 0 (optional) may bind
+none, is never first or last, reads as missing, and a negation next to it
+reaches the nearest positive event that did bind. `alternatives` run as
+separate sequences under one plan id (`expanded`). With `skip` (run-based
+strategies only) complete matches wait for earlier-started runs and are
+emitted in the order of their first event, each discarding runs and waiting
+matches that started at/before (to_next: its first event; past_last: its
+last) or before (to_first/to_last: the first/last event of `skip_var`) a
+seq. A run whose window ends before it completes derives `timeout` with
+interval (first.ts, first.ts + within). `equivalence_negated=False` leaves
+negated events out of `[attr]`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, TypeGuard
 
-from caesar.plans.expr import Expr
+from caesar.plans.expr import Expr, variables
 
 Strategy = Literal["skip_till_any_match", "skip_till_next_match", "strict_contiguity"]
 STRATEGIES: tuple[Strategy, ...] = ("skip_till_any_match", "skip_till_next_match", "strict_contiguity")
+RUN_STRATEGIES: tuple[Strategy, ...] = ("skip_till_next_match", "strict_contiguity")
+
+# After-match skip (Flink CEP's AfterMatchSkipStrategy; SQL's AFTER MATCH SKIP)
+Skip = Literal["no_skip", "to_next", "past_last", "to_first", "to_last"]
+SKIPS: tuple[Skip, ...] = ("no_skip", "to_next", "past_last", "to_first", "to_last")
 
 
 def is_strategy(name: str) -> TypeGuard[Strategy]:
@@ -66,8 +85,21 @@ class PatternComponent:
     var: str
     types: tuple[str, ...]  # more than one for ANY(T1, T2)
     negated: bool = False
-    kleene: bool = False
+    kleene: bool = False  # quantified (T+, T*, T?, T{n,m}): binds a list of events
     iteration_filter: Expr | None = None
+    # Quantifier bounds of a Kleene component: at least `min_count` events
+    # (0: optional, it may bind none), at most `max_count` (None: unbounded).
+    # A plain component binds exactly one event (1, 1).
+    min_count: int = 1
+    max_count: int | None = None
+    # Under run-based strategies: an event that can both extend this
+    # component and bind the next one extends it (greedy) or binds the next
+    # one (reluctant, the default). Irrelevant under skip_till_any_match.
+    greedy: bool = False
+
+    @property
+    def optional(self) -> bool:
+        return self.kleene and self.min_count == 0
 
 
 @dataclass(frozen=True)
@@ -97,6 +129,19 @@ class PatternPlan:
     # Attribute types by event type, so engines can lay out columns:
     # {"PositionReport": {"vid": "int", "spd": "float", "lane": "int", "kind": "string"}}
     schemas: dict[str, dict[str, str]] = field(default_factory=dict, hash=False, compare=False)
+    # AND/OR of sub-patterns: each alternative is a sequence of component
+    # indices; the plan matches what any alternative matches (a bag union).
+    # Empty: one alternative, every component in order.
+    alternatives: tuple[tuple[int, ...], ...] = ()
+    # After-match skip (run-based strategies only); `skip_var` for to_first/to_last.
+    skip: Skip = "no_skip"
+    skip_var: str | None = None
+    # Timed-out partial matches (run-based strategies, WITHIN): the event a
+    # partial match derives when its window expires before it completes.
+    timeout: Output | None = None
+    # False: `[attr]` holds among the positive events only (negated events
+    # are not compared; `[attr] EXCEPT NOT` in the language).
+    equivalence_negated: bool = True
 
     @property
     def positive(self) -> tuple[PatternComponent, ...]:
@@ -105,3 +150,23 @@ class PatternPlan:
     @property
     def negated(self) -> tuple[PatternComponent, ...]:
         return tuple(c for c in self.components if c.negated)
+
+    def expanded(self) -> tuple[PatternPlan, ...]:
+        """One plan per alternative (the plan itself when it has none): the
+        engines run each alternative as a plain sequence under the same plan
+        id. Conditions and outputs reading a variable an alternative does not
+        bind see it as bound to nothing (missing; aggregates over no events);
+        a condition reading only such variables does not apply to it."""
+        if not self.alternatives:
+            return (self,)
+        out = []
+        for alt in self.alternatives:
+            comps = tuple(self.components[i] for i in alt)
+            own = {c.var for c in comps}
+            # a condition on other alternatives' variables only is theirs
+            where = tuple(c for c in self.where if not variables(c) or variables(c) & own)
+            out.append(replace(self, components=comps, where=where, alternatives=()))
+        return tuple(out)
+
+    def variables(self) -> frozenset[str]:
+        return frozenset(c.var for c in self.components)

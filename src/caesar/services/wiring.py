@@ -39,11 +39,11 @@ def service_topics(cfg: ServiceConfig) -> list[TopicSpec]:
         specs.append(TopicSpec(topic, t.partitions, t.replication_factor))
     specs.append(TopicSpec(cfg.routed_topic, t.partitions, t.replication_factor))
     stages = list(cfg.plan.matcher_stages) + list(cfg.plan.deriver_stages)
-    for stage in stages:  # the model's own output topics
-        if stage.output_topic:
-            specs.append(TopicSpec(stage.output_topic,
-                                   t.partitions_by_topic.get(stage.output_topic, t.partitions),
-                                   t.replication_factor))
+    for stage in stages:  # the model's own output topics (and ON TIMEOUT ones)
+        for out in (stage.output_topic, stage.timeout_topic):
+            if out:
+                specs.append(TopicSpec(out, t.partitions_by_topic.get(out, t.partitions),
+                                       t.replication_factor))
     unique: dict[str, TopicSpec] = {}
     for spec in specs:
         unique.setdefault(spec.name, spec)

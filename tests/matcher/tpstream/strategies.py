@@ -84,53 +84,73 @@ def _relations(draw) -> tuple[str, ...]:
     return tuple(r for r in ALLEN if r in rels)
 
 
-@st.composite
-def plans(draw, sources: tuple[str, ...] = ("E", "E", "E", "F")) -> TemporalPlan:
-    n = draw(st.integers(2, 4))
-    names = [f"S{i}" for i in range(n)]
-    sits = []
-    for i, name in enumerate(names):
-        bound = draw(st.integers(0, 5))
-        lo = hi = None
-        if bound == 1:
-            lo = draw(st.integers(1, 4))
-        elif bound == 2:
-            hi = draw(st.integers(1, 6))
-        elif bound == 3:
-            lo = draw(st.integers(1, 3))
-            hi = lo + draw(st.integers(0, 4))
-        src = draw(st.sampled_from(sources))
-        cond = Binary("=", Attr(name, f"s{i}"), Const(1))
-        if draw(st.integers(0, 4)) == 0:  # a condition with nulls in play
-            cond = Binary("AND", cond, Binary(">", Attr(name, "v"), Const(0.7)))
-        sits.append(SituationSpec(name, src, cond, lo, hi))
-    # a random spanning tree, plus maybe extra constraints
+def _durations(draw) -> tuple[int | None, int | None]:
+    """Duration bounds: none, AT LEAST, AT MOST or BETWEEN (none most often)."""
+    bound = draw(st.integers(0, 5))
+    lo = hi = None
+    if bound == 1:
+        lo = draw(st.integers(1, 4))
+    elif bound == 2:
+        hi = draw(st.integers(1, 6))
+    elif bound == 3:
+        lo = draw(st.integers(1, 3))
+        hi = lo + draw(st.integers(0, 4))
+    return lo, hi
+
+
+def _situation(draw, i: int, name: str, sources: tuple[str, ...]) -> SituationSpec:
+    """Situation i holds while s{i} = 1 (sometimes also v > 0.7, with nulls)."""
+    lo, hi = _durations(draw)
+    src = draw(st.sampled_from(sources))
+    cond = Binary("=", Attr(name, f"s{i}"), Const(1))
+    if draw(st.integers(0, 4)) == 0:  # a condition with nulls in play
+        cond = Binary("AND", cond, Binary(">", Attr(name, "v"), Const(0.7)))
+    return SituationSpec(name, src, cond, lo, hi)
+
+
+def _pairs(draw, names: list[str]) -> list[tuple[str, str]]:
+    """A random spanning tree, plus maybe extra pairs (one constraint per pair)."""
     pairs = []
-    for i in range(1, n):
+    for i in range(1, len(names)):
         j = draw(st.integers(0, i - 1))
         pairs.append((names[j], names[i]) if draw(st.booleans()) else (names[i], names[j]))
     for _ in range(draw(st.integers(0, 2))):
         a, b = draw(st.sampled_from(names)), draw(st.sampled_from(names))
-        if a != b and (a, b) not in pairs and (b, a) not in pairs:  # one constraint per pair
+        if a != b and (a, b) not in pairs and (b, a) not in pairs:
             pairs.append((a, b))
-    constraints = tuple(TemporalConstraint(a, b, _relations(draw)) for a, b in pairs)
+    return pairs
+
+
+def _aggregate(func: str, sym: str) -> Agg:
+    if func == "count":
+        return Agg("count", sym, None)
+    if func == "countv":
+        return Agg("count", sym, Attr(sym, "v"))
+    if func == "firstk":
+        return Agg("first", sym, Attr(sym, "k"))
+    return Agg(func, sym, Attr(sym, "v"))  # type: ignore[arg-type]
+
+
+def _fields(draw, names: list[str]) -> list[OutputField]:
+    """Up to 3 aggregates, maybe an expression over two."""
     fields = []
     for k, func in enumerate(draw(st.lists(st.sampled_from(
             ["count", "sum", "avg", "min", "max", "first", "last", "countv", "firstk"]),
             max_size=3))):
-        sym = draw(st.sampled_from(names))
-        if func == "count":
-            agg = Agg("count", sym, None)
-        elif func == "countv":
-            agg = Agg("count", sym, Attr(sym, "v"))
-        elif func == "firstk":
-            agg = Agg("first", sym, Attr(sym, "k"))
-        else:
-            agg = Agg(func, sym, Attr(sym, "v"))  # type: ignore[arg-type]
-        fields.append(OutputField(f"f{k}", agg))
+        fields.append(OutputField(f"f{k}", _aggregate(func, draw(st.sampled_from(names)))))
     if draw(st.booleans()):
         fields.append(OutputField("expr", Binary("+", Agg("count", names[0], None),
                                                  Agg("max", names[-1], Attr(names[-1], "v")))))
+    return fields
+
+
+@st.composite
+def plans(draw, sources: tuple[str, ...] = ("E", "E", "E", "F")) -> TemporalPlan:
+    n = draw(st.integers(2, 4))
+    names = [f"S{i}" for i in range(n)]
+    sits = [_situation(draw, i, name, sources) for i, name in enumerate(names)]
+    constraints = tuple(TemporalConstraint(a, b, _relations(draw)) for a, b in _pairs(draw, names))
+    fields = _fields(draw, names)
     return TemporalPlan("tp", tuple(sits), constraints, within=draw(st.integers(4, 60)),
                         output=Output("M", tuple(fields)), schemas=SCHEMAS)
 

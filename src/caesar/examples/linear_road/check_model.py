@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
 MODEL = model_path("linear_road")
 ACCOUNTS = MODEL.with_name("accounts.caesar")
+# The same rules without the 6x segment fan-out (CONTEXTS PER seg).
+PER_SEGMENT = MODEL.with_name("model_per_segment.caesar")
 INPUT_TOPIC = "lr-position-reports"
 QUERY_TOPIC = "lr-queries"
 CHARGE_TOPIC = "lr-toll-charges"

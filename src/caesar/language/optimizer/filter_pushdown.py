@@ -1,9 +1,13 @@
 """Filter push-down: a WHERE conjunct that reads one non-Kleene pattern
 variable (and no aggregate) moves below the pattern onto that variable's
 input stream, so events that can never bind the variable are dropped before
-the pattern sees them (SASE section 4: predicate push-down)."""
+the pattern sees them (SASE section 4: predicate push-down). With AND/OR
+alternatives this is the same condition: in an alternative that does not
+bind the variable it does not apply (PatternPlan.expanded)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from caesar.language.algebra import FI, AlgebraPlan, Op, P, transform
 from caesar.plans import expr as ir
@@ -43,8 +47,7 @@ def _push(op: Op) -> Op:
     inputs = list(pattern.inputs)
     for i, conjs in moved.items():
         inputs[i] = FI(tuple(conjs), inputs[i], var=pattern.components[i].var)
-    new_pattern = P(pattern.components, tuple(inputs), pattern.equivalence, pattern.within,
-                    pattern.strategy, qid=pattern.qid)
+    new_pattern = replace(pattern, inputs=tuple(inputs))
     return FI(tuple(kept), new_pattern) if kept else new_pattern
 
 

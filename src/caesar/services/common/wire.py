@@ -1,4 +1,5 @@
-"""Messages <-> Avro records of the internal topics (schemas/*.avsc).
+"""Messages <-> Avro records of the internal topics (schemas/*.avsc); the
+transaction batches have theirs in caesar.services.common.columnar.
 
 Progress on the wire says "done up to and including ts" while the services
 count "nothing below watermark follows": ts = watermark - 1.
@@ -17,20 +18,16 @@ from caesar.services.common.messages import (
     Alert,
     ContextChange,
     DeadLetter,
-    Discard,
     Progress,
-    RoutedTransaction,
-    Transaction,
 )
 
-TXN = "caesar.StreamTransaction"
+TXN_BATCH = "caesar.TransactionBatch"  # transactions: caesar.services.common.columnar
+ROUTED_BATCH = "caesar.RoutedBatch"
 PROGRESS = "caesar.Progress"
 CHANGE = "caesar.ContextChange"
-ROUTED = "caesar.RoutedTransaction"
 DERIVED = "caesar.DerivedEvent"
 DEAD = "caesar.DeadLetter"
 AVRO_TYPES = {"int": "long", "float": "double", "string": "string", "bool": "boolean"}
-INGEST = "_ingest_ms"  # event key carrying the input record's Kafka timestamp
 _REASONS = {"undecodable": "UNDECODABLE", "schema": "SCHEMA_VIOLATION", "late": "LATE",
             "unknown_type": "UNKNOWN_TYPE"}
 _STAGES = {"scheduler": "SCHEDULER", "deriver": "DERIVER", "router": "ROUTER",
@@ -65,22 +62,6 @@ def register_model_schemas(repo: SchemaRepository, plan: ExecutionPlan) -> dict[
     return {t.name: repo.add(t.schema_json).name for t in plan.event_types if t.schema_json}
 
 
-# ------------------------------------------------------------ transactions
-def txn_record(txn: Transaction, seq: int) -> dict[str, Any]:
-    return {"version": 1, "partition_key": txn.key, "partition": txn.partition, "ts": txn.ts,
-            "seq": seq, "events": [
-                {"type": e["type"], "ts": txn.ts, "seq": i,
-                 "fields": {k: v for k, v in e.items() if k not in ("type", INGEST)},
-                 "ingest_ms": e.get(INGEST, 0), "source": None}
-                for i, e in enumerate(txn.events)]}
-
-
-def txn_from(rec: Mapping[str, Any]) -> tuple[Transaction, int]:
-    events = tuple({"type": e["type"], **e["fields"], INGEST: e["ingest_ms"]}
-                   for e in rec["events"])
-    return Transaction(rec["partition"], rec["partition_key"], rec["ts"], events), rec["seq"]
-
-
 def progress_record(p: Progress, actor: str, kafka_partition: int) -> dict[str, Any]:
     return {"version": 1, "stage": _STAGES.get(p.source, "SCHEDULER"), "source": actor,
             "kafka_partition": kafka_partition, "partition_key": None,
@@ -100,23 +81,6 @@ def change_record(c: ContextChange, seq: int, previous: int) -> dict[str, Any]:
 def change_from(rec: Mapping[str, Any]) -> tuple[ContextChange, int]:
     return (ContextChange(rec["partition"], rec["partition_key"], rec["ts"], rec["contexts"],
                           tuple(rec["active"])), rec["txn_seq"])
-
-
-def routed_record(item: RoutedTransaction | Discard, seq: int) -> dict[str, Any]:
-    if isinstance(item, Discard):
-        txn = Transaction(item.partition, "", item.ts, ())
-        return {"version": 1, "txn": txn_record(txn, seq), "active": [],
-                "discard": list(item.plan_ids), "muted": []}
-    return {"version": 1, "txn": txn_record(item.txn, seq), "active": list(item.active),
-            "discard": list(item.discard), "muted": list(item.muted)}
-
-
-def routed_from(rec: Mapping[str, Any]) -> tuple[RoutedTransaction | Discard, int]:
-    txn, seq = txn_from(rec["txn"])
-    if not rec["active"]:
-        return Discard(txn.partition, txn.ts, tuple(rec["discard"])), seq
-    return (RoutedTransaction(txn, tuple(rec["active"]), tuple(rec["discard"]),
-                              tuple(rec.get("muted", ()))), seq)
 
 
 def alert_record(a: Alert, contexts: tuple[str, ...] = ()) -> dict[str, Any]:

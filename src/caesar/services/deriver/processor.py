@@ -19,7 +19,14 @@ from typing import Any
 from caesar.errors import PlanError
 from caesar.plans.execution import ExecutionPlan, TransitionStage
 from caesar.services.common.config import EngineFactory
-from caesar.services.common.messages import Alert, ContextChange, Progress, Transaction
+from caesar.services.common.messages import (
+    Alert,
+    ContextChange,
+    Progress,
+    Transaction,
+    TxnBatch,
+    coalesce_transactions,
+)
 from caesar.services.matcher.stage_graph import (
     Record,
     StageGraph,
@@ -46,8 +53,14 @@ class DeriverProcessor:
         self.resolver = ContextResolver(plan)
         stages = list(plan.deriver_stages) + [t.stage for t in plan.transitions]
         schemas = {t.name: dict(t.fields) for t in plan.event_types}
-        self.graph = StageGraph(stages, schemas, engine_factory)
+        emit = [t.stage.plan.plan_id for t in plan.transitions]
+        emit += [s.plan.plan_id for s in plan.deriver_stages if s.output_topic is not None]
         self.activation = StageActivation(self.resolver, stages)
+        self.graph = StageGraph(
+            stages, schemas, engine_factory, emit=emit, context_key=plan.context_key,
+            stream_attrs=len(plan.partition_by), everywhere=self.activation.everywhere(),
+            active_of=lambda p: self.activation.active(self.vector(p)))
+        self.schemas = schemas
         self.transitions = {t.stage.plan.plan_id: t for t in plan.transitions}
         for t in plan.transitions:
             if t.context not in self.resolver.bits:
@@ -63,33 +76,23 @@ class DeriverProcessor:
     def vector(self, partition: int) -> int:
         return self.resolver.effective(self.raw.get(partition, 0))
 
-    def process(self, items: Sequence[Transaction | Progress]) -> DeriverOutput:
+    def process(self, items: Sequence[TxnBatch | Transaction | Progress]) -> DeriverOutput:
         out = DeriverOutput()
-        step: list[Transaction] = []
-        for item in items:
-            if isinstance(item, Transaction):
-                if step and step[0].ts != item.ts:
-                    self._step(step, out)
-                    step = []
-                step.append(item)
+        for item in coalesce_transactions(items, self.schemas, self.graph.strings):
+            if isinstance(item, TxnBatch):
+                self.keys.update(item.keys)
+                for ts, at_ts in item.by_ts():
+                    self._step(ts, at_ts, out)
             elif isinstance(item, Progress):
-                if step:
-                    self._step(step, out)
-                    step = []
                 if item.watermark > self.done_before:
                     self._apply(self.graph.advance(item.watermark), out)
                     self.done_before = item.watermark
                     out.progress = Progress(self.done_before, "deriver")
             else:
                 raise TypeError(f"deriver cannot process {type(item).__name__}")
-        if step:
-            self._step(step, out)
         return out
 
-    def _step(self, txns: list[Transaction], out: DeriverOutput) -> None:
-        ts = txns[0].ts
-        for t in txns:
-            self.keys[t.partition] = t.key
+    def _step(self, ts: int, txns: TxnBatch, out: DeriverOutput) -> None:
         # A transaction at ts means every one before ts is in: windows ending
         # at or before ts are final, and their results (stamped end - 1 or end,
         # see AggregatePlan.emit_ts) may change the contexts that hold at ts.
@@ -98,8 +101,8 @@ class DeriverProcessor:
         # may still come in the next batch, and a window ending at ts + 1 is
         # final only once they are in (at the next ts or scheduler progress).
         self.done_before = max(self.done_before, ts)
-        items = [(t, self.activation.active(self.vector(t.partition))) for t in txns]
-        self._apply(self.graph.step(ts, items), out)
+        active = {p: self.activation.active(self.vector(p)) for p in txns.partitions().tolist()}
+        self._apply(self.graph.step(ts, txns, active), out)
         out.progress = Progress(self.done_before, "deriver")
 
     def _apply(self, outputs: list[StageOutput], out: DeriverOutput) -> None:

@@ -10,17 +10,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from caesar.bus.records import OutRecord, Record, TopicPartition
+from caesar.services.common.columnar import batch_from
 from caesar.services.common.config import ServiceConfig
-from caesar.services.common.messages import Progress, Transaction
+from caesar.services.common.messages import Progress, TxnBatch
 from caesar.services.common.replay import SeqFilter, owned
 from caesar.services.common.wire import (
     CHANGE,
     PROGRESS,
-    TXN,
+    TXN_BATCH,
     change_record,
     progress_from,
     progress_record,
-    txn_from,
 )
 from caesar.services.deriver.processor import DeriverProcessor
 from caesar.services.matcher.runner import OutputEncoder
@@ -35,7 +35,7 @@ class DeriverHandler:
         self.codec = cfg.codec
         factory = cfg.engine_factory or default_engine_factory
         self.procs = {j: DeriverProcessor(cfg.plan, factory) for j in cfg.partitions}
-        self.seen = SeqFilter()
+        self.seen = SeqFilter()  # per Kafka partition: transaction batches
         self.outputs = OutputEncoder(cfg)
         self.change_seq: dict[int, int] = defaultdict(int)
         self.owner: dict[int, int] = {}  # stream partition -> Kafka partition
@@ -47,16 +47,15 @@ class DeriverHandler:
         return [TopicPartition(self.cfg.topics.transactions, j)]
 
     def handle(self, records: Sequence[Record]) -> list[OutRecord]:
-        by_partition: dict[int, list[Transaction | Progress]] = defaultdict(list)
+        by_partition: dict[int, list[TxnBatch | Progress]] = defaultdict(list)
         for r in records:
             if r.value is None:  # a tombstone: the services never write one here
                 continue
             schema, value = self.codec.decode(r.value)
-            if schema == TXN:
-                txn, seq = txn_from(value)
-                self.owner[txn.partition] = r.partition
-                if self.seen.fresh(txn.partition, seq):
-                    by_partition[r.partition].append(txn)
+            if schema == TXN_BATCH:
+                if self.seen.fresh(r.partition, value["seq"]):
+                    batch, _ = batch_from(value, self.procs[r.partition].graph.strings)
+                    by_partition[r.partition].append(batch)
             elif schema == PROGRESS:
                 by_partition[r.partition].append(progress_from(value))
         out: list[OutRecord] = []
@@ -71,6 +70,7 @@ class DeriverHandler:
                 rec = change_record(c, self.change_seq[c.partition],
                                     previous if previous is not None else -1)
                 before[c.partition] = c.vector
+                self.owner[c.partition] = j
                 out.append(OutRecord(topic, self.codec.encode(CHANGE, rec), c.key.encode(),
                                      partition=j))
             out += self.outputs.encode(result.alerts)
@@ -84,14 +84,15 @@ class DeriverHandler:
         return []
 
     def snapshot_partition(self, j: int) -> Any:
-        return {"proc": self.procs[j].snapshot(), "seen": owned(self.seen.last, self.owner, j),
+        return {"proc": self.procs[j].snapshot(), "seen": self.seen.last.get(j, -1),
                 "change_seq": owned(self.change_seq, self.owner, j)}
 
     def restore_partition(self, j: int, state: Any) -> None:
         self.procs[j].restore(state["proc"])
-        self.seen.last.update(state["seen"])
+        if isinstance(state["seen"], int):
+            self.seen.last[j] = state["seen"]
         self.change_seq.update(state["change_seq"])
-        self.owner.update(dict.fromkeys(state["seen"], j))
+        self.owner.update(dict.fromkeys(state["change_seq"], j))
 
     def event_time(self) -> int:
         return max((p.done_before for p in self.procs.values()), default=0)

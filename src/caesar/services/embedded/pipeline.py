@@ -20,12 +20,13 @@ from caesar.services.common.messages import (
     DeadLetter,
     InputRecord,
     Progress,
-    Transaction,
+    TxnBatch,
 )
 from caesar.services.deriver.processor import DeriverProcessor
 from caesar.services.matcher.processor import MatcherProcessor
 from caesar.services.matcher.stage_graph import default_engine_factory
 from caesar.services.router.processor import RouterProcessor
+from caesar.services.scheduler.acep.processor import AcepProcessor
 from caesar.services.scheduler.processor import SchedulerOutput, SchedulerProcessor
 
 
@@ -40,13 +41,15 @@ class PipelineResult:
 class EmbeddedPipeline:
     def __init__(self, plan: ExecutionPlan, *, allowance: int = 0,
                  engine_factory: EngineFactory = default_engine_factory,
-                 batch_size: int = 2000) -> None:
+                 batch_size: int = 2000, acep_scheduler: str = "lwm") -> None:
         self.plan = plan
         self.batch_size = batch_size
         self.scheduler = SchedulerProcessor(plan, allowance)
         self.deriver = DeriverProcessor(plan, engine_factory)
         self.router = RouterProcessor(plan)
         self.matcher = MatcherProcessor(plan, engine_factory)
+        # ACEP: rules and table-reading queries over the shared tables.
+        self.acep = AcepProcessor(plan.acep, acep_scheduler) if plan.acep else None
         self.result = PipelineResult()
         self._offset = 0
 
@@ -58,7 +61,13 @@ class EmbeddedPipeline:
 
     def finish(self) -> list[Alert]:
         """End of input: flush the scheduler (watermark = end of time)."""
-        return self._downstream(self.scheduler.flush())
+        alerts = self._downstream(self.scheduler.flush())
+        if self.acep is not None:
+            more, dead = self.acep.flush()
+            self.result.alerts += more
+            self.result.dead_letters += dead
+            alerts += more
+        return alerts
 
     def advance(self, watermark: int) -> list[Alert]:
         """No input below `watermark` follows: process everything before it."""
@@ -71,7 +80,7 @@ class EmbeddedPipeline:
 
     def _downstream(self, sched: SchedulerOutput) -> list[Alert]:
         self.result.dead_letters += sched.dead_letters
-        items: list[Transaction | Progress] = sched.transactions
+        items: list[TxnBatch | Progress] = sched.transactions
         derived = self.deriver.process(items)
         self.result.context_changes += derived.changes
         router_in: list[Any] = list(items) + list(derived.changes)
@@ -80,6 +89,9 @@ class EmbeddedPipeline:
         routed = self.router.process(router_in)
         matched = self.matcher.process(routed.routed)
         alerts = derived.alerts + matched.alerts
+        if self.acep is not None:
+            alerts, dead = self.acep.process(alerts)
+            self.result.dead_letters += dead
         self.result.alerts += alerts
         return alerts
 

@@ -8,6 +8,11 @@ aggregate is reduced per group with ufunc `reduceat`. Only the per-group merge
 into the open-window table is a Python loop (one step per group, not per event).
 A window is emitted once the watermark reaches its end (no event with
 ts < end can follow), stamped with ts = end - 1 (or end; the plan's `emit_ts`).
+
+INT/LONG arguments are aggregated exactly: sums in int64 (a group whose sum
+may leave 64 bits is summed with Python integers; a final sum outside 64 bits
+is null and counted in `overflows`), min/max as integers. DOUBLE arguments
+use float64 accumulators.
 """
 
 from __future__ import annotations
@@ -20,139 +25,17 @@ from typing import Any
 import numpy as np
 
 from caesar.errors import PlanError
-from caesar.events.batch import StringPool
+from caesar.events.batch import StringPool, TypeColumns
 from caesar.plans.aggregate import AggregatePlan, AggregateSpec
-from caesar.plans.expr import Attr, Binary, Call, Const, Expr, Unary
+from caesar.services.matcher.column_eval import (
+    INT64_MAX,
+    INT64_MIN,
+    ColumnEvaluator,
+    attributes,
+    columns_from_records,
+)
 
-STATE_VERSION = 2
-
-
-# ---------------------------------------------------------------- expressions
-Columns = tuple[np.ndarray, np.ndarray]  # (values, missing mask)
-
-COMPARISONS = {"=": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
-               ">": np.greater, ">=": np.greater_equal}
-ARITHMETIC = {"+": np.add, "-": np.subtract, "*": np.multiply}
-DIVISIONS = {"/": np.true_divide, "%": np.mod}  # by zero: the value is missing
-
-
-def eval_columns(expr: Expr, cols: Mapping[str, np.ndarray], missing: Mapping[str, np.ndarray],
-                 n: int, strings: StringPool) -> Columns:
-    """Evaluate `expr` over columns; returns (values, missing mask).
-
-    Follows src/caesar/plans/expr.py: a comparison reading a missing value is
-    false (not missing); division by zero makes the value missing; strings are
-    interned codes, so only = and != make sense on them.
-    """
-    none = np.zeros(n, dtype=bool)
-    match expr:
-        case Const(value=value):
-            return _constant(value, n, strings), none
-        case Attr(name=name):
-            if name not in cols:
-                return np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool)
-            return cols[name], missing.get(name, none)
-        case Unary(op=op, operand=operand):
-            v, m = eval_columns(operand, cols, missing, n, strings)
-            if op == "NOT":
-                return ~(v.astype(bool)) & ~m, none
-            return -v, m
-        case Binary(op=op, left=left, right=right):
-            return _binary(op, eval_columns(left, cols, missing, n, strings),
-                           eval_columns(right, cols, missing, n, strings), none)
-        case Call(func=func, args=args):
-            return _call(func, [eval_columns(a, cols, missing, n, strings) for a in args], none)
-    raise PlanError(f"expression not supported in an aggregation: {expr!r}")
-
-
-def _constant(value: int | float | str | bool, n: int, strings: StringPool) -> np.ndarray:
-    if isinstance(value, str):
-        return np.full(n, strings.code(value), dtype=np.int64)
-    if isinstance(value, bool):
-        return np.full(n, value, dtype=bool)
-    return np.full(n, value)
-
-
-def _binary(op: str, left: Columns, right: Columns, none: np.ndarray) -> Columns:
-    """AND/OR and comparisons are never missing (missing reads as false);
-    arithmetic is missing where an operand is or a divisor is zero."""
-    (lv, lm), (rv, rm) = left, right
-    if op == "AND":
-        return lv.astype(bool) & rv.astype(bool) & ~lm & ~rm, none
-    if op == "OR":
-        return (lv.astype(bool) & ~lm) | (rv.astype(bool) & ~rm), none
-    both = lm | rm
-    if op in COMPARISONS:
-        return COMPARISONS[op](lv, rv) & ~both, none
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if op in ARITHMETIC:
-            return ARITHMETIC[op](lv, rv), both
-        if op in DIVISIONS:
-            zero = rv == 0
-            return DIVISIONS[op](lv, np.where(zero, 1, rv)), both | zero
-    raise PlanError(f"operator {op} not supported in an aggregation")
-
-
-def _call(func: str, args: list[Columns], none: np.ndarray) -> Columns:
-    m = none
-    for _, am in args:
-        m = m | am
-    first = args[0][0]
-    if func == "abs":
-        return np.abs(first), m
-    if func == "floor":
-        return np.floor(first).astype(np.int64), m
-    if func == "ceil":
-        return np.ceil(first).astype(np.int64), m
-    if func in ("least", "greatest"):
-        reduce = np.minimum if func == "least" else np.maximum
-        out = first
-        for v, _ in args[1:]:
-            out = reduce(out, v)
-        return out, m
-    raise PlanError(f"function {func} not supported in an aggregation")
-
-
-def columns_from_records(records: Sequence[Mapping[str, Any]], names: Sequence[str],
-                         strings: StringPool) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Column arrays for `names` (strings interned, None -> missing mask)."""
-    cols: dict[str, np.ndarray] = {}
-    missing: dict[str, np.ndarray] = {}
-    for name in names:
-        values = [r.get(name) for r in records]
-        mask = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
-        sample = next((v for v in values if v is not None), None)
-        if isinstance(sample, str):
-            arr = np.fromiter((-1 if v is None else strings.code(v) for v in values),
-                              dtype=np.int64, count=len(values))
-        elif isinstance(sample, float):
-            arr = np.fromiter((0.0 if v is None else v for v in values), dtype=np.float64,
-                              count=len(values))
-        else:
-            arr = np.fromiter((0 if v is None else v for v in values), dtype=np.int64,
-                              count=len(values))
-        cols[name] = arr
-        if mask.any():
-            missing[name] = mask
-    return cols, missing
-
-
-def attributes(expr: Expr | None) -> set[str]:
-    match expr:
-        case None | Const():
-            return set()
-        case Attr(name=name):
-            return {name}
-        case Unary(operand=operand):
-            return attributes(operand)
-        case Binary(left=left, right=right):
-            return attributes(left) | attributes(right)
-        case Call(args=args):
-            out: set[str] = set()
-            for a in args:
-                out |= attributes(a)
-            return out
-    raise PlanError(f"expression not supported in an aggregation: {expr!r}")
+STATE_VERSION = 3  # 3: exact integer accumulators
 
 
 # ---------------------------------------------------------------- executor
@@ -180,7 +63,7 @@ class AggregateExecutor:
         if plan.size <= 0 or plan.slide <= 0:
             raise PlanError(f"{plan.plan_id}: window size and slide must be positive")
         self.plan = plan
-        self.strings = strings or StringPool()
+        self.evaluator = ColumnEvaluator(strings or StringPool())
         needed: set[str] = set(plan.group_by)
         for spec in plan.aggregates:
             needed |= attributes(spec.arg)
@@ -198,11 +81,28 @@ class AggregateExecutor:
         self._total = np.zeros((na, cap), dtype=np.float64)
         self._low = np.full((na, cap), np.inf)
         self._high = np.full((na, cap), -np.inf)
+        # integer arguments: exact accumulators; `_big` holds sums (by
+        # (aggregate, slot)) that left the safe range, as Python integers
+        self._int_arg: list[bool | None] = [None] * na  # None: no value seen yet
+        self._itotal = np.zeros((na, cap), dtype=np.int64)
+        self._ilow = np.full((na, cap), INT64_MAX, dtype=np.int64)
+        self._ihigh = np.full((na, cap), INT64_MIN, dtype=np.int64)
+        self._big: dict[tuple[int, int], int] = {}
+        self._float_group = [False] * len(plan.group_by)
         self._distinct: dict[int, list[set]] = {}  # slot -> one set per aggregate
         self._by_end: dict[int, list[tuple]] = {}
         self._keys: dict[int, str] = {}  # partition id -> readable key
         self._string_group = [False] * len(plan.group_by)
         self.watermark = -(2**62)
+
+    @property
+    def strings(self) -> StringPool:
+        """The pool string values are interned in (shared with the stage graph)."""
+        return self.evaluator.strings
+
+    @strings.setter
+    def strings(self, pool: StringPool) -> None:
+        self.evaluator.strings = pool
 
     def _slots(self, keys: list[tuple]) -> np.ndarray:
         out = np.empty(len(keys), dtype=np.int64)
@@ -226,6 +126,9 @@ class AggregateExecutor:
         self._total = np.concatenate([self._total, np.zeros_like(self._total)], axis=1)
         self._low = np.concatenate([self._low, np.full_like(self._low, np.inf)], axis=1)
         self._high = np.concatenate([self._high, np.full_like(self._high, -np.inf)], axis=1)
+        self._itotal = np.concatenate([self._itotal, np.zeros_like(self._itotal)], axis=1)
+        self._ilow = np.concatenate([self._ilow, np.full_like(self._ilow, INT64_MAX)], axis=1)
+        self._ihigh = np.concatenate([self._ihigh, np.full_like(self._ihigh, INT64_MIN)], axis=1)
         assert self._count.shape[1] == 2 * cap
 
     # -- input
@@ -241,6 +144,35 @@ class AggregateExecutor:
         for i, g in enumerate(self.plan.group_by):
             if isinstance(records[0].get(g), str):
                 self._string_group[i] = True
+        self._add(cols, missing, np.asarray(ts, dtype=np.int64),
+                  np.asarray(partitions, dtype=np.int64))
+
+    def add_columns(self, events: TypeColumns, keys: Mapping[int, str] | None = None) -> None:
+        """Add events of the source type given as columns (strings coded in
+        this executor's pool)."""
+        n = len(events)
+        if n == 0:
+            return
+        if keys:
+            for p in np.unique(events.partition).tolist():
+                if p not in self._keys:
+                    self._keys[p] = keys.get(p, "")
+        cols = {a: events.columns[a] for a in self._needed if a in events.columns}
+        missing = {a: events.nulls[a] for a in self._needed if a in events.nulls}
+        for a in self._needed:
+            if a not in cols:  # not an attribute of the source type: every value missing
+                cols[a] = np.zeros(n, dtype=np.int64)
+                missing[a] = np.ones(n, dtype=bool)
+        for i, g in enumerate(self.plan.group_by):
+            col = events.columns.get(g)
+            if col is not None and col.dtype == np.int32:
+                self._string_group[i] = True
+                cols[g] = col.astype(np.int64)
+        self._add(cols, missing, events.ts, events.partition)
+
+    def _add(self, cols: dict[str, np.ndarray], missing: dict[str, np.ndarray], ts: np.ndarray,
+             partitions: np.ndarray) -> None:
+        n = len(ts)
         idx = self._passing(cols, missing, ts, n)
         if idx is not None:
             ts, partitions = ts[idx], partitions[idx]
@@ -258,7 +190,7 @@ class AggregateExecutor:
         """Indexes of the events that pass WHERE and are not late; None: all."""
         keep = np.ones(n, dtype=bool)
         for cond in self.plan.where:
-            v, _ = eval_columns(cond, cols, missing, n, self.strings)
+            v, _ = self.evaluator.eval(cond, cols, missing, n)
             keep &= v.astype(bool)
         keep &= ts >= self.watermark  # windows already emitted cannot change
         return None if keep.all() else np.nonzero(keep)[0]
@@ -275,8 +207,10 @@ class AggregateExecutor:
         inside = starts + plan.size > np.repeat(ts, w)
         rep, starts = rep[inside], starts[inside]
         key_cols = [partitions[rep]]
-        for g in plan.group_by:
+        for i, g in enumerate(plan.group_by):
             col = cols[g][rep]
+            if col.dtype == np.float64:
+                self._float_group[i] = True
             key_cols.append(col.view(np.int64) if col.dtype == np.float64 else col.astype(np.int64))
         key_cols.append(starts)
         keys_matrix = np.stack(key_cols, axis=1)
@@ -291,25 +225,80 @@ class AggregateExecutor:
 
     def _accumulate(self, ai: int, spec: AggregateSpec, groups: _Groups,
                     cols: dict[str, np.ndarray], missing: dict[str, np.ndarray], n: int) -> None:
-        """Merge one aggregate of every group into its window's accumulators."""
+        """Merge one aggregate of every group into its window's accumulators:
+        exact integer ones for INT/LONG arguments, float64 ones otherwise."""
         rows, bounds, slots = groups.rows, groups.bounds, groups.slots
         if spec.arg is None:
             self._count[ai, slots] += groups.counts
             return
-        v, m = eval_columns(spec.arg, cols, missing, n, self.strings)
+        v, m = self.evaluator.eval(spec.arg, cols, missing, n)
         v = np.asarray(v)[rows]
         valid = ~np.asarray(m)[rows]
-        vf = v.astype(np.float64)
         self._count[ai, slots] += np.add.reduceat(valid.astype(np.int64), bounds)
+        if v.dtype.kind in "iub" and self._int_arg[ai] is not False:
+            self._int_arg[ai] = True
+            self._add_ints(ai, v.astype(np.int64), valid, bounds, slots)
+        else:
+            if self._int_arg[ai]:
+                self._ints_to_floats(ai)
+            self._int_arg[ai] = False
+            self._add_floats(ai, v.astype(np.float64), valid, bounds, slots)
+        if spec.func == "count_distinct":
+            ends = np.append(bounds[1:], len(rows))
+            for s, e, slot in zip(bounds.tolist(), ends.tolist(), slots.tolist(), strict=True):
+                self._distinct[slot][ai].update(v[s:e][valid[s:e]].tolist())
+
+    def _add_floats(self, ai: int, vf: np.ndarray, valid: np.ndarray, bounds: np.ndarray,
+                    slots: np.ndarray) -> None:
         self._total[ai, slots] += np.add.reduceat(np.where(valid, vf, 0.0), bounds)
         self._low[ai, slots] = np.minimum(
             self._low[ai, slots], np.minimum.reduceat(np.where(valid, vf, np.inf), bounds))
         self._high[ai, slots] = np.maximum(
             self._high[ai, slots], np.maximum.reduceat(np.where(valid, vf, -np.inf), bounds))
-        if spec.func == "count_distinct":
-            ends = np.append(bounds[1:], len(rows))
-            for s, e, slot in zip(bounds.tolist(), ends.tolist(), slots.tolist(), strict=True):
-                self._distinct[slot][ai].update(v[s:e][valid[s:e]].tolist())
+
+    def _add_ints(self, ai: int, v: np.ndarray, valid: np.ndarray, bounds: np.ndarray,
+                  slots: np.ndarray) -> None:
+        vi = np.where(valid, v, 0)
+        self._ilow[ai, slots] = np.minimum(
+            self._ilow[ai, slots], np.minimum.reduceat(np.where(valid, v, INT64_MAX), bounds))
+        self._ihigh[ai, slots] = np.maximum(
+            self._ihigh[ai, slots], np.maximum.reduceat(np.where(valid, v, INT64_MIN), bounds))
+        # int64 addition wraps, but is exact whenever the true result fits:
+        # a float estimate (error far below 2**62) finds the groups that
+        # might not fit; those are summed with Python integers
+        with np.errstate(over="ignore"):
+            part = np.add.reduceat(vi, bounds)
+        est = np.add.reduceat(vi.astype(np.float64), bounds) + \
+            self._itotal[ai, slots].astype(np.float64)
+        risky = np.abs(est) >= 2.0**62
+        if self._big:
+            risky |= np.fromiter(((ai, s) in self._big for s in slots.tolist()), dtype=bool,
+                                 count=len(slots))
+        safe = ~risky
+        with np.errstate(over="ignore"):
+            self._itotal[ai, slots[safe]] += part[safe]
+        if risky.any():
+            ends = np.append(bounds[1:], len(vi))
+            for j in np.nonzero(risky)[0].tolist():
+                slot = int(slots[j])
+                total = self._big.pop((ai, slot), int(self._itotal[ai, slot])) + \
+                    sum(vi[bounds[j]:ends[j]].tolist())
+                if INT64_MIN <= total <= INT64_MAX and abs(total) < 2**62:
+                    self._itotal[ai, slot] = total
+                else:
+                    self._big[(ai, slot)] = total
+
+    def _ints_to_floats(self, ai: int) -> None:
+        """An argument typed int in earlier batches arrives as float: carry
+        the exact state over to the float accumulators (mixed input)."""
+        self._total[ai] = self._itotal[ai].astype(np.float64)
+        for (a, slot), total in list(self._big.items()):
+            if a == ai:
+                self._total[ai, slot] = float(total)
+                del self._big[(a, slot)]
+        seen = self._count[ai] > 0
+        self._low[ai] = np.where(seen, self._ilow[ai].astype(np.float64), np.inf)
+        self._high[ai] = np.where(seen, self._ihigh[ai].astype(np.float64), -np.inf)
 
     # -- output
     def advance(self, watermark: int) -> list[dict[str, Any]]:
@@ -326,7 +315,8 @@ class AggregateExecutor:
                 row: dict[str, Any] = {"type": plan.output_type}
                 for i, g in enumerate(plan.group_by):
                     raw = key[1 + i]
-                    row[g] = self.strings.string(raw) if self._string_group[i] else raw
+                    row[g] = self.strings.string(raw) if self._string_group[i] else \
+                        float(np.int64(raw).view(np.float64)) if self._float_group[i] else raw
                 for ai, spec in enumerate(plan.aggregates):
                     row[spec.name] = self._value(spec.func, ai, slot)
                 row["ts"] = end - 1 if plan.emit_ts == "window_last" else end
@@ -337,6 +327,11 @@ class AggregateExecutor:
                 self._total[:, slot] = 0.0
                 self._low[:, slot] = np.inf
                 self._high[:, slot] = -np.inf
+                self._itotal[:, slot] = 0
+                self._ilow[:, slot] = INT64_MAX
+                self._ihigh[:, slot] = INT64_MIN
+                for ai in range(len(plan.aggregates)):
+                    self._big.pop((ai, slot), None)
                 self._distinct.pop(slot, None)
                 self._free.append(slot)
                 if self._having(row):
@@ -351,15 +346,33 @@ class AggregateExecutor:
             return len(self._distinct[slot][ai])
         if count == 0:
             return None
+        if self._int_arg[ai]:
+            return self._int_value(func, ai, slot, count)
         if func == "sum":
-            total = float(self._total[ai, slot])
-            return int(total) if total.is_integer() else total
+            return float(self._total[ai, slot])
         if func == "avg":
             return float(self._total[ai, slot]) / count
         if func == "min":
-            return _num(self._low[ai, slot])
+            return float(self._low[ai, slot])
         if func == "max":
-            return _num(self._high[ai, slot])
+            return float(self._high[ai, slot])
+        raise PlanError(f"aggregate function {func} not supported in windowed aggregation")
+
+    def _int_value(self, func: str, ai: int, slot: int, count: int) -> Any:
+        """An aggregate over an INT/LONG argument: exact (sum over 128 bits,
+        outside int64 it is missing and counted as an overflow)."""
+        total = self._big.get((ai, slot), int(self._itotal[ai, slot]))
+        if func == "sum":
+            if INT64_MIN <= total <= INT64_MAX:
+                return total
+            self.evaluator.overflows += 1
+            return None
+        if func == "avg":
+            return float(total) / count
+        if func == "min":
+            return int(self._ilow[ai, slot])
+        if func == "max":
+            return int(self._ihigh[ai, slot])
         raise PlanError(f"aggregate function {func} not supported in windowed aggregation")
 
     def _having(self, row: dict[str, Any]) -> bool:
@@ -369,15 +382,22 @@ class AggregateExecutor:
         for cond in self.plan.having:
             names |= attributes(cond)
         cols, missing = columns_from_records([row], sorted(names), self.strings)
-        return all(bool(eval_columns(c, cols, missing, 1, self.strings)[0][0])
+        return all(bool(self.evaluator.eval(c, cols, missing, 1)[0][0])
                    for c in self.plan.having)
+
+    @property
+    def overflows(self) -> int:
+        """Integer results outside 64 bits so far (each made null)."""
+        return self.evaluator.overflows
 
     # -- state for the store
     def snapshot(self) -> bytes:
         strings = [self.strings.string(i) for i in range(len(self.strings))]
         return pickle.dumps((STATE_VERSION, self._slot, self._free, self._count, self._total,
                              self._low, self._high, self._distinct, self._by_end, self._keys,
-                             self._string_group, self.watermark, strings))
+                             self._string_group, self.watermark, strings, self._int_arg,
+                             self._itotal, self._ilow, self._ihigh, self._big,
+                             self._float_group))
 
     def restore(self, state: bytes) -> None:
         version, *rest = pickle.loads(state)
@@ -385,12 +405,10 @@ class AggregateExecutor:
             raise PlanError(f"aggregate state version {version} is not {STATE_VERSION}")
         (self._slot, self._free, self._count, self._total, self._low, self._high,
          self._distinct, self._by_end, self._keys, self._string_group, self.watermark,
-         strings) = rest
+         strings, self._int_arg, self._itotal, self._ilow, self._ihigh, self._big,
+         self._float_group) = rest
         pool = StringPool()
         for s in strings:
             pool.code(s)
         self.strings = pool
 
-
-def _num(value: float) -> int | float:
-    return int(value) if float(value).is_integer() else value

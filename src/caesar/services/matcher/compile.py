@@ -20,11 +20,12 @@ import numpy as np
 from caesar.errors import PlanError
 from caesar.plans.expr import Agg, Attr, Binary, Call, Const, Expr, Unary, render, variables
 from caesar.plans.pattern import PatternPlan
+from caesar.services.matcher.expr_eval import MISSING, aggregate, holds
 from caesar.services.matcher.reference import validate_plan
 
 MAX_COMPONENTS = 16
 
-# opcodes (keep in sync with engine.pyx)
+# opcodes (keep in sync with typedefs.pxd)
 OP_CONST, OP_LOAD, OP_NEG, OP_NOT = 0, 1, 2, 3
 OP_ARITH = {"+": 4, "-": 5, "*": 6, "/": 7, "%": 8}
 OP_CMP = {"=": 9, "!=": 10, "<": 11, "<=": 12, ">": 13, ">=": 14}
@@ -33,11 +34,13 @@ OP_BINARY = {**OP_ARITH, **OP_CMP, "AND": OP_AND, "OR": OP_OR}
 CALLS = {"abs": 0, "floor": 1, "ceil": 2, "least": 3, "greatest": 4}
 AGGS = {"count": 0, "count_distinct": 1, "sum": 2, "avg": 3, "min": 4, "max": 5,
         "first": 6, "last": 7}
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # value kinds
 K_MISSING, K_INT, K_FLOAT, K_STR, K_BOOL = 0, 1, 2, 3, 4
 KIND_OF_TYPE = {"int": K_INT, "float": K_FLOAT, "string": K_STR, "bool": K_BOOL}
 
 STRATEGY_CODE = {"skip_till_any_match": 0, "skip_till_next_match": 1, "strict_contiguity": 2}
+SKIP_CODE = {"no_skip": 0, "to_next": 1, "past_last": 2, "to_first": 3, "to_last": 4}
 
 
 @dataclass
@@ -56,6 +59,9 @@ class CompInfo:
     filter_key: tuple = ()  # equal keys = same pushed filters on the same layout
     prev_pos: int = -1  # negated: neighbouring positive components (positive order)
     next_pos: int = -1
+    min_count: int = 1  # quantifier bounds (max 0: unbounded)
+    max_count: int = 1
+    greedy: bool = False
 
 
 @dataclass
@@ -66,7 +72,7 @@ class CompiledPlan:
     comps: list[CompInfo]
     pos: list[int]  # component indices of the positive components, in order
     code: np.ndarray  # int32 [n, 4]
-    const_vals: np.ndarray  # float64
+    const_vals: np.ndarray  # int64: 8-byte value cells (typedefs.pxd), read by kind
     const_kinds: np.ndarray  # uint8
     const_strings: list[tuple[int, str]]  # (const index, text): interned per pool
     prog_start: np.ndarray  # int32
@@ -75,30 +81,42 @@ class CompiledPlan:
     outputs: list[tuple[str, int]]
     equivalence: tuple[str, ...]
     has_end_negation: bool
+    alt: int = 0  # which alternative of the plan (AND/OR) this is
+    # one Part per partition, equivalence checked while matching (strict
+    # contiguity, after-match skip, [attr] EXCEPT NOT) instead of PAIS keys
+    keyless: bool = False
+    skip: int = 0  # SKIP_CODE
+    skip_pos: int = -1  # positive rank of the skip variable (to_first / to_last)
+    timeout_outputs: list[tuple[str, int]] = field(default_factory=list)
+    dead: bool = False  # a WHERE conjunct is constantly false: nothing ever starts
 
 
 class _Builder:
-    def __init__(self, comp_index: dict[str, int], comps: list[CompInfo]) -> None:
+    def __init__(self, comp_index: dict[str, int], comps: list[CompInfo],
+                 absent: set[str] | frozenset[str] = frozenset()) -> None:
         self.code: list[tuple[int, int, int, int]] = []
         self.progs: list[tuple[int, int]] = []
-        self.consts: list[tuple[float, int]] = []
+        self.consts: list[tuple[int, int]] = []  # (8-byte cell as int64, kind)
         self.strings: list[tuple[int, str]] = []
         self.comp_index = comp_index
         self.comps = comps
+        self.absent = absent  # variables of other alternatives: bound to nothing here
 
     def const(self, value: object) -> int:
         if isinstance(value, bool):
-            entry = (float(value), K_BOOL)
+            entry = (int(value), K_BOOL)
         elif isinstance(value, int):
-            entry = (float(value), K_INT)
+            if not INT64_MIN <= value <= INT64_MAX:
+                raise PlanError(f"integer constant {value} does not fit in 64 bits")
+            entry = (value, K_INT)
         elif isinstance(value, float):
-            entry = (value, K_FLOAT)
+            entry = (int(np.float64(value).view(np.int64)), K_FLOAT)  # the double's bits
         elif isinstance(value, str):
-            self.consts.append((0.0, K_STR))
+            self.consts.append((0, K_STR))
             self.strings.append((len(self.consts) - 1, value))
             return len(self.consts) - 1
         elif value is None:
-            entry = (0.0, K_MISSING)
+            entry = (0, K_MISSING)
         else:
             raise PlanError(f"unsupported constant {value!r}")
         self.consts.append(entry)
@@ -117,11 +135,7 @@ class _Builder:
             case Const(value=value):
                 out.append((OP_CONST, self.const(value), 0, 0))
             case Attr(var=var, name=name):
-                ci = self.comp_index.get(var) if var is not None else None
-                if ci is None or name not in self.comps[ci].layout:
-                    out.append((OP_CONST, self.const(None), 0, 0))
-                else:
-                    out.append((OP_LOAD, ci, self.comps[ci].layout.index(name), 0))
+                out.append(self._load(var, name))
             case Unary(op=op, operand=operand):
                 self._emit(operand, out)
                 out.append((OP_NOT if op == "NOT" else OP_NEG, 0, 0, 0))
@@ -134,13 +148,24 @@ class _Builder:
                     self._emit(arg, out)
                 out.append((OP_CALL, CALLS[func], len(args), 0))
             case Agg(func=func, var=var, arg=arg):
-                ci = self.comp_index.get(var)
-                if ci is None or not self.comps[ci].kleene:
-                    raise PlanError(f"aggregate over {var}, which is not a Kleene variable")
-                sub = -1 if arg is None else self.program(arg)
-                out.append((OP_AGG, AGGS[func], ci, sub))
+                out.append(self._agg(func, var, arg))
             case _:
                 raise PlanError(f"not an expression: {expr!r}")
+
+    def _load(self, var: str | None, name: str) -> tuple[int, int, int, int]:
+        ci = self.comp_index.get(var) if var is not None else None
+        if ci is None or name not in self.comps[ci].layout:
+            return (OP_CONST, self.const(None), 0, 0)
+        return (OP_LOAD, ci, self.comps[ci].layout.index(name), 0)
+
+    def _agg(self, func: str, var: str, arg: Expr | None) -> tuple[int, int, int, int]:
+        ci = self.comp_index.get(var)
+        if ci is None and var in self.absent:  # folds over no events
+            return (OP_CONST, self.const(0 if func in ("count", "count_distinct") else None), 0, 0)
+        if ci is None or not self.comps[ci].kleene:
+            raise PlanError(f"aggregate over {var}, which is not a Kleene variable")
+        sub = -1 if arg is None else self.program(arg)
+        return (OP_AGG, AGGS[func], ci, sub)
 
 
 def _layout(plan: PatternPlan, types: tuple[str, ...]) -> tuple[str, ...]:
@@ -193,19 +218,25 @@ def _place_conjunct(conj: Expr, b: _Builder, comps: list[CompInfo], comp_index: 
         checks_at[max((pos_rank[ci] for ci in poss), default=0)].append(prog)
 
 
-def compile_plan(plan: PatternPlan) -> CompiledPlan:
+def compile_plans(plan: PatternPlan) -> list[CompiledPlan]:
+    """One CompiledPlan per alternative of `plan` (AND/OR), all under its id."""
     validate_plan(plan)
-    if len(plan.components) > MAX_COMPONENTS:
-        raise PlanError(f"plan {plan.plan_id}: more than {MAX_COMPONENTS} components")
-    comps = [CompInfo(c.var, c.types, c.negated, c.kleene, _layout(plan, c.types))
-             for c in plan.components]
-    comp_index = {c.var: i for i, c in enumerate(plan.components)}
-    pos = [i for i, c in enumerate(plan.components) if not c.negated]
-    pos_rank = {ci: k for k, ci in enumerate(pos)}
-    b = _Builder(comp_index, comps)
-    checks_at: list[list[int]] = [[] for _ in pos]
-    pushed: list[list[Expr]] = [[] for _ in comps]
+    subs = plan.expanded()
+    return [_compile(sub, plan.variables(), alt) for alt, sub in enumerate(subs)]
 
+
+def compile_plan(plan: PatternPlan) -> CompiledPlan:
+    """A plan without alternatives."""
+    validate_plan(plan)
+    if plan.alternatives:
+        raise PlanError(f"plan {plan.plan_id}: has alternatives, use compile_plans")
+    return _compile(plan, plan.variables(), 0)
+
+
+def _link_components(plan: PatternPlan, comps: list[CompInfo], pos: list[int],
+                     b: _Builder) -> None:
+    """[attr] columns, a negation's neighbouring positive components, and
+    Kleene iteration filters."""
     for ci, comp in enumerate(comps):
         comp.equiv_cols = [comp.layout.index(a) if a in comp.layout else -1
                            for a in plan.equivalence]
@@ -218,12 +249,40 @@ def compile_plan(plan: PatternPlan) -> CompiledPlan:
         if comp.kleene and iteration_filter is not None:
             comp.iter_filter = b.program(iteration_filter)
 
+
+def _compile(plan: PatternPlan, all_vars: frozenset[str], alt: int) -> CompiledPlan:
+    if len(plan.components) > MAX_COMPONENTS:
+        raise PlanError(f"plan {plan.plan_id}: more than {MAX_COMPONENTS} components")
+    comps = [CompInfo(c.var, c.types, c.negated, c.kleene, _layout(plan, c.types),
+                      min_count=c.min_count if c.kleene else 1,
+                      max_count=(c.max_count or 0) if c.kleene else 1, greedy=c.greedy)
+             for c in plan.components]
+    comp_index = {c.var: i for i, c in enumerate(plan.components)}
+    pos = [i for i, c in enumerate(plan.components) if not c.negated]
+    pos_rank = {ci: k for k, ci in enumerate(pos)}
+    b = _Builder(comp_index, comps, all_vars - set(comp_index))
+    checks_at: list[list[int]] = [[] for _ in pos]
+    pushed: list[list[Expr]] = [[] for _ in comps]
+
+    _link_components(plan, comps, pos, b)
+    dead = False
+    absent = all_vars - set(comp_index)
     for conj in plan.where:
+        if variables(conj) <= absent:
+            # reads no variable this alternative binds: a constant, decided
+            # here (the reference checks it as soon as a match starts)
+            dead = dead or not holds(conj, lambda var, name: MISSING,
+                                     lambda node: aggregate(node.func, []))
+            continue
         _place_conjunct(conj, b, comps, comp_index, pos_rank, checks_at, pushed)
 
     outputs: list[tuple[str, int]] = []
     if plan.output is not None:
         outputs = [(f.name, b.program(f.expr)) for f in plan.output.fields]
+    timeout_outputs: list[tuple[str, int]] = []
+    if plan.timeout is not None:
+        timeout_outputs = [(f.name, b.program(f.expr)) for f in plan.timeout.fields]
+    pos_vars = [plan.components[ci].var for ci in pos]
 
     code = np.array(b.code if b.code else [(0, 0, 0, 0)], dtype=np.int32).reshape(-1, 4)
     has_end = any(c.negated and c.next_pos == -1 for c in comps)
@@ -234,7 +293,7 @@ def compile_plan(plan: PatternPlan) -> CompiledPlan:
         comps=comps,
         pos=pos,
         code=np.ascontiguousarray(code),
-        const_vals=np.array([v for v, _ in b.consts] or [0.0], dtype=np.float64),
+        const_vals=np.array([v for v, _ in b.consts] or [0], dtype=np.int64),
         const_kinds=np.array([k for _, k in b.consts] or [0], dtype=np.uint8),
         const_strings=b.strings,
         prog_start=np.array([s for s, _ in b.progs] or [0], dtype=np.int32),
@@ -243,6 +302,14 @@ def compile_plan(plan: PatternPlan) -> CompiledPlan:
         outputs=outputs,
         equivalence=tuple(plan.equivalence),
         has_end_negation=has_end,
+        alt=alt,
+        keyless=(plan.strategy == "strict_contiguity" or plan.skip != "no_skip"
+                 or (not plan.equivalence_negated and bool(plan.equivalence)
+                     and bool(plan.negated))),
+        skip=SKIP_CODE[plan.skip],
+        skip_pos=pos_vars.index(plan.skip_var) if plan.skip_var in pos_vars else -1,
+        timeout_outputs=timeout_outputs,
+        dead=dead,
     )
     for ci, comp in enumerate(comps):
         # canonical text of the pushed filters, the variable renamed, so that

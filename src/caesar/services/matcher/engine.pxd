@@ -1,65 +1,92 @@
-# C-level contract of the Cython pattern engine (see engine.pyx).
-
-ctypedef unsigned char u8
-ctypedef long long i64
-
-cdef enum:
-    MAXC = 16      # components per pattern
-    MAXSTACK = 128  # VM value stack depth
-
-cdef struct Env:
-    # per component index: its stack's value/kind arrays, row width, the
-    # current row (Kleene: last element, or the element under test), and the
-    # Kleene elements (local row ids) an aggregate folds over
-    double* vals[MAXC]
-    u8* kinds[MAXC]
-    int width[MAXC]
-    i64 row[MAXC]
-    i64* klist[MAXC]
-    int klen[MAXC]
+# C-level contract of engine.pyx: the engine's per-batch state and the
+# methods of its event loop.
+from caesar.services.matcher.part cimport Part
+from caesar.services.matcher.plan_runtime cimport PlanRT
+from caesar.services.matcher.typedefs cimport Cell, Env, i64, u8
 
 
-cdef class Stack:
-    cdef public int width
-    cdef i64 n, head, cap, base
-    cdef i64* ts
-    cdef i64* seq
-    cdef double* vals
-    cdef u8* kinds
-    cdef i64 push(self, i64 ts, i64 seq, const double* v, const u8* k) except -1
-    cdef void compact(self) noexcept
-    cdef void prune(self, i64 bound) noexcept
-    cdef void pop(self) noexcept
-    cdef i64 first_gt(self, i64 t) noexcept
+cdef class _Group:
+    cdef public PlanRT rep
+    cdef public int comp
+    cdef public list filters
+    cdef public list members   # (PlanRT, comp index)
+    cdef public object mapping
+    cdef public int[::1] slots   # members, as arrays for the hot loop
+    cdef public int[::1] comps
 
 
-cdef class PlanRT:
-    cdef public object cp
-    cdef public str plan_id
-    cdef public int slot
-    cdef public int strategy
-    cdef public i64 within
-    cdef public int ncomp, npos, has_end_neg, neq
-    cdef public i64 last_sweep
-    cdef int[:, ::1] code
-    cdef double[::1] cvals
-    cdef u8[::1] ckinds
-    cdef int[::1] pstart, plen
-    cdef int pos[MAXC]
-    cdef int rank[MAXC]
-    cdef int kleene[MAXC]
-    cdef int negated[MAXC]
-    cdef int width[MAXC]
-    cdef int iterf[MAXC]
-    cdef int prevpos[MAXC]
-    cdef int nextpos[MAXC]
-    cdef int eqcol[MAXC][8]
-    cdef int[::1] checks_ids, checks_start, checks_n
-    cdef int[::1] negchk_ids, negchk_start, negchk_n
-    cdef double* scratch[MAXC]
-    cdef u8* scratch_k[MAXC]
-    cdef public list outputs
-    # prefix sharing (Cayuga thesis ch. 4): a follower reads the stacks of
-    # its first `share` components from its leader's Part of the same key
-    cdef public object leader
-    cdef public int share
+cdef class CythonEngine:
+    cdef list _plans
+    cdef dict _by_id
+    cdef dict _parts          # slot -> {partition -> {eqkey -> Part}}
+    cdef dict _type_cols      # type -> tuple of attribute names (batch matrix layout)
+    cdef dict _tid            # type -> dense id
+    cdef list _type_groups    # by type id: unindexed _Group list
+    cdef list _type_index     # by type id: [(type col, {value -> [_Group]})]
+    cdef list _maps           # ((slot * MAXC) + comp) * ntypes + tid -> col map (None = identity)
+    cdef int _ntypes
+    cdef list _strict         # plans with strict contiguity (see every event)
+    # Active-node index (Cayuga AN): for skip-till-any-match, component k>0
+    # only needs an event when component k-1 holds one in the same PAIS key.
+    # by type id: [(type cols of the equivalence attrs, {eqkey: {slot: comp mask}})]
+    cdef list _an_specs
+    cdef dict _an_tables      # (slot, comp) -> [table dicts to register in]
+    cdef dict _waiting        # slot -> set of parts holding pending/ready results
+    cdef object _pool
+    cdef list _out
+    cdef long* _masks         # per plan slot: components the current event reaches
+    cdef int* _hits
+    cdef int _nhit
+    cdef u8[::1] _act
+    cdef bint _use_act
+    # current event (valid while one event is dispatched)
+    cdef i64 _ts, _seq, _partition
+    cdef Cell* _row_v
+    cdef u8* _row_k
+    cdef i64 _lo
+    cdef Part _part
+    cdef PlanRT _plan
+    cdef list _followers      # plans sharing a prefix with a leader plan
+    cdef i64 _last_local
+    cdef int _last_comp
+
+    cdef Part _leader_part(self, PlanRT p, object partition, object key)
+    cdef _relink(self, PlanRT p, Part part, object partition, object key)
+    cdef _run_batch(self, i64[:, ::1] vals, u8[:, ::1] kinds, int[::1] tids, i64[::1] ts, i64[::1] seq, i64[::1] part)
+    cdef int _offer_an(self, int tid, Py_ssize_t e, i64[:, ::1] vals, u8[:, ::1] kinds) except -1
+    cdef int _offer(self, _Group g, int tid) except -1
+    cdef int _extract(self, PlanRT p, int c, int tid) except -1
+    cdef object _eqkey(self, PlanRT p, int c)
+    cdef Part _get_part(self, PlanRT p, object key)
+    cdef _on_plan(self, PlanRT p, long mask, int tname)
+    cdef _an_forget(self, PlanRT p, object partition, object key)
+    cdef _an_register_after(self, PlanRT p, int k, object pkey)
+    cdef _an_register_end(self, PlanRT p, object pkey)
+    cdef _an_register(self, PlanRT p, int c, object key, bint on)
+    cdef _any(self, PlanRT p, Part part, long mask, object key)
+    cdef _construct(self, PlanRT p, Part part, i64 last_row)
+    cdef bint _eq_last(self, PlanRT p, Part part, int c, i64 row) except -1
+    cdef int _dfs(self, PlanRT p, Part part, Env* env, int k, i64 after) except -1
+    cdef int _kleene(self, PlanRT p, Part part, Env* env, int k, int m, i64 after) except -1
+    cdef int _finish(self, PlanRT p, Part part, Env* env) except -1
+    cdef _hold(self, PlanRT p, Part part, Env* env, derived)
+    cdef _release(self, PlanRT p, Part part)
+    cdef bint _neg_equiv(self, PlanRT p, Part part, Env* env, int c, Cell* v, u8* k) except -1
+    cdef _part_pending(self, Part part, PlanRT p, Env* env, i64 deadline, derived)
+    cdef object _derive(self, PlanRT p, Part part, Env* env, i64 first_ts, i64 last_ts)
+    cdef bint _kills(self, PlanRT p, Part part, list item, long mask) except -1
+    cdef i64 _run_first_ts(self, Part part, PlanRT p, list run)
+    cdef i64 _row_for(self, PlanRT p, Part part, int c, list pushed) except -2
+    cdef int _load_run(self, PlanRT p, Part part, list run, Env* env, i64** bufs) except -1
+    cdef bint _run_ok(self, PlanRT p, Part part, list run, int c, i64 local_row) except -1
+    cdef bint _can_extend(self, PlanRT p, Part part, list run, Env* env, i64 local_row) except -1
+    cdef bint _can_bind(self, PlanRT p, Part part, list run, int j, Env* env, i64 local_row) except -1
+    cdef object _advance_run(self, PlanRT p, Part part, list run, long mask, Env* env, i64** bufs, list pushed)
+    cdef object _extend_run(self, PlanRT p, Part part, list run, long mask, Env* env, i64** bufs, list pushed)
+    cdef bint _extendable(self, PlanRT p, list run)
+    cdef object _advance_first(self, PlanRT p, Part part, long mask, Env* env, i64** bufs, list pushed)
+    cdef bint _closed(self, PlanRT p, Part part, list run, Env* env, i64** bufs) except -1
+    cdef _expire_runs(self, PlanRT p, Part part, i64 bound)
+    cdef object _derive_timeout(self, PlanRT p, Part part, Env* env, list run)
+    cdef _runs_step(self, PlanRT p, Part part, long mask)
+    cdef _complete(self, PlanRT p, Part part, list run, Env* env, i64** bufs)

@@ -1,10 +1,12 @@
 # cython: language_level=3
 """The Cython pattern engine (SASE NFA with active instance stacks).
 
-Per (plan, partition, equivalence key) a `Part` holds one `Stack` per
-component: the events that may take that role, in timestamp order, with the
-attribute values the plan reads (PAIS: the equivalence attributes [attr] are
-part of the key, so an event only meets events it may match with).
+Per (plan, partition, equivalence key) a `Part` (part.pyx) holds one `Stack`
+(stack.pyx) per component: the events that may take that role, in timestamp
+order, with the attribute values the plan reads (PAIS: the equivalence
+attributes [attr] are part of the key, so an event only meets events it may
+match with). Plans are compiled (compile.py) into flat tables (`PlanRT`,
+plan_runtime.pyx); expressions run on the VM of vm.pyx.
 
 - skip_till_any_match: an event enters the stack of component i>0 only if
   the stack of component i-1 holds an earlier event in the window (push-down
@@ -18,10 +20,15 @@ part of the key, so an event only meets events it may match with).
   `pending` until the window after their first event has closed.
 - stacks are pruned by the window on every event of their part and on
   `advance`; empty parts are dropped, so state is bounded by the window.
-
-Expressions run on a small stack VM over the instruction arrays built by
-src/caesar/services/matcher/compile.py. Values are doubles with a kind tag (ints are
-exact up to 2**53).
+- repetition bounds and optional components bound the DFS over a Kleene
+  stack and the runs' extend/advance choice (reluctant or greedy); an
+  optional component that bound nothing has row -1 (reads as missing).
+- a plan with AND/OR alternatives is one PlanRT per alternative (same id).
+- keyless plans (strict contiguity, after-match skip, [attr] EXCEPT NOT)
+  keep one Part per partition and check [attr] while matching; with a skip
+  strategy complete matches wait in `held` for earlier-started runs
+  (_release); runs whose window ends derive their ON TIMEOUT event
+  (_expire_runs).
 """
 
 import pickle
@@ -29,593 +36,45 @@ import pickle
 import numpy as np
 
 cimport cython
-from libc.math cimport ceil, fabs, floor, fmod, isfinite, isnan
-from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy, memmove
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
 
-from caesar.services.matcher.compile import compile_plan
 from caesar.errors import PlanError
 from caesar.plans.engine import DerivedEvent
+from caesar.services.matcher.compile import compile_plans
 
-SNAPSHOT_VERSION = b"CAESAR-CY-1\n"
+from caesar.services.matcher.stack cimport Stack
+from caesar.services.matcher.typedefs cimport (
+    K_BOOL,
+    K_FLOAT,
+    K_INT,
+    K_MISSING,
+    K_STR,
+    MAXC,
+    NO_TS,
+    Cell,
+)
+from caesar.services.matcher.vm cimport (
+    checks,
+    eq_vals,
+    eval_prog,
+    holds,
+    key_of,
+    negchecks,
+    pyvalue,
+)
 
-cdef enum:
-    K_MISSING = 0
-    K_INT = 1
-    K_FLOAT = 2
-    K_STR = 3
-    K_BOOL = 4
-
-cdef enum:
-    OP_CONST = 0
-    OP_LOAD = 1
-    OP_NEG = 2
-    OP_NOT = 3
-    OP_ADD = 4
-    OP_SUB = 5
-    OP_MUL = 6
-    OP_DIV = 7
-    OP_MOD = 8
-    OP_EQ = 9
-    OP_NE = 10
-    OP_LT = 11
-    OP_LE = 12
-    OP_GT = 13
-    OP_GE = 14
-    OP_AND = 15
-    OP_OR = 16
-    OP_CALL = 17
-    OP_AGG = 18
-
-cdef i64 NO_TS = -(1 << 62)
+SNAPSHOT_VERSION = b"CAESAR-CY-3\n"
 
 
-# ---------------------------------------------------------------- stacks
-
-cdef class Stack:
-    """Rows in timestamp order; rows are addressed by absolute id
-    (base + local index) so pruning the front keeps ids of live rows."""
-
-    def __cinit__(self, int width):
-        self.width = width
-        self.n = 0
-        self.head = 0
-        self.cap = 0
-        self.base = 0
-        self.ts = NULL
-        self.seq = NULL
-        self.vals = NULL
-        self.kinds = NULL
-
-    def __dealloc__(self):
-        free(self.ts)
-        free(self.seq)
-        free(self.vals)
-        free(self.kinds)
-
-    cdef void compact(self) noexcept:
-        cdef i64 keep = self.n - self.head
-        cdef int w = self.width
-        if self.head == 0:
-            return
-        memmove(self.ts, self.ts + self.head, keep * sizeof(i64))
-        memmove(self.seq, self.seq + self.head, keep * sizeof(i64))
-        if w > 0:
-            memmove(self.vals, self.vals + self.head * w, keep * w * sizeof(double))
-            memmove(self.kinds, self.kinds + self.head * w, keep * w * sizeof(u8))
-        self.base += self.head
-        self.n = keep
-        self.head = 0
-
-    cdef i64 push(self, i64 ts, i64 seq, const double* v, const u8* k) except -1:
-        cdef i64 cap
-        cdef int w = self.width
-        if self.n == self.cap:
-            if self.head * 2 >= self.n and self.head > 0:
-                self.compact()
-            else:
-                cap = 16 if self.cap == 0 else self.cap * 2
-                self.ts = <i64*> realloc(self.ts, cap * sizeof(i64))
-                self.seq = <i64*> realloc(self.seq, cap * sizeof(i64))
-                self.vals = <double*> realloc(self.vals, cap * (w if w > 0 else 1) * sizeof(double))
-                self.kinds = <u8*> realloc(self.kinds, cap * (w if w > 0 else 1) * sizeof(u8))
-                if self.ts == NULL or self.seq == NULL or self.vals == NULL or self.kinds == NULL:
-                    raise MemoryError()
-                self.cap = cap
-        self.ts[self.n] = ts
-        self.seq[self.n] = seq
-        if w > 0:
-            memcpy(self.vals + self.n * w, v, w * sizeof(double))
-            memcpy(self.kinds + self.n * w, k, w * sizeof(u8))
-        self.n += 1
-        return self.n - 1
-
-    cdef void pop(self) noexcept:
-        if self.n > self.head:
-            self.n -= 1
-
-    cdef void prune(self, i64 bound) noexcept:
-        while self.head < self.n and self.ts[self.head] <= bound:
-            self.head += 1
-        if self.head == self.n and self.n > 0:
-            self.base += self.n
-            self.n = 0
-            self.head = 0
-        elif self.cap > 64 and self.head * 2 > self.n:
-            self.compact()
-
-    cdef i64 first_gt(self, i64 t) noexcept:
-        cdef i64 lo = self.head, hi = self.n, mid
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if self.ts[mid] <= t:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
-
-    def __len__(self):
-        return self.n - self.head
-
-    def state(self):
-        cdef i64 h = self.head, m = self.n - self.head
-        cdef int w = self.width
-        ts = np.empty(m, dtype=np.int64)
-        seq = np.empty(m, dtype=np.int64)
-        vals = np.empty(m * w, dtype=np.float64)
-        kinds = np.empty(m * w, dtype=np.uint8)
-        cdef i64 i, j
-        for i in range(m):
-            ts[i] = self.ts[h + i]
-            seq[i] = self.seq[h + i]
-            for j in range(w):
-                vals[i * w + j] = self.vals[(h + i) * w + j]
-                kinds[i * w + j] = self.kinds[(h + i) * w + j]
-        return (w, self.base + h, ts.tobytes(), seq.tobytes(), vals.tobytes(), kinds.tobytes())
-
-    @staticmethod
-    def from_state(state):
-        w, base, tsb, seqb, valsb, kindsb = state
-        cdef Stack s = Stack(w)
-        ts = np.frombuffer(tsb, dtype=np.int64)
-        seq = np.frombuffer(seqb, dtype=np.int64)
-        vals = np.frombuffer(valsb, dtype=np.float64)
-        kinds = np.frombuffer(kindsb, dtype=np.uint8)
-        cdef double[::1] vv
-        cdef u8[::1] kv
-        cdef i64 i
-        for i in range(ts.shape[0]):
-            vv = vals[i * w:(i + 1) * w].copy()
-            kv = kinds[i * w:(i + 1) * w].copy()
-            s.push(ts[i], seq[i], &vv[0] if w > 0 else NULL, &kv[0] if w > 0 else NULL)
-        s.base = base
-        return s
-
-
-# ---------------------------------------------------------------- compiled plan
-
-cdef int[::1] _ints(values):
-    return np.array(list(values) or [0], dtype=np.int32)
-
-
-cdef class PlanRT:
-    def __cinit__(self):
-        cdef int i
-        for i in range(MAXC):
-            self.scratch[i] = NULL
-            self.scratch_k[i] = NULL
-
-    def __init__(self, cp, int slot):
-        cdef int i, j, c
-        self.cp = cp
-        self.plan_id = cp.plan.plan_id
-        self.slot = slot
-        self.strategy = cp.strategy
-        self.within = cp.within
-        self.ncomp = len(cp.comps)
-        self.npos = len(cp.pos)
-        self.has_end_neg = 1 if cp.has_end_negation else 0
-        self.neq = len(cp.equivalence)
-        self.last_sweep = NO_TS
-        if self.neq > 8:
-            raise PlanError(f"plan {self.plan_id}: more than 8 equivalence attributes")
-        self.code = cp.code
-        self.cvals = cp.const_vals.copy()
-        self.ckinds = cp.const_kinds.copy()
-        self.pstart = cp.prog_start
-        self.plen = cp.prog_len
-        for i in range(MAXC):
-            self.rank[i] = -1
-        for i, c in enumerate(cp.pos):
-            self.pos[i] = c
-            self.rank[c] = i
-        ids, starts, ns = [], [], []
-        for lst in cp.checks_at:
-            starts.append(len(ids))
-            ns.append(len(lst))
-            ids.extend(lst)
-        self.checks_ids, self.checks_start, self.checks_n = _ints(ids), _ints(starts), _ints(ns)
-        ids, starts, ns = [], [], []
-        for i, comp in enumerate(cp.comps):
-            self.kleene[i] = 1 if comp.kleene else 0
-            self.negated[i] = 1 if comp.negated else 0
-            self.width[i] = len(comp.layout)
-            self.iterf[i] = comp.iter_filter
-            self.prevpos[i] = comp.prev_pos
-            self.nextpos[i] = comp.next_pos
-            for j in range(self.neq):
-                self.eqcol[i][j] = comp.equiv_cols[j]
-            starts.append(len(ids))
-            ns.append(len(comp.neg_checks))
-            ids.extend(comp.neg_checks)
-            self.scratch[i] = <double*> malloc((self.width[i] + 1) * sizeof(double))
-            self.scratch_k[i] = <u8*> malloc((self.width[i] + 1) * sizeof(u8))
-        self.negchk_ids, self.negchk_start, self.negchk_n = _ints(ids), _ints(starts), _ints(ns)
-        self.outputs = list(cp.outputs)
-        self.leader = None
-        self.share = 0
-        for i in range(len(cp.prog_len)):
-            if cp.prog_len[i] > MAXSTACK:
-                raise PlanError(f"plan {self.plan_id}: expression too long")
-
-    def __dealloc__(self):
-        cdef int i
-        for i in range(MAXC):
-            free(self.scratch[i])
-            free(self.scratch_k[i])
-
-    def intern(self, pool):
-        for idx, text in self.cp.const_strings:
-            self.cvals[idx] = pool.code(text)
-
-
-# ---------------------------------------------------------------- expression VM
-
-cdef inline bint _isnum(u8 k) noexcept:
-    return k == K_INT or k == K_FLOAT or k == K_BOOL
-
-
-cdef inline int _truth(u8 k, double v) noexcept:
-    if k == K_INT or k == K_FLOAT or k == K_BOOL:
-        return 1 if v != 0 else 0
-    return -1
-
-
-cdef inline u8 _numkind(u8 k) noexcept:
-    return K_FLOAT if k == K_FLOAT else K_INT
-
-
-cdef u8 _aggregate(PlanRT p, int func, int c, int sub, Env* env, double* out) except 255:
-    cdef int n = env.klen[c], j, m = 0, i, dup
-    cdef i64 saved = env.row[c]
-    cdef double v = 0, acc = 0, best = 0
-    cdef u8 k, bestk = K_MISSING, acck = K_INT
-    cdef double* seen_v = NULL
-    cdef u8* seen_k = NULL
-    if func == 1:
-        seen_v = <double*> malloc((n + 1) * sizeof(double))
-        seen_k = <u8*> malloc((n + 1) * sizeof(u8))
-    try:
-        for j in range(n):
-            env.row[c] = env.klist[c][j]
-            if sub < 0:
-                v = 1
-                k = K_BOOL
-            else:
-                k = _eval(p, sub, env, &v)
-            if func == 6:  # first
-                if j == 0:
-                    best = v
-                    bestk = k
-                continue
-            if func == 7:  # last
-                best = v
-                bestk = k
-                continue
-            if k == K_MISSING:
-                continue
-            if func == 0:
-                m += 1
-            elif func == 1:
-                dup = 0
-                for i in range(m):
-                    if (seen_k[i] == K_STR) == (k == K_STR) and seen_v[i] == v:
-                        dup = 1
-                        break
-                if not dup:
-                    seen_v[m] = v
-                    seen_k[m] = k
-                    m += 1
-            elif _isnum(k):
-                if func == 2 or func == 3:
-                    acc += v
-                    if k == K_FLOAT:
-                        acck = K_FLOAT
-                    m += 1
-                elif func == 4:
-                    if m == 0 or v < best:
-                        best = v
-                        bestk = _numkind(k)
-                    m += 1
-                elif func == 5:
-                    if m == 0 or v > best:
-                        best = v
-                        bestk = _numkind(k)
-                    m += 1
-    finally:
-        env.row[c] = saved
-        free(seen_v)
-        free(seen_k)
-    if func == 0 or func == 1:
-        out[0] = m
-        return K_INT
-    if func == 6 or func == 7:
-        out[0] = best
-        return bestk
-    if m == 0:
-        return K_MISSING
-    if func == 2:
-        out[0] = acc
-        return acck
-    if func == 3:
-        out[0] = acc / m
-        return K_FLOAT
-    out[0] = best
-    return bestk
-
-
-@cython.boundscheck(False)
-cdef u8 _eval(PlanRT p, int prog, Env* env, double* out) except 255:
-    cdef double sv[MAXSTACK]
-    cdef u8 sk[MAXSTACK]
-    cdef int sp = 0, pc, end, op, a, b, c, ta, tb, i
-    cdef double x, y, r
-    cdef u8 kx, ky
-    pc = p.pstart[prog]
-    end = pc + p.plen[prog]
-    while pc < end:
-        op = p.code[pc, 0]
-        a = p.code[pc, 1]
-        b = p.code[pc, 2]
-        c = p.code[pc, 3]
-        pc += 1
-        if op == OP_LOAD:
-            i = <int> (env.row[a] * env.width[a] + b)
-            sv[sp] = env.vals[a][i]
-            sk[sp] = env.kinds[a][i]
-            sp += 1
-        elif op == OP_CONST:
-            sv[sp] = p.cvals[a]
-            sk[sp] = p.ckinds[a]
-            sp += 1
-        elif op == OP_NEG:
-            if _isnum(sk[sp - 1]):
-                sv[sp - 1] = -sv[sp - 1]
-                sk[sp - 1] = _numkind(sk[sp - 1])
-            else:
-                sk[sp - 1] = K_MISSING
-        elif op == OP_NOT:
-            ta = _truth(sk[sp - 1], sv[sp - 1])
-            if ta < 0:
-                sk[sp - 1] = K_MISSING
-            else:
-                sv[sp - 1] = 1 - ta
-                sk[sp - 1] = K_BOOL
-        elif op <= OP_MOD:
-            sp -= 1
-            x = sv[sp - 1]
-            y = sv[sp]
-            kx = sk[sp - 1]
-            ky = sk[sp]
-            if not (_isnum(kx) and _isnum(ky)):
-                sk[sp - 1] = K_MISSING
-                continue
-            kx = K_FLOAT if (kx == K_FLOAT or ky == K_FLOAT) else K_INT
-            if op == OP_ADD:
-                r = x + y
-            elif op == OP_SUB:
-                r = x - y
-            elif op == OP_MUL:
-                r = x * y
-            elif y == 0:
-                sk[sp - 1] = K_MISSING
-                continue
-            elif op == OP_DIV:
-                r = x / y
-                kx = K_FLOAT
-            else:
-                r = fmod(x, y)
-                if r != 0 and ((r < 0) != (y < 0)):
-                    r += y
-            sv[sp - 1] = r
-            sk[sp - 1] = kx
-        elif op <= OP_GE:
-            sp -= 1
-            x = sv[sp - 1]
-            y = sv[sp]
-            kx = sk[sp - 1]
-            ky = sk[sp]
-            if kx == K_MISSING or ky == K_MISSING:
-                sk[sp - 1] = K_MISSING
-                continue
-            if kx == K_STR or ky == K_STR:
-                if kx != ky or (op != OP_EQ and op != OP_NE):
-                    sk[sp - 1] = K_MISSING
-                    continue
-            elif isnan(x) or isnan(y):
-                sk[sp - 1] = K_MISSING
-                continue
-            if op == OP_EQ:
-                ta = x == y
-            elif op == OP_NE:
-                ta = x != y
-            elif op == OP_LT:
-                ta = x < y
-            elif op == OP_LE:
-                ta = x <= y
-            elif op == OP_GT:
-                ta = x > y
-            else:
-                ta = x >= y
-            sv[sp - 1] = ta
-            sk[sp - 1] = K_BOOL
-        elif op == OP_AND or op == OP_OR:
-            sp -= 1
-            ta = _truth(sk[sp - 1], sv[sp - 1])
-            tb = _truth(sk[sp], sv[sp])
-            if op == OP_AND:
-                if ta == 0 or tb == 0:
-                    ta = 0
-                elif ta < 0 or tb < 0:
-                    ta = -1
-                else:
-                    ta = 1
-            else:
-                if ta == 1 or tb == 1:
-                    ta = 1
-                elif ta < 0 or tb < 0:
-                    ta = -1
-                else:
-                    ta = 0
-            if ta < 0:
-                sk[sp - 1] = K_MISSING
-            else:
-                sv[sp - 1] = ta
-                sk[sp - 1] = K_BOOL
-        elif op == OP_CALL:
-            # a = function, b = number of arguments
-            sp -= b
-            kx = K_INT
-            for i in range(b):
-                if not _isnum(sk[sp + i]):
-                    kx = K_MISSING
-                    break
-            if kx == K_MISSING or b == 0:
-                sk[sp] = K_MISSING
-                sp += 1
-                continue
-            x = sv[sp]
-            kx = _numkind(sk[sp])
-            if a == 0:
-                r = fabs(x)
-            elif a == 1 or a == 2:
-                if not isfinite(x):
-                    sk[sp] = K_MISSING
-                    sp += 1
-                    continue
-                r = floor(x) if a == 1 else ceil(x)
-                kx = K_INT
-            else:
-                r = x
-                for i in range(1, b):
-                    y = sv[sp + i]
-                    if (a == 3 and y < r) or (a == 4 and y > r):
-                        r = y
-                        kx = _numkind(sk[sp + i])
-            sv[sp] = r
-            sk[sp] = kx
-            sp += 1
-        elif op == OP_AGG:
-            sk[sp] = _aggregate(p, a, b, c, env, &sv[sp])
-            sp += 1
-    if sp <= 0:
-        return K_MISSING
-    out[0] = sv[sp - 1]
-    return sk[sp - 1]
-
-
-cdef inline bint _holds(PlanRT p, int prog, Env* env) except -1:
-    cdef double v = 0
-    cdef u8 k = _eval(p, prog, env, &v)
-    return _truth(k, v) == 1
-
-
-cdef bint _checks(PlanRT p, int level, Env* env) except -1:
-    cdef int i, s = p.checks_start[level], n = p.checks_n[level]
-    for i in range(n):
-        if not _holds(p, p.checks_ids[s + i], env):
-            return False
-    return True
-
-
-cdef bint _negchecks(PlanRT p, int c, Env* env) except -1:
-    cdef int i, s = p.negchk_start[c], n = p.negchk_n[c]
-    for i in range(n):
-        if not _holds(p, p.negchk_ids[s + i], env):
-            return False
-    return True
-
-
-cdef object _pyvalue(u8 k, double v, pool):
-    if k == K_INT:
-        return int(v)
-    if k == K_FLOAT:
-        return v
-    if k == K_BOOL:
-        return v != 0
-    if k == K_STR:
-        return pool.string(<int> v)
-    return None
-
-
-cdef inline bint _eq_vals(double* va, u8* ka, double* vb, u8* kb, PlanRT p, int ca, int cb) noexcept:
-    """Equivalence test between a row of component ca and a row of cb."""
-    cdef int j, ia, ib
-    for j in range(p.neq):
-        ia = p.eqcol[ca][j]
-        ib = p.eqcol[cb][j]
-        if ia < 0 or ib < 0:
-            return False
-        if ka[ia] == K_MISSING or kb[ib] == K_MISSING:
-            return False
-        if (ka[ia] == K_STR) != (kb[ib] == K_STR):
-            return False
-        if not (va[ia] == vb[ib]):
-            return False
-    return True
-
-
-# ---------------------------------------------------------------- per-key state
-
-@cython.no_gc
-cdef class Part:
-    # Parts are many (one per plan and key) and never form cycles; keeping
-    # them (and their empty containers, shared `()`) out of the cyclic GC
-    # keeps collections from scanning the whole state.
-    cdef public tuple stacks   # Stack per component index
-    cdef public object runs    # run = list (per positive component) of lists of absolute row ids
-    cdef public object pending  # [deadline, DerivedEvent, rows]
-    cdef public object ready   # [deadline, DerivedEvent]
-    cdef public object key     # (partition, equivalence key)
-
-    def __init__(self, PlanRT p, key=None):
-        cdef int c
-        self.key = key
-        self.stacks = tuple([Stack(p.width[c]) for c in range(p.ncomp)])
-        self.runs = ()
-        self.pending = ()
-        self.ready = ()
-
-    cdef bint empty(self):
-        cdef Stack s
-        if self.runs or self.pending or self.ready:
-            return False
-        for s in self.stacks:
-            if s.n > s.head:
-                return False
-        return True
+def _held_order(item):
+    return item[0]
+  # 2: exact int64 cells; 3: alternatives, held matches
 
 
 cdef class _Group:
     """Events of one type that pass one set of pushed-down filters; shared
     by every (plan, component) with the same filters (evaluated once)."""
-    cdef public PlanRT rep
-    cdef public int comp
-    cdef public list filters
-    cdef public list members   # (PlanRT, comp index)
-    cdef public object mapping
-    cdef public int[::1] slots   # members, as arrays for the hot loop
-    cdef public int[::1] comps
 
     def __init__(self, PlanRT rep, int comp, list filters):
         self.rep = rep
@@ -624,43 +83,7 @@ cdef class _Group:
         self.members = []
 
 
-# ---------------------------------------------------------------- the engine
-
 cdef class CythonEngine:
-    cdef list _plans
-    cdef dict _by_id
-    cdef dict _parts          # slot -> {partition -> {eqkey -> Part}}
-    cdef dict _type_cols      # type -> tuple of attribute names (batch matrix layout)
-    cdef dict _tid            # type -> dense id
-    cdef list _type_groups    # by type id: unindexed _Group list
-    cdef list _type_index     # by type id: [(type col, {value -> [_Group]})]
-    cdef list _maps           # ((slot * MAXC) + comp) * ntypes + tid -> col map (None = identity)
-    cdef int _ntypes
-    cdef list _strict         # plans with strict contiguity (see every event)
-    # Active-node index (Cayuga AN): for skip-till-any-match, component k>0
-    # only needs an event when component k-1 holds one in the same PAIS key.
-    # by type id: [(type cols of the equivalence attrs, {eqkey: {slot: comp mask}})]
-    cdef list _an_specs
-    cdef dict _an_tables      # (slot, comp) -> [table dicts to register in]
-    cdef dict _waiting        # slot -> set of parts holding pending/ready results
-    cdef object _pool
-    cdef list _out
-    cdef long* _masks         # per plan slot: components the current event reaches
-    cdef int* _hits
-    cdef int _nhit
-    cdef u8[::1] _act
-    cdef bint _use_act
-    # current event (valid while one event is dispatched)
-    cdef i64 _ts, _seq, _partition
-    cdef double* _row_v
-    cdef u8* _row_k
-    cdef i64 _lo
-    cdef Part _part
-    cdef PlanRT _plan
-    cdef list _followers      # plans sharing a prefix with a leader plan
-    cdef i64 _last_local
-    cdef int _last_comp
-
     def __cinit__(self, *args, **kwargs):
         self._masks = NULL
         self._hits = NULL
@@ -675,10 +98,15 @@ cdef class CythonEngine:
         self._plans = []
         self._followers = []
         self._by_id = {}
-        for slot, plan in enumerate(plans):
-            p = PlanRT(compile_plan(plan), slot)
-            self._plans.append(p)
-            self._by_id[p.plan_id] = p
+        for plan in plans:
+            if plan.plan_id in self._by_id:
+                raise PlanError(f"matcher: plan id {plan.plan_id} is given twice")
+            # a plan with AND/OR alternatives runs one PlanRT per alternative
+            self._by_id[plan.plan_id] = []
+            for cp in compile_plans(plan):
+                p = PlanRT(cp, len(self._plans))
+                self._plans.append(p)
+                self._by_id[plan.plan_id].append(p)
         self._parts = {p.slot: {} for p in self._plans}
         self._waiting = {p.slot: set() for p in self._plans}
         self._pool = None
@@ -732,7 +160,7 @@ cdef class CythonEngine:
         cdef int d, dmax
         leaders = {}
         for p in self._plans:
-            if p.strategy != 0 or p.has_end_neg:
+            if p.strategy != 0 or p.has_end_neg or p.keyless:
                 continue
             dmax = 0
             while dmax < p.npos - 1 and p.pos[dmax] == dmax and not p.kleene[dmax]:
@@ -829,9 +257,9 @@ cdef class CythonEngine:
             for c, comp in enumerate(p.cp.comps):
                 if c < p.share:
                     continue  # the leader scans and stores the shared prefix
-                if p.strategy == 0 and p.leader is None and (
+                if p.strategy == 0 and p.leader is None and not p.keyless and (
                         (not p.negated[c] and p.rank[c] > 0)
-                                        or (p.negated[c] and p.prevpos[c] >= 0)):
+                        or (p.negated[c] and p.prevpos[c] >= 0 and not p.has_optional)):
                     # lazy: reached through the active-node index only
                     tables = []
                     for t in comp.types:
@@ -865,7 +293,8 @@ cdef class CythonEngine:
             cols = self._type_cols[t]
             if const_eq is not None and const_eq[0] in cols:
                 attr, value = const_eq
-                key = float(pool.code(value)) if isinstance(value, str) else float(value)
+                # the key of `attr = const` as key_of gives it for the event's value
+                key = (pool.code(value),) if isinstance(value, str) else value
                 col = cols.index(attr)
                 idx = index_by_type.setdefault(t, {})
                 idx.setdefault(col, {}).setdefault(key, []).append(g)
@@ -896,8 +325,7 @@ cdef class CythonEngine:
         if self._use_act:
             act = np.zeros(len(self._plans) + 1, dtype=np.uint8)
             for pid in active:
-                p = self._by_id.get(pid)
-                if p is not None:
+                for p in self._by_id.get(pid, ()):
                     act[p.slot] = 1
             self._act = act
             for p in self._followers:
@@ -922,16 +350,21 @@ cdef class CythonEngine:
             n = len(cols)
             if n == 0:
                 continue
-            mat = np.zeros((n, max(len(names), 1)), dtype=np.float64)
+            # one 8-byte cell per value (typedefs.pxd): integers as they are,
+            # doubles by their bits, interned string codes, bools as 0/1
+            mat = np.zeros((n, max(len(names), 1)), dtype=np.int64)
             kin = np.zeros((n, max(len(names), 1)), dtype=np.uint8)
             for j, a in enumerate(names):
                 arr = cols.columns.get(a)
                 if arr is None:
                     continue
-                mat[:, j] = arr
                 dk = arr.dtype
                 kind = K_INT if dk == np.int64 else K_FLOAT if dk.kind == "f" else \
                     K_STR if dk == np.int32 else K_BOOL if dk == np.int8 else K_INT
+                if kind == K_FLOAT:
+                    mat[:, j] = np.ascontiguousarray(arr, dtype=np.float64).view(np.int64)
+                else:
+                    mat[:, j] = arr
                 kin[:, j] = kind
                 if kind == K_STR:
                     kin[arr < 0, j] = K_MISSING
@@ -953,7 +386,7 @@ cdef class CythonEngine:
         order = np.argsort(all_seq, kind="stable")
         where = np.empty(ne, dtype=np.int64)
         where[order] = np.arange(ne, dtype=np.int64)
-        ev_vals = np.zeros((ne, width), dtype=np.float64)
+        ev_vals = np.zeros((ne, width), dtype=np.int64)
         ev_kinds = np.zeros((ne, width), dtype=np.uint8)
         ev_tid = np.empty(ne, dtype=np.int32)
         ev_ts = np.concatenate(tss)[order]
@@ -977,12 +410,14 @@ cdef class CythonEngine:
         older than the window. Parts touched by events are pruned as they
         are touched; the full sweep (for parts no event reaches any more)
         runs once per half window of event time, so state stays within
-        1.5 windows without visiting every part on every call."""
+        1.5 windows without visiting every part on every call (every call
+        for plans with ON TIMEOUT or an after-match skip: their timeouts and
+        held matches are due as soon as the watermark passes)."""
         cdef PlanRT p
         cdef Part part
         cdef Stack s
         cdef i64 wm = watermark, bound
-        out = []
+        out = self._out = []
         for p in self._plans:
             waiting = self._waiting[p.slot]
             if waiting:
@@ -1003,18 +438,21 @@ cdef class CythonEngine:
                     part.pending = keep or ()
                     if not part.pending and not part.ready:
                         waiting.discard(part)
-            if p.within < 0 or wm - p.last_sweep < max(1, p.within // 2):
+            if p.within < 0 or (wm - p.last_sweep < max(1, p.within // 2)
+                                 and not (p.has_timeout or p.skip)):
                 continue
             p.last_sweep = wm
             bound = wm - p.within
             bypart = self._parts[p.slot]
             for partition in list(bypart):
                 keyed = bypart[partition]
+                self._partition = partition
                 for key in list(keyed):
                     part = keyed[key]
                     if part.runs:  # before pruning: runs point into the stacks
-                        part.runs = [r for r in part.runs
-                                     if self._run_first_ts(part, p, r) > bound] or ()
+                        self._expire_runs(p, part, bound)
+                    if part.held:
+                        self._release(p, part)
                     for s in part.stacks:
                         s.prune(bound)
                     if part.empty():
@@ -1022,6 +460,7 @@ cdef class CythonEngine:
                         self._an_forget(p, partition, key)
                 if not keyed:
                     del bypart[partition]
+        self._out = []
         return out
 
     def discard(self, plan_ids, partition):
@@ -1033,8 +472,7 @@ cdef class CythonEngine:
                     self._unshare()
                     break
         for pid in plan_ids:
-            p = self._by_id.get(pid)
-            if p is not None:
+            for p in self._by_id.get(pid, ()):
                 keyed = self._parts[p.slot].pop(partition, None)
                 for key, part in (keyed or {}).items():
                     self._an_forget(p, partition, key)
@@ -1053,8 +491,9 @@ cdef class CythonEngine:
             keyed = self._parts[p.slot].get(partition)
             if not keyed:
                 continue
-            state[p.plan_id] = [
-                (key, [s.state() for s in part.stacks], part.runs, part.pending, part.ready)
+            state[(p.plan_id, p.alt)] = [
+                (key, [s.state() for s in part.stacks], part.runs, part.pending, part.ready,
+                 part.held)
                 for key, part in keyed.items()]
         return SNAPSHOT_VERSION + pickle.dumps(state)
 
@@ -1066,21 +505,33 @@ cdef class CythonEngine:
         data = pickle.loads(state[len(SNAPSHOT_VERSION):])
         self._unshare()  # restored stacks are per plan
         self.discard([p.plan_id for p in self._plans], partition)
-        for pid, parts in data.items():
-            p = self._by_id.get(pid)
-            if p is None:
+        for (pid, alt), parts in data.items():
+            alts = self._by_id.get(pid, ())
+            if alt >= len(alts):
                 continue
+            p = alts[alt]
             keyed = self._parts[p.slot].setdefault(partition, {})
-            for key, stacks, runs, pending, ready in parts:
+            for key, stacks, runs, pending, ready, held in parts:
                 part = Part(p, (partition, key))
                 part.stacks = tuple([Stack.from_state(s) for s in stacks])
                 part.runs = runs
                 part.pending = pending
                 part.ready = ready
+                part.held = held
                 keyed[key] = part
                 if pending or ready:
                     self._waiting[p.slot].add(part)
         self._relink_an()
+
+    def overflows(self):
+        """{plan id: integer results outside 64 bits so far} (each was
+        treated as a missing value); plans without any are left out."""
+        cdef PlanRT p
+        out = {}
+        for p in self._plans:
+            if p.overflows:
+                out[p.plan_id] = out.get(p.plan_id, 0) + p.overflows
+        return out
 
     def state_size(self):
         """Number of stored rows, runs and pending results (memory tests)."""
@@ -1090,7 +541,8 @@ cdef class CythonEngine:
         for bypart in self._parts.values():
             for keyed in bypart.values():
                 for part in keyed.values():
-                    total += len(part.runs) + len(part.pending) + len(part.ready)
+                    total += len(part.runs) + len(part.pending) + len(part.ready) + \
+                        len(part.held)
                     for s in part.stacks:
                         total += s.n - s.head
         return total
@@ -1098,7 +550,7 @@ cdef class CythonEngine:
     # -- event loop -------------------------------------------------------
 
     @cython.boundscheck(False)
-    cdef _run_batch(self, double[:, ::1] vals, u8[:, ::1] kinds, int[::1] tids,
+    cdef _run_batch(self, i64[:, ::1] vals, u8[:, ::1] kinds, int[::1] tids,
                     i64[::1] ts, i64[::1] seq, i64[::1] part):
         cdef Py_ssize_t e, ne = tids.shape[0]
         cdef int tid, h, slot, col
@@ -1111,7 +563,7 @@ cdef class CythonEngine:
             self._ts = ts[e]
             self._seq = seq[e]
             self._partition = part[e]
-            self._row_v = &vals[e, 0]
+            self._row_v = <Cell*> &vals[e, 0]
             self._row_k = &kinds[e, 0]
             self._nhit = 0
             groups = self._type_groups[tid]
@@ -1122,7 +574,7 @@ cdef class CythonEngine:
                 for col, table in index:
                     if kinds[e, col] == K_MISSING:
                         continue
-                    hit = table.get(vals[e, col])
+                    hit = table.get(key_of(kinds[e, col], self._row_v[col]))
                     if hit is not None:
                         for g in hit:
                             self._offer(g, tid)
@@ -1139,11 +591,10 @@ cdef class CythonEngine:
                 self._masks[slot] = 0
                 self._on_plan(<PlanRT> self._plans[slot], m, tid)
 
-    cdef int _offer_an(self, int tid, Py_ssize_t e, double[:, ::1] vals,
+    cdef int _offer_an(self, int tid, Py_ssize_t e, i64[:, ::1] vals,
                        u8[:, ::1] kinds) except -1:
         cdef int j, n, c, slot
         cdef int[::1] cols
-        cdef double v
         cdef long m
         cdef PlanRT p
         cdef Env env
@@ -1153,14 +604,14 @@ cdef class CythonEngine:
             if n == 0:
                 key = 0
             elif n == 1:
-                if kinds[e, cols[0]] == K_MISSING or isnan(vals[e, cols[0]]):
+                key = key_of(kinds[e, cols[0]], self._row_v[cols[0]])
+                if key is None:
                     continue
-                key = vals[e, cols[0]]
             else:
                 parts = []
                 for j in range(n):
-                    v = vals[e, cols[j]]
-                    if kinds[e, cols[j]] == K_MISSING or isnan(v):
+                    v = key_of(kinds[e, cols[j]], self._row_v[cols[j]])
+                    if v is None:
                         break
                     parts.append(v)
                 if len(parts) < n:
@@ -1182,7 +633,7 @@ cdef class CythonEngine:
                         env.kinds[c] = p.scratch_k[c]
                         env.width[c] = p.width[c]
                         env.row[c] = 0
-                        if not all(_holds(p, f, &env) for f in p.cp.comps[c].filters):
+                        if not all(holds(p, f, &env) for f in p.cp.comps[c].filters):
                             continue
                     if self._masks[slot] == 0:
                         self._hits[self._nhit] = slot
@@ -1201,7 +652,7 @@ cdef class CythonEngine:
             env.width[c] = rep.width[c]
             env.row[c] = 0
             for f in g.filters:
-                if not _holds(rep, f, &env):
+                if not holds(rep, f, &env):
                     return 0
         for i in range(g.slots.shape[0]):
             slot = g.slots[i]
@@ -1217,17 +668,17 @@ cdef class CythonEngine:
         mp_o = self._maps[(p.slot * MAXC + c) * self._ntypes + tid]
         cdef int[::1] mp
         cdef int j, w = p.width[c], src
-        cdef double* dv = p.scratch[c]
+        cdef Cell* dv = p.scratch[c]
         cdef u8* dk = p.scratch_k[c]
         if mp_o is None:
-            memcpy(dv, self._row_v, w * sizeof(double))
+            memcpy(dv, self._row_v, w * sizeof(Cell))
             memcpy(dk, self._row_k, w * sizeof(u8))
             return 0
         mp = mp_o
         for j in range(w):
             src = mp[j]
             if src < 0:
-                dv[j] = 0
+                dv[j].i = 0
                 dk[j] = K_MISSING
             else:
                 dv[j] = self._row_v[src]
@@ -1240,15 +691,18 @@ cdef class CythonEngine:
             return 0
         if p.neq == 1:
             col = p.eqcol[c][0]
-            if col < 0 or p.scratch_k[c][col] == K_MISSING or isnan(p.scratch[c][col]):
+            if col < 0:
                 return None
-            return p.scratch[c][col]
+            return key_of(p.scratch_k[c][col], p.scratch[c][col])
         key = []
         for j in range(p.neq):
             col = p.eqcol[c][j]
-            if col < 0 or p.scratch_k[c][col] == K_MISSING or isnan(p.scratch[c][col]):
+            if col < 0:
                 return None
-            key.append(p.scratch[c][col])
+            v = key_of(p.scratch_k[c][col], p.scratch[c][col])
+            if v is None:
+                return None
+            key.append(v)
         return tuple(key)
 
     cdef Part _get_part(self, PlanRT p, object key):
@@ -1268,12 +722,14 @@ cdef class CythonEngine:
         cdef Part part
         cdef Stack s
         cdef i64 bound
+        if p.dead:
+            return
         for c in range(p.ncomp):
             if mask & (1 << c):
                 self._extract(p, c, tname)
                 if first < 0:
                     first = c
-        if p.strategy == 2:
+        if p.keyless:
             key = 0
         else:
             if first < 0:
@@ -1299,8 +755,7 @@ cdef class CythonEngine:
         if p.within >= 0:
             bound = self._ts - p.within
             if part.runs:  # before pruning: runs point into the stacks
-                part.runs = [r for r in part.runs
-                             if self._run_first_ts(part, p, r) > bound] or ()
+                self._expire_runs(p, part, bound)
             for s in part.stacks:
                 if s.n > s.head and s.ts[s.head] <= bound:
                     s.prune(bound)
@@ -1309,7 +764,7 @@ cdef class CythonEngine:
         for c in range(p.ncomp):
             if not (p.negated[c] and (mask & (1 << c))):
                 continue
-            if p.strategy == 0 and p.prevpos[c] >= 0:
+            if p.strategy == 0 and p.prevpos[c] >= 0 and not p.has_optional:
                 if p.nextpos[c] < 0:
                     if not part.pending:
                         self._an_register(p, c, part.key, False)  # stale entry
@@ -1325,6 +780,8 @@ cdef class CythonEngine:
             self._any(p, part, mask, key)
         else:
             self._runs_step(p, part, mask)
+            if part.held:
+                self._release(p, part)
 
     # -- skip till any match: AIS + DFS --------------------------------------
 
@@ -1336,7 +793,7 @@ cdef class CythonEngine:
         cdef Stack s
         cdef int k
         for p in self._plans:
-            if p.strategy != 0:
+            if p.strategy != 0 or p.keyless:
                 continue
             for partition, keyed in self._parts[p.slot].items():
                 for key, part in keyed.items():
@@ -1355,10 +812,14 @@ cdef class CythonEngine:
                     self._an_register(p, c, (partition, key), False)
 
     cdef _an_register_after(self, PlanRT p, int k, object pkey):
-        """Positive position k got its first instance: the next positive
-        component and the middle negations right after k become live."""
-        cdef int c
-        self._an_register(p, p.pos[k + 1], pkey, True)
+        """Positive position k got its first instance: the positive
+        components it gates (the next one, and the ones after optional
+        components up to the next mandatory one) and the middle negations
+        right after k become live."""
+        cdef int c, j
+        for j in range(k + 1, p.npos):
+            if p.gate[j] == k:
+                self._an_register(p, p.pos[j], pkey, True)
         for c in range(p.ncomp):
             if p.negated[c] and p.prevpos[c] == k and p.nextpos[c] >= 0:
                 self._an_register(p, c, pkey, True)
@@ -1399,7 +860,9 @@ cdef class CythonEngine:
             if not (mask & (1 << c)):
                 continue
             if k > 0:
-                prev = part.stacks[p.pos[k - 1]]
+                # the nearest earlier mandatory component must hold an
+                # earlier event (optional ones in between may bind nothing)
+                prev = part.stacks[p.pos[p.gate[k]]]
                 if prev.n == prev.head:
                     self._an_register(p, c, (self._partition, key), False)  # stale entry
                     continue
@@ -1433,67 +896,93 @@ cdef class CythonEngine:
                 env.vals[c] = s.vals
                 env.kinds[c] = s.kinds
                 env.width[c] = s.width
-                env.row[c] = 0
+                env.row[c] = -1  # not bound yet: reads as missing
                 env.klen[c] = 0
                 env.klist[c] = NULL
                 if p.kleene[c]:
                     bufs[c] = <i64*> malloc((s.n - s.head + 2) * sizeof(i64))
                     env.klist[c] = bufs[c]
+            if p.keyless and p.neq > 0 and not self._eq_last(p, part, p.pos[p.npos - 1],
+                                                              last_row):
+                return  # the last event has no (complete) equivalence key
             self._dfs(p, part, &env, 0, NO_TS)
         finally:
             for c in range(MAXC):
                 free(bufs[c])
+
+    cdef bint _eq_last(self, PlanRT p, Part part, int c, i64 row) except -1:
+        """Keyless plans check [attr] while matching: a row of component c
+        against the event that triggered construction."""
+        cdef int cl = p.pos[p.npos - 1]
+        cdef Stack s = part.stacks[c], sl = part.stacks[cl]
+        return eq_vals(s.vals + row * s.width, s.kinds + row * s.width,
+                       sl.vals + self._last_local * sl.width,
+                       sl.kinds + self._last_local * sl.width, p, c, cl)
 
     cdef int _dfs(self, PlanRT p, Part part, Env* env, int k, i64 after) except -1:
         cdef int c = p.pos[k]
         cdef Stack s = part.stacks[c]
         cdef i64 i, start, lo = after if after > self._lo else self._lo
         cdef bint last = k == p.npos - 1
+        cdef bint eq = p.keyless and p.neq > 0
         if p.kleene[c]:
             return self._kleene(p, part, env, k, 0, lo)
         if last:
             env.row[c] = self._last_local
-            if _checks(p, k, env):
+            if checks(p, k, env):
                 self._finish(p, part, env)
             return 0
         start = s.first_gt(lo)
         for i in range(start, s.n):
             if s.ts[i] >= self._ts:
                 break
+            if eq and not self._eq_last(p, part, c, i):
+                continue
             env.row[c] = i
-            if _checks(p, k, env):
+            if checks(p, k, env):
                 self._dfs(p, part, env, k + 1, s.ts[i])
         return 0
 
     cdef int _kleene(self, PlanRT p, Part part, Env* env, int k, int m, i64 after) except -1:
         """Kleene component k holds m elements so far; choose the next one
-        after `after`, then either close the component or keep iterating."""
+        after `after`, then either close the component (once it holds at
+        least its minimum) or keep iterating (below its maximum). An optional
+        component may also bind nothing (it is never the last one)."""
         cdef int c = p.pos[k]
         cdef Stack s = part.stacks[c]
         cdef bint last = k == p.npos - 1
+        cdef bint eq = p.keyless and p.neq > 0
+        cdef int minc = p.minc[c], maxc = p.maxc[c]
         cdef i64 i, start
+        if m == 0 and minc == 0:
+            env.klen[c] = 0
+            env.row[c] = -1
+            if checks(p, k, env):
+                self._dfs(p, part, env, k + 1, after)
         start = s.first_gt(after)
         for i in range(start, s.n):
             if s.ts[i] > self._ts:
                 break
             if s.ts[i] == self._ts and not (last and i == self._last_local):
                 continue
+            if eq and not self._eq_last(p, part, c, i):
+                continue
             env.klen[c] = m
             env.row[c] = i
-            if p.iterf[c] >= 0 and not _holds(p, p.iterf[c], env):
+            if p.iterf[c] >= 0 and not holds(p, p.iterf[c], env):
                 continue
             env.klist[c][m] = i
             env.klen[c] = m + 1
             env.row[c] = i
             if last:
                 if i == self._last_local:
-                    if _checks(p, k, env):
+                    if m + 1 >= minc and checks(p, k, env):
                         self._finish(p, part, env)
                     break
-            else:
-                if _checks(p, k, env):
-                    self._dfs(p, part, env, k + 1, s.ts[i])
-            self._kleene(p, part, env, k, m + 1, s.ts[i])
+            elif m + 1 >= minc and checks(p, k, env):
+                self._dfs(p, part, env, k + 1, s.ts[i])
+            if maxc == 0 or m + 1 < maxc:
+                self._kleene(p, part, env, k, m + 1, s.ts[i])
         return 0
 
     # -- completion, negation, output -----------------------------------------
@@ -1510,8 +999,14 @@ cdef class CythonEngine:
         for c in range(p.ncomp):
             if not p.negated[c] or p.nextpos[c] < 0:
                 continue
+            # neighbours: the nearest positive components that bound events
+            # (an optional one that bound nothing is passed over)
             kprev = p.prevpos[c]
+            while kprev >= 0 and p.kleene[p.pos[kprev]] and env.klen[p.pos[kprev]] == 0:
+                kprev -= 1
             knext = p.nextpos[c]
+            while p.kleene[p.pos[knext]] and env.klen[p.pos[knext]] == 0:
+                knext += 1  # the last positive component is never optional
             if kprev >= 0:
                 j = p.pos[kprev]
                 lo = (<Stack> part.stacks[j]).ts[env.row[j]]
@@ -1528,25 +1023,83 @@ cdef class CythonEngine:
                 if ns.ts[i] >= hi:
                     break
                 env.row[c] = i
-                if p.strategy == 2 and not self._neg_equiv(p, part, env, c, ns.vals + i * ns.width,
-                                                           ns.kinds + i * ns.width):
+                if p.keyless and p.eq_neg and not self._neg_equiv(
+                        p, part, env, c, ns.vals + i * ns.width, ns.kinds + i * ns.width):
                     continue
-                if _negchecks(p, c, env):
+                if negchecks(p, c, env):
                     return 0
         derived = self._derive(p, part, env, first_ts, last_ts)
         if p.has_end_neg:
             self._part_pending(part, p, env, first_ts + p.within, derived)
+        elif p.skip:
+            self._hold(p, part, env, derived)
         else:
             self._out.append(derived)
         return 0
 
-    cdef bint _neg_equiv(self, PlanRT p, Part part, Env* env, int c, double* v, u8* k) except -1:
+    cdef _hold(self, PlanRT p, Part part, Env* env, derived):
+        """After-match skip: keep the complete match until no run that
+        started earlier is left (_release), with the seq its strategy
+        prunes partial matches up to."""
+        cdef int c, n
+        cdef Stack s
+        seqs = derived.event_seqs
+        prune = None
+        if p.skip == 1:  # to next event
+            prune = seqs[0]
+        elif p.skip == 2:  # past last event
+            prune = seqs[len(seqs) - 1]
+        elif p.skip_pos >= 0:  # to first / last event of a variable
+            c = p.pos[p.skip_pos]
+            s = part.stacks[c]
+            n = env.klen[c] if p.kleene[c] else 1
+            if n > 0:
+                if not p.kleene[c]:
+                    prune = s.seq[env.row[c]]
+                elif p.skip == 3:
+                    prune = s.seq[env.klist[c][0]]
+                else:
+                    prune = s.seq[env.klist[c][n - 1]]
+        if not part.held:
+            part.held = []
+        part.held.append(((seqs[0], seqs), derived, prune))
+
+    cdef _release(self, PlanRT p, Part part):
+        """Emit held matches in the order of their first event while no run
+        that started earlier is left; each prunes runs and held matches
+        that started at or before (to first / to last: before) its seq."""
+        cdef Stack sf = part.stacks[p.pos[0]]
+        held = part.held
+        held.sort(key=_held_order)
+        strict_before = p.skip >= 3
+        while held:
+            item = held[0]
+            if part.runs and min([sf.seq[<i64> r[0][0] - sf.base] for r in part.runs]) \
+                    < item[0][0]:
+                break
+            held.pop(0)
+            self._out.append(item[1])
+            bound = item[2]
+            if bound is None:
+                continue
+            if strict_before:
+                part.runs = [r for r in part.runs if sf.seq[<i64> r[0][0] - sf.base] >= bound] \
+                    or ()
+                held[:] = [h for h in held if h[0][0] >= bound]
+            else:
+                part.runs = [r for r in part.runs if sf.seq[<i64> r[0][0] - sf.base] > bound] \
+                    or ()
+                held[:] = [h for h in held if h[0][0] > bound]
+        if not held:
+            part.held = ()
+
+    cdef bint _neg_equiv(self, PlanRT p, Part part, Env* env, int c, Cell* v, u8* k) except -1:
         cdef int cf = p.pos[0]
         cdef Stack s = part.stacks[cf]
         cdef i64 r = env.klist[cf][0] if p.kleene[cf] else env.row[cf]
         if p.neq == 0:
             return True
-        return _eq_vals(v, k, s.vals + r * s.width, s.kinds + r * s.width, p, c, cf)
+        return eq_vals(v, k, s.vals + r * s.width, s.kinds + r * s.width, p, c, cf)
 
     cdef _part_pending(self, Part part, PlanRT p, Env* env, i64 deadline, derived):
         cdef int k, c, j
@@ -1569,12 +1122,12 @@ cdef class CythonEngine:
     cdef object _derive(self, PlanRT p, Part part, Env* env, i64 first_ts, i64 last_ts):
         cdef int k, c, j
         cdef Stack s
-        cdef double v = 0
+        cdef Cell v
         cdef u8 kd
         fields = {}
         for name, prog in p.outputs:
-            kd = _eval(p, prog, env, &v)
-            fields[name] = _pyvalue(kd, v, self._pool)
+            kd = eval_prog(p, prog, env, &v)
+            fields[name] = pyvalue(kd, v, self._pool)
         seqs = []
         for k in range(p.npos):
             c = p.pos[k]
@@ -1616,7 +1169,7 @@ cdef class CythonEngine:
                 env.width[c] = s.width
                 lst = rows[k]
                 n = len(lst)
-                env.row[c] = lst[n - 1] - s.base
+                env.row[c] = lst[n - 1] - s.base if n > 0 else -1
                 env.klen[c] = n
                 if p.kleene[c]:
                     bufs[c] = <i64*> malloc((n + 1) * sizeof(i64))
@@ -1635,10 +1188,10 @@ cdef class CythonEngine:
                 env.kinds[c] = p.scratch_k[c]
                 env.width[c] = p.width[c]
                 env.row[c] = 0
-                if p.strategy == 2 and not self._neg_equiv(p, part, &env, c, p.scratch[c],
-                                                           p.scratch_k[c]):
+                if p.keyless and p.eq_neg and not self._neg_equiv(p, part, &env, c, p.scratch[c],
+                                                                  p.scratch_k[c]):
                     continue
-                if _negchecks(p, c, &env):
+                if negchecks(p, c, &env):
                     killed = True
                     break
         finally:
@@ -1671,6 +1224,7 @@ cdef class CythonEngine:
             env.vals[k] = s.vals
             env.kinds[k] = s.kinds
             env.width[k] = s.width
+            env.row[k] = -1  # not bound (yet): reads as missing
             env.klen[k] = 0
             env.klist[k] = NULL
         for k in range(len(run)):
@@ -1678,7 +1232,7 @@ cdef class CythonEngine:
             s = part.stacks[c]
             lst = run[k]
             n = len(lst)
-            env.row[c] = <i64> lst[n - 1] - s.base
+            env.row[c] = <i64> lst[n - 1] - s.base if n > 0 else -1
             env.klen[c] = n
             if p.kleene[c]:
                 free(bufs[c])
@@ -1688,50 +1242,115 @@ cdef class CythonEngine:
                 env.klist[c] = bufs[c]
         return 0
 
-    cdef bint _can_take(self, PlanRT p, Part part, list run, int k, bint extend, long mask,
-                        Env* env, i64 local_row) except -1:
-        """Checks for binding the current event (already in stack of
-        component pos[k], at local_row) to positive position k: as a new
-        component (extend=False) or as one more Kleene element."""
-        cdef int c = p.pos[k], cf = p.pos[0]
+    cdef bint _run_ok(self, PlanRT p, Part part, list run, int c, i64 local_row) except -1:
+        """Window and (keyless plans) equivalence for adding the current
+        event, at local_row of component c's stack, to `run`."""
+        cdef int cf = p.pos[0]
         cdef Stack s = part.stacks[c], sf = part.stacks[cf]
         cdef i64 fr
-        if not (mask & (1 << c)):
-            return False
         if p.within >= 0 and run and self._ts - self._run_first_ts(part, p, run) >= p.within:
             return False
-        if p.strategy == 2 and p.neq > 0 and run:
-            fr = <i64> run[0][0] - sf.base
-            if not _eq_vals(s.vals + local_row * s.width, s.kinds + local_row * s.width,
-                            sf.vals + fr * sf.width, sf.kinds + fr * sf.width, p, c, cf):
-                return False
-        if p.strategy == 2 and p.neq > 0 and not run:
-            if not _eq_vals(s.vals + local_row * s.width, s.kinds + local_row * s.width,
-                            s.vals + local_row * s.width, s.kinds + local_row * s.width, p, c, c):
-                return False
-        if p.kleene[c]:
-            env.klen[c] = len(run[k]) if extend else 0
-            env.row[c] = local_row
-            if p.iterf[c] >= 0 and not _holds(p, p.iterf[c], env):
-                return False
-            if extend:
-                return True
-        # closing the previous Kleene component
-        if k > 0 and p.kleene[p.pos[k - 1]] and not _checks(p, k - 1, env):
+        if p.keyless and p.neq > 0:
+            if run:
+                fr = <i64> run[0][0] - sf.base
+                return eq_vals(s.vals + local_row * s.width, s.kinds + local_row * s.width,
+                               sf.vals + fr * sf.width, sf.kinds + fr * sf.width, p, c, cf)
+            return eq_vals(s.vals + local_row * s.width, s.kinds + local_row * s.width,
+                           s.vals + local_row * s.width, s.kinds + local_row * s.width, p, c, c)
+        return True
+
+    cdef bint _can_extend(self, PlanRT p, Part part, list run, Env* env,
+                          i64 local_row) except -1:
+        """One more element for the run's last (Kleene) component: the event
+        is at local_row of its stack; env holds the run."""
+        cdef int k = len(run) - 1
+        cdef int c = p.pos[k]
+        if not self._run_ok(p, part, run, c, local_row):
             return False
+        env.klen[c] = len(run[k])
+        env.row[c] = local_row
+        return p.iterf[c] < 0 or holds(p, p.iterf[c], env)
+
+    cdef bint _can_bind(self, PlanRT p, Part part, list run, int j, Env* env,
+                        i64 local_row) except -1:
+        """Bind the current event (at local_row of the stack of positive
+        position j) after the run's components, the optional ones between
+        (positions len(run) .. j-1) bound to nothing; env holds the run.
+        Checks the levels this closes: the run's last component if it is a
+        Kleene one, the skipped ones, and j itself unless it is a Kleene one
+        (that closes later)."""
+        cdef int m = len(run), t
+        cdef int c = p.pos[j]
+        if not self._run_ok(p, part, run, c, local_row):
+            return False
+        for t in range(m, j):
+            env.row[p.pos[t]] = -1
+            env.klen[p.pos[t]] = 0
+        if p.kleene[c]:
+            env.klen[c] = 0
+            env.row[c] = local_row
+            if p.iterf[c] >= 0 and not holds(p, p.iterf[c], env):
+                return False
+        if m > 0 and p.kleene[p.pos[m - 1]] and not checks(p, m - 1, env):
+            return False
+        for t in range(m, j):
+            if not checks(p, t, env):
+                return False
         if not p.kleene[c]:
             env.row[c] = local_row
-            if not _checks(p, k, env):
+            if not checks(p, j, env):
                 return False
         return True
 
+    cdef object _advance_run(self, PlanRT p, Part part, list run, long mask, Env* env,
+                             i64** bufs, list pushed):
+        """The run with the current event bound to the next component, or
+        to a later one when every component before it is optional (the
+        earliest that takes it); None if none does."""
+        cdef int m = len(run), j, cj
+        cdef i64 r
+        if len(run[m - 1]) < p.minc[p.pos[m - 1]]:
+            return None
+        for j in range(m, p.npos):
+            cj = p.pos[j]
+            if mask & (1 << cj):
+                r = self._row_for(p, part, cj, pushed)
+                self._load_run(p, part, run, env, bufs)
+                if self._can_bind(p, part, run, j, env, r - (<Stack> part.stacks[cj]).base):
+                    return [list(x) for x in run] + [[] for _ in range(m, j)] + [[r]]
+            if p.minc[cj] > 0:
+                break  # a mandatory component cannot be passed over
+        return None
+
+    cdef object _extend_run(self, PlanRT p, Part part, list run, long mask, Env* env,
+                            i64** bufs, list pushed):
+        """The run with the current event as one more element of its last
+        (Kleene) component, below its maximum; None if it cannot take it."""
+        cdef int m = len(run)
+        cdef int c = p.pos[m - 1]
+        cdef i64 r
+        if not p.kleene[c] or not (mask & (1 << c)) or \
+                (p.maxc[c] > 0 and len(run[m - 1]) >= p.maxc[c]):
+            return None
+        r = self._row_for(p, part, c, pushed)
+        self._load_run(p, part, run, env, bufs)
+        if self._can_extend(p, part, run, env, r - (<Stack> part.stacks[c]).base):
+            return [list(x) for x in run[:m - 1]] + [run[m - 1] + [r]]
+        return None
+
+    cdef bint _extendable(self, PlanRT p, list run):
+        """Can a later event still change this run?"""
+        cdef int cl = p.pos[p.npos - 1]
+        return len(run) < p.npos or (
+            p.kleene[cl] and (p.maxc[cl] == 0 or len(run[p.npos - 1]) < p.maxc[cl]))
+
     cdef _runs_step(self, PlanRT p, Part part, long mask):
         cdef bint strict = p.strategy == 2
-        cdef int n = p.npos, m, k, c
+        cdef int n = p.npos, m, c
         cdef Env env
         cdef i64* bufs[MAXC]
         cdef Stack s
-        cdef i64 r, last_ts
+        cdef i64 last_ts
         cdef list pushed = [-1] * p.ncomp
         cdef list kept = []
         cdef list run
@@ -1746,45 +1365,109 @@ cdef class CythonEngine:
                 last_ts = s.ts[<i64> run[m - 1][len(run[m - 1]) - 1] - s.base]
                 new = None
                 if self._ts > last_ts:
-                    if m < n and (mask & (1 << p.pos[m])):
-                        r = self._row_for(p, part, p.pos[m], pushed)
-                        self._load_run(p, part, run, &env, bufs)
-                        if self._can_take(p, part, run, m, False, mask, &env,
-                                          r - (<Stack> part.stacks[p.pos[m]]).base):
-                            new = [list(x) for x in run] + [[r]]
-                    if new is None and p.kleene[c] and (mask & (1 << c)):
-                        r = self._row_for(p, part, c, pushed)
-                        self._load_run(p, part, run, &env, bufs)
-                        if self._can_take(p, part, run, m - 1, True, mask, &env,
-                                          r - s.base):
-                            new = [list(x) for x in run[:m - 1]] + [run[m - 1] + [r]]
+                    # reluctant (default): bind a later component if it can;
+                    # greedy: extend the Kleene component if it can
+                    if p.greedy[c]:
+                        new = self._extend_run(p, part, run, mask, &env, bufs, pushed)
+                        if new is None:
+                            new = self._advance_run(p, part, run, mask, &env, bufs, pushed)
+                    else:
+                        new = self._advance_run(p, part, run, mask, &env, bufs, pushed)
+                        if new is None:
+                            new = self._extend_run(p, part, run, mask, &env, bufs, pushed)
                 if new is None:
                     if not strict:
                         kept.append(run)
                     continue
                 if len(new) == n:
                     self._complete(p, part, new, &env, bufs)
-                if len(new) < n or p.kleene[p.pos[n - 1]]:
+                if self._extendable(p, new):
                     kept.append(new)
             c = p.pos[0]
             if mask & (1 << c):
-                r = self._row_for(p, part, c, pushed)
-                self._load_run(p, part, [], &env, bufs)
-                if self._can_take(p, part, [], 0, False, mask, &env,
-                                  r - (<Stack> part.stacks[c]).base):
-                    start = [[r]]
+                start = self._advance_first(p, part, mask, &env, bufs, pushed)
+                if start is not None:
                     if n == 1:
                         self._complete(p, part, start, &env, bufs)
-                    if n > 1 or p.kleene[c]:
+                    if self._extendable(p, start):
                         kept.append(start)
         finally:
             for c in range(MAXC):
                 free(bufs[c])
         part.runs = kept or ()
 
-    cdef _complete(self, PlanRT p, Part part, list run, Env* env, i64** bufs):
+    cdef object _advance_first(self, PlanRT p, Part part, long mask, Env* env, i64** bufs,
+                               list pushed):
+        """A new run started by the current event (first component)."""
+        cdef int c = p.pos[0]
+        cdef i64 r = self._row_for(p, part, c, pushed)  # may move the stack: before env
+        self._load_run(p, part, [], env, bufs)
+        if self._can_bind(p, part, [], 0, env, r - (<Stack> part.stacks[c]).base):
+            return [[r]]
+        return None
+
+    cdef bint _closed(self, PlanRT p, Part part, list run, Env* env, i64** bufs) except -1:
+        """Is this run a complete match (every component bound, the last
+        one within its bounds and its checks)? Loads it into env."""
         cdef int cl = p.pos[p.npos - 1]
+        if len(run) < p.npos:
+            return False
         self._load_run(p, part, run, env, bufs)
-        if p.kleene[cl] and not _checks(p, p.npos - 1, env):
-            return
-        self._finish(p, part, env)
+        if len(run[p.npos - 1]) < p.minc[cl]:
+            return False
+        return not p.kleene[cl] or checks(p, p.npos - 1, env)
+
+    cdef _complete(self, PlanRT p, Part part, list run, Env* env, i64** bufs):
+        if self._closed(p, part, run, env, bufs):
+            self._finish(p, part, env)
+
+    cdef _expire_runs(self, PlanRT p, Part part, i64 bound):
+        """Drop the runs whose window ended (first event ts <= bound); with
+        ON TIMEOUT, the ones that never completed derive a timeout event."""
+        cdef Env env
+        cdef i64* bufs[MAXC]
+        cdef int c
+        kept = []
+        for run in part.runs:
+            if self._run_first_ts(part, p, run) > bound:
+                kept.append(run)
+            elif p.has_timeout:
+                for c in range(MAXC):
+                    bufs[c] = NULL
+                try:
+                    if not self._closed(p, part, run, &env, bufs):
+                        self._load_run(p, part, run, &env, bufs)
+                        self._out.append(self._derive_timeout(p, part, &env, run))
+                finally:
+                    for c in range(MAXC):
+                        free(bufs[c])
+        part.runs = kept or ()
+
+    cdef object _derive_timeout(self, PlanRT p, Part part, Env* env, list run):
+        cdef int k, c
+        cdef Stack s
+        cdef Cell v
+        cdef u8 kd
+        cdef i64 first_ts = self._run_first_ts(part, p, run)
+        for k in range(len(run), p.npos):  # not bound yet
+            c = p.pos[k]
+            env.row[c] = -1
+            env.klen[c] = 0
+        fields = {}
+        for name, prog in p.timeout_outputs:
+            kd = eval_prog(p, prog, env, &v)
+            fields[name] = pyvalue(kd, v, self._pool)
+        seqs = []
+        for k in range(len(run)):
+            s = part.stacks[p.pos[k]]
+            for r in run[k]:
+                seqs.append(s.seq[<i64> r - s.base])
+        return DerivedEvent(
+            plan_id=p.plan_id,
+            event_type=p.cp.plan.timeout.event_type,
+            partition=self._partition,
+            start_ts=first_ts,
+            end_ts=first_ts + p.within,
+            fields=fields,
+            event_seqs=tuple(seqs),
+        )

@@ -51,6 +51,10 @@ class EngineSet:
             self.patterns.discard([p for p in plan_ids if p not in self._temporal_ids], partition)
         self.temporal.discard(plan_ids, partition)
 
+    def overflows(self) -> dict[str, int]:
+        # the temporal engine's arithmetic runs in Python (exact, unbounded)
+        return self.patterns.overflows() if self.patterns is not None else {}
+
     def snapshot(self, partition: int) -> Any:
         return {"patterns": self.patterns.snapshot(partition) if self.patterns else None,
                 "temporal": self.temporal.snapshot(partition)}

@@ -8,7 +8,15 @@ with this module on every value, including the missing-value rules:
   MISSING, a comparison reading it is unknown (MISSING);
 - AND/OR/NOT are three-valued (unknown = MISSING), and a conjunct holds only
   when it evaluates to exactly True;
-- `/` is float division, `%` is Python's modulo, both MISSING on a zero divisor;
+- INT/LONG values are 64-bit integers: `+ - *`, unary minus, `abs`, `sum` and
+  `floor`/`ceil` of a DOUBLE are exact, and a result outside the 64-bit range
+  is an overflow: the value is MISSING and `overflows.count` grows (the
+  engines report it per plan). Comparisons between integers and DOUBLEs are
+  exact (Python's: 2**53 + 1 > 2.0**53), never by rounding the integer;
+- an integer and a DOUBLE in `+ - * %` give a DOUBLE (the integer rounded to
+  the nearest double first); `/` always converts both operands to DOUBLE
+  first (as Java and Esper do), `%` is Python's modulo (the sign of the
+  divisor), both MISSING on a zero divisor;
 - strings compare only with `=` and `!=`, and only with strings (anything
   else is unknown);
 - bools take part in arithmetic and comparisons as 0/1.
@@ -32,6 +40,30 @@ class _Missing:
 
 MISSING: Any = _Missing()
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+class _Overflows:
+    """How many integer results fell outside 64 bits (each made MISSING).
+    The reference matcher reads it around each plan's work; not thread-safe,
+    like the rest of the oracle."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+overflows = _Overflows()
+
+
+def _int64(value: int) -> Any:
+    """`value` if it fits in 64 bits, else MISSING (counted)."""
+    if INT64_MIN <= value <= INT64_MAX:
+        return value
+    overflows.count += 1
+    return MISSING
+
 Lookup = Callable[[str | None, str], Any]
 AggLookup = Callable[[Agg], Any]
 
@@ -49,17 +81,20 @@ def _arith(op: str, left: Any, right: Any) -> Any:
     if left is MISSING or right is MISSING or not (_is_num(left) and _is_num(right)):
         return MISSING
     a, b = _num(left), _num(right)
+    both_int = isinstance(a, int) and isinstance(b, int)
     if op == "+":
-        return a + b
-    if op == "-":
-        return a - b
-    if op == "*":
-        return a * b
-    if b == 0:
+        r = a + b
+    elif op == "-":
+        r = a - b
+    elif op == "*":
+        r = a * b
+    elif b == 0:
         return MISSING
-    if op == "/":
-        return a / b
-    return a % b
+    elif op == "/":
+        return float(a) / float(b)
+    else:
+        r = a % b
+    return _int64(r) if both_int and isinstance(r, int) else r
 
 
 def _compare(op: str, left: Any, right: Any) -> Any:
@@ -98,12 +133,8 @@ def evaluate(expr: Expr, lookup: Lookup, agg: AggLookup | None = None) -> Any:
         case Attr(var=var, name=name):
             value = lookup(var, name)
             return MISSING if value is None else value
-        case Unary(op="NOT", operand=operand):
-            truth = _truth(evaluate(operand, lookup, agg))
-            return MISSING if truth is MISSING else not truth
-        case Unary(op="-", operand=operand):
-            value = evaluate(operand, lookup, agg)
-            return -_num(value) if _is_num(value) else MISSING
+        case Unary(op=op, operand=operand):
+            return _unary(op, evaluate(operand, lookup, agg))
         case Binary(op="AND" | "OR", left=left, right=right):
             return _logical(expr.op == "AND", left, right, lookup, agg)
         case Binary(op=op, left=left, right=right) if op in ("=", "!=", "<", "<=", ">", ">="):
@@ -116,6 +147,16 @@ def evaluate(expr: Expr, lookup: Lookup, agg: AggLookup | None = None) -> Any:
         case Agg():
             return MISSING if agg is None else agg(expr)
     raise TypeError(f"not an expression: {expr!r}")
+
+
+def _unary(op: str, value: Any) -> Any:
+    if op == "NOT":
+        truth = _truth(value)
+        return MISSING if truth is MISSING else not truth
+    if not _is_num(value):
+        return MISSING
+    n = -_num(value)
+    return _int64(n) if isinstance(n, int) else n
 
 
 def _logical(conjunction: bool, left: Expr, right: Expr, lookup: Lookup,
@@ -138,11 +179,14 @@ def call(func: str, values: Sequence[Any]) -> Any:
         return MISSING
     nums = [_num(v) for v in values]
     if func == "abs":
-        return abs(nums[0])
-    if func == "floor":
-        return math.floor(nums[0]) if math.isfinite(nums[0]) else MISSING
-    if func == "ceil":
-        return math.ceil(nums[0]) if math.isfinite(nums[0]) else MISSING
+        return _int64(abs(nums[0])) if isinstance(nums[0], int) else abs(nums[0])
+    if func in ("floor", "ceil"):
+        x = nums[0]
+        if isinstance(x, int):
+            return x
+        if not math.isfinite(x):
+            return MISSING
+        return _int64(math.floor(x) if func == "floor" else math.ceil(x))
     if func == "least":
         return min(nums)
     if func == "greatest":
@@ -163,13 +207,19 @@ def aggregate(func: str, values: Sequence[Any]) -> Any:
         return len(present)
     if func == "count_distinct":
         return len(set(present))
-    nums = [_num(v) for v in present if _is_num(v)]
+    return _numeric_fold(func, [_num(v) for v in present if _is_num(v)])
+
+
+def _numeric_fold(func: str, nums: list[int | float]) -> Any:
     if not nums:
         return MISSING
-    if func == "sum":
-        return sum(nums)
-    if func == "avg":
-        return sum(nums) / len(nums)
+    if func in ("sum", "avg"):
+        total: int | float = 0
+        for v in nums:  # left to right: exact while all are integers
+            total = total + v
+        if func == "avg":
+            return float(total) / len(nums)
+        return _int64(total) if isinstance(total, int) else total
     if func == "min":
         return min(nums)
     if func == "max":

@@ -4,23 +4,29 @@ returns alerts; it does no I/O."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from caesar.plans.execution import ExecutionPlan
+from caesar.plans.pattern import PatternPlan
 from caesar.services.common.config import EngineFactory
 from caesar.services.common.messages import (
     Alert,
     Discard,
     Progress,
+    RoutedBatch,
     RoutedTransaction,
-    Transaction,
+    TxnBatch,
 )
 from caesar.services.matcher.stage_graph import (
     StageGraph,
     StageOutput,
     default_engine_factory,
 )
+from caesar.services.router.contexts import ContextResolver, StageActivation
 
 
 @dataclass
@@ -29,69 +35,102 @@ class MatcherOutput:
     progress: Progress | None = None
 
 
-@dataclass
-class _Step:
-    """The transactions of one event-time step, run through the graph together."""
-
-    ts: int | None = None
-    items: list[tuple[Transaction, frozenset[str]]] = field(default_factory=list)
-
-
 class MatcherProcessor:
     """Runs the plan's matcher stages on routed transactions."""
 
     def __init__(self, plan: ExecutionPlan, engine_factory: EngineFactory = default_engine_factory
                  ) -> None:
         self.plan = plan
-        schemas = {t.name: dict(t.fields) for t in plan.event_types}
-        self.graph = StageGraph(plan.matcher_stages, schemas, engine_factory)
+        self.schemas = {t.name: dict(t.fields) for t in plan.event_types}
+        emit = [s.plan.plan_id for s in plan.matcher_stages if s.output_topic is not None]
+        activation = StageActivation(ContextResolver(plan), plan.matcher_stages)
+        # what a partition's events reach before its first routed transaction
+        default = activation.active(activation.resolver.effective(0))
+        self.graph = StageGraph(
+            plan.matcher_stages, self.schemas, engine_factory, emit=emit,
+            context_key=plan.context_key, stream_attrs=len(plan.partition_by),
+            everywhere=activation.everywhere() - set(plan.context_filters),
+            active_of=lambda p: self.graph._last_active.get(p, default))
         self.watermark = -(2**62)
         self.alerts_emitted = 0
         self.ingest: dict[int, int] = {}  # partition -> Kafka ms of its latest input
 
-    def process(self, items: Sequence[RoutedTransaction | Discard | Progress]) -> MatcherOutput:
+    def process(self, items: Sequence[RoutedBatch | RoutedTransaction | Discard | Progress]
+                ) -> MatcherOutput:
         out = MatcherOutput()
-        step = _Step()
-        for item in items:
-            if isinstance(item, RoutedTransaction):
-                self._add(item, step, out)
-            elif isinstance(item, Discard):
-                self._run(step, out)
-                self.graph.discard(item.plan_ids, item.partition)
+        for item in self._batches(items):
+            if isinstance(item, RoutedBatch):
+                self._run_batch(item, out)
             elif isinstance(item, Progress):
-                self._run(step, out)
                 if item.watermark > self.watermark:
                     self.watermark = item.watermark
                     out.alerts.extend(self._alerts(self.graph.advance(item.watermark)))
                     out.progress = Progress(self.watermark, "matcher")
             else:
                 raise TypeError(f"matcher cannot process {type(item).__name__}")
-        self._run(step, out)
         self.alerts_emitted += len(out.alerts)
         return out
 
-    def _add(self, item: RoutedTransaction, step: _Step, out: MatcherOutput) -> None:
-        """Add a transaction to the step at its ts (running the step before
-        when the ts moves on or a context window ended before it)."""
-        if step.ts is not None and item.txn.ts != step.ts:
-            self._run(step, out)
-        if item.discard:
-            # The window ended before this transaction: drop first.
-            self._run(step, out)
-            self.graph.discard(item.discard, item.txn.partition)
-        step.ts = item.txn.ts
-        step.items.append((item.txn, frozenset(item.active)))
-        # Context-independent plans: stages whose context does not hold from here.
-        if item.muted or self.graph.muted_at(item.txn.partition, item.txn.ts):
-            self.graph.mute(item.txn.partition, item.txn.ts, frozenset(item.muted))
+    def _run_batch(self, batch: RoutedBatch, out: MatcherOutput) -> None:
+        by_ts = dict(batch.txns.by_ts())
+        discards: dict[int, list[Discard]] = defaultdict(list)
+        for d in batch.discards:
+            discards[d.ts].append(d)
+        txn_at: dict[int, list[int]] = defaultdict(list)
+        for i, ts in enumerate(batch.txn_ts.tolist()):
+            txn_at[ts].append(i)
+        parts = batch.txn_partition.tolist()
+        active_sets = [frozenset(a) for a in batch.active_sets]
+        muted_sets = [frozenset(m) for m in batch.muted_sets]
+        for ts in sorted(set(txn_at) | set(discards)):
+            for d in discards.get(ts, ()):  # a window ended before ts: drop first
+                self.graph.discard(d.plan_ids, d.partition)
+            rows = txn_at.get(ts)
+            if not rows:
+                continue
+            active = {}
+            for i in rows:
+                p = parts[i]
+                active[p] = active_sets[int(batch.txn_active[i])]
+                muted = muted_sets[int(batch.txn_muted[i])]
+                # Context-independent plans: stages whose context does not hold from here.
+                if muted or self.graph.muted_at(p, ts):
+                    self.graph.mute(p, ts, muted)
+            txns = by_ts.get(ts, TxnBatch.empty())
+            self._note_ingest(txns)
+            out.alerts.extend(self._alerts(self.graph.step(ts, txns, active)))
 
-    def _run(self, step: _Step, out: MatcherOutput) -> None:
-        if step.ts is not None:
-            for txn, _ in step.items:  # alerts of this step were triggered by it
-                self.ingest[txn.partition] = max(
-                    (e.get("_ingest_ms", 0) for e in txn.events), default=0)
-            out.alerts.extend(self._alerts(self.graph.step(step.ts, step.items)))
-        step.ts, step.items = None, []
+    def _note_ingest(self, txns: TxnBatch) -> None:
+        """Alerts of this step were triggered by it: remember each partition's
+        latest input time (Kafka ms) for their latency."""
+        for cols in txns.events.by_type.values():
+            if cols.ingest is None or not len(cols):
+                continue
+            order = np.argsort(cols.partition, kind="stable")
+            parts = cols.partition[order]
+            starts = np.flatnonzero(np.r_[True, parts[1:] != parts[:-1]])
+            latest = np.maximum.reduceat(cols.ingest[order], starts)
+            self.ingest.update(zip(parts[starts].tolist(), latest.tolist(), strict=True))
+
+    def _batches(self, items: Sequence) -> list:
+        """Runs of routed transactions and discard orders given one at a time
+        become one RoutedBatch (tests, tools)."""
+        out: list = []
+        run: list[RoutedTransaction | Discard] = []
+
+        def close() -> None:
+            if run:
+                out.append(RoutedBatch.of(run, self.schemas, self.graph.strings))
+                run.clear()
+
+        for item in items:
+            if isinstance(item, (RoutedTransaction, Discard)):
+                run.append(item)
+            else:
+                close()
+                out.append(item)
+        close()
+        return out
 
     def snapshot(self) -> dict:
         return {"graph": self.graph.snapshot(list(self.graph._keys)),
@@ -105,7 +144,11 @@ class MatcherProcessor:
     def _alerts(self, outputs: Iterable[StageOutput]) -> list[Alert]:
         alerts = []
         for o in outputs:
-            if o.stage.output_topic is None:
+            topic = o.stage.output_topic
+            timeout = o.stage.plan.timeout if isinstance(o.stage.plan, PatternPlan) else None
+            if timeout is not None and o.record["type"] == timeout.event_type:
+                topic = o.stage.timeout_topic  # ON TIMEOUT events have their own topic
+            if topic is None:
                 continue
             if o.stage.plan.plan_id in self.graph.muted_at(o.record["_p"], o.record["_ts"]):
                 continue
@@ -113,6 +156,7 @@ class MatcherProcessor:
             alerts.append(Alert(plan_id=o.stage.plan.plan_id, event_type=o.record["type"],
                                 partition=o.record["_p"], key=o.record["_key"],
                                 start_ts=o.start_ts, end_ts=o.end_ts, fields=fields,
-                                topic=o.stage.output_topic,
+                                topic=topic,
                                 ingest_ms=self.ingest.get(o.record["_p"], 0)))
         return alerts
+

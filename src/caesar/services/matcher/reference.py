@@ -4,17 +4,25 @@ It keeps, per (plan, partition), the plain history of the events the plan has
 seen (pruned only by the window), and for every arriving event enumerates
 every candidate sequence that ends with it, then checks every condition on
 the whole candidate (window, equivalence, WHERE, iteration filters,
-negation). No stacks, no indexes, no push-down: if the Cython engine and this
-disagree, the engine is wrong unless this file misreads src/caesar/plans/pattern.py.
+quantifier bounds, negation). No stacks, no indexes, no push-down: if the
+Cython engine and this disagree, the engine is wrong unless this file misreads
+src/caesar/plans/pattern.py.
 
 Strategies skip_till_next_match and strict_contiguity are run-based by
 definition (SASE+): a run is started by every event that can bind the first
 component; on each later event of the partition a run takes the event if it
-can bind the next component (or extend the current Kleene component), else
-skips it (next match) or dies (strict contiguity). A run waiting in a Kleene
-component that is not the last one prefers to close it with an event that
-binds the next component. Negation and the window are checked on the
-finished candidate, exactly as for skip_till_any_match.
+can bind a later component (the next one, or one after optional components it
+then skips) or extend the current Kleene component, else skips it (next
+match) or dies (strict contiguity). A run in a Kleene component that can do
+both binds the later component (reluctant, the default) or extends (greedy).
+Negation and the window are checked on the finished candidate, exactly as
+for skip_till_any_match. A run whose window expires before it completes is a
+timed-out partial match (the plan's `timeout` output). With an after-match
+skip strategy, complete matches are emitted in the order of their first event
+once no partial match that started earlier is left, and each emitted match
+discards the partial and complete matches its strategy names (Flink CEP's
+semantics). A plan with alternatives (AND/OR) runs each alternative as its
+own plan under the same plan id.
 """
 
 from __future__ import annotations
@@ -29,18 +37,38 @@ from typing import Any
 from caesar.errors import PlanError
 from caesar.events.batch import EventBatch
 from caesar.plans.engine import DerivedEvent
-from caesar.plans.expr import Agg, variables
-from caesar.plans.pattern import PatternComponent, PatternPlan
+from caesar.plans.expr import Agg, Attr, Binary, Call, Const, Expr, Unary, variables
+from caesar.plans.pattern import RUN_STRATEGIES, Output, PatternComponent, PatternPlan
 from caesar.services.matcher.expr_eval import (
+    INT64_MAX,
+    INT64_MIN,
     MISSING,
     AggLookup,
     Lookup,
     aggregate,
     evaluate,
     holds,
+    overflows,
 )
 
-SNAPSHOT_VERSION = b"CAESAR-REF-1\n"
+SNAPSHOT_VERSION = b"CAESAR-REF-2\n"
+
+
+def _constants(expr: Expr) -> list[object]:
+    match expr:
+        case Const(value=value):
+            return [value]
+        case Attr():
+            return []
+        case Unary(operand=o):
+            return _constants(o)
+        case Binary(left=left, right=right):
+            return _constants(left) + _constants(right)
+        case Call(args=args):
+            return [v for a in args for v in _constants(a)]
+        case Agg(arg=arg):
+            return _constants(arg) if arg is not None else []
+    return []
 
 
 @dataclass(frozen=True)
@@ -52,30 +80,96 @@ class Ev:
 
 
 Bindings = list[list[Ev]]  # one list per positive component (Kleene: several events)
-RunKey = tuple[str, int]  # (plan id, partition)
+RunKey = tuple[str, int, int]  # (plan id, alternative, partition)
 Held = tuple[int, DerivedEvent, Bindings]  # a result held back by an end negation: deadline
 
 
 def validate_plan(plan: PatternPlan) -> None:
     """Reject plans no engine can run (shared by both engines)."""
+    n = len(plan.components)
+    for alt in plan.alternatives:
+        if not alt or any(not 0 <= i < n for i in alt) or len(set(alt)) != len(alt):
+            raise PlanError(f"plan {plan.plan_id}: bad alternative {alt}")
+    _validate_run_options(plan)
+    for e in plan_expressions(plan):
+        for v in _constants(e):
+            if isinstance(v, int) and not isinstance(v, bool) \
+                    and not INT64_MIN <= v <= INT64_MAX:
+                raise PlanError(f"plan {plan.plan_id}: integer constant {v} does not fit "
+                                "in 64 bits")
+    for sub in plan.expanded():
+        _validate_sequence(sub)
+
+
+def plan_expressions(plan: PatternPlan) -> list[Expr]:
+    """Every expression of a plan: WHERE conjuncts, iteration filters, outputs."""
+    exprs = list(plan.where) + [c.iteration_filter for c in plan.components
+                                if c.iteration_filter is not None]
+    for out in (plan.output, plan.timeout):
+        if out is not None:
+            exprs += [f.expr for f in out.fields]
+    return exprs
+
+
+def _validate_run_options(plan: PatternPlan) -> None:
+    """After-match skip and timeouts: run-based strategies, no alternatives."""
+    if plan.skip != "no_skip":
+        if plan.strategy not in RUN_STRATEGIES:
+            raise PlanError(f"plan {plan.plan_id}: an after-match skip strategy needs "
+                            "skip_till_next_match or strict_contiguity")
+        if plan.skip in ("to_first", "to_last") and \
+                plan.skip_var not in {c.var for c in plan.positive}:
+            raise PlanError(f"plan {plan.plan_id}: skip to {plan.skip_var}, which is not a "
+                            "positive pattern variable")
+    if plan.alternatives and (plan.skip != "no_skip" or plan.timeout is not None):
+        raise PlanError(f"plan {plan.plan_id}: an after-match skip or a timeout with AND/OR "
+                        "alternatives (each alternative would skip / time out on its own)")
+    if plan.timeout is not None and (plan.strategy not in RUN_STRATEGIES or plan.within is None):
+        raise PlanError(f"plan {plan.plan_id}: timed-out partial matches need WITHIN and "
+                        "skip_till_next_match or strict_contiguity")
+
+
+def _validate_sequence(plan: PatternPlan) -> None:
     if not plan.positive:
         raise PlanError(f"plan {plan.plan_id}: a pattern needs a positive component")
     comps = plan.components
     for i, comp in enumerate(comps):
-        if comp.negated and comp.kleene:
-            raise PlanError(f"plan {plan.plan_id}: negated Kleene component {comp.var}")
-        if comp.negated and plan.within is None:
-            at_start = not any(not c.negated for c in comps[:i])
-            at_end = not any(not c.negated for c in comps[i + 1:])
-            if at_start or at_end:
-                raise PlanError(f"plan {plan.plan_id}: negation of {comp.var} at the "
-                                "start or end of a pattern needs WITHIN")
+        _validate_component(plan, i, comp)
+    pos = plan.positive
+    for c in (pos[0], pos[-1]):
+        if c.optional:
+            raise PlanError(f"plan {plan.plan_id}: optional component {c.var} at the start or "
+                            "end of a pattern")
+    if plan.skip != "no_skip" and _has_end_negation(plan):
+        raise PlanError(f"plan {plan.plan_id}: an after-match skip strategy with a negation "
+                        "at the end of the pattern")
     negated = {c.var for c in plan.negated}
     for conj in plan.where:
         if len(variables(conj) & negated) > 1:
             raise PlanError(f"plan {plan.plan_id}: a conjunct reads two negated variables")
     if plan.within is not None and plan.within <= 0:
         raise PlanError(f"plan {plan.plan_id}: WITHIN must be positive")
+
+
+def _validate_component(plan: PatternPlan, i: int, comp: PatternComponent) -> None:
+    comps = plan.components
+    if comp.negated and comp.kleene:
+        raise PlanError(f"plan {plan.plan_id}: negated Kleene component {comp.var}")
+    if comp.kleene and (comp.min_count < 0 or (comp.max_count is not None and
+                                                comp.max_count < max(1, comp.min_count))):
+        raise PlanError(f"plan {plan.plan_id}: bad repetition bounds of {comp.var}")
+    if comp.negated and plan.within is None:
+        at_start = not any(not c.negated for c in comps[:i])
+        at_end = not any(not c.negated for c in comps[i + 1:])
+        if at_start or at_end:
+            raise PlanError(f"plan {plan.plan_id}: negation of {comp.var} at the "
+                            "start or end of a pattern needs WITHIN")
+
+
+def _has_end_negation(plan: PatternPlan) -> bool:
+    comps = plan.components
+    return any(c.negated and not any(not d.negated for d in comps[i + 1:])
+               for i, c in enumerate(comps))
 
 
 def batch_events(batch: EventBatch) -> dict[int, list[Ev]]:
@@ -109,18 +203,29 @@ def batch_events(batch: EventBatch) -> dict[int, list[Ev]]:
 
 
 class _Plan:
-    """A plan plus the few facts the oracle needs about it."""
+    """One alternative of a plan plus the few facts the oracle needs."""
 
-    def __init__(self, plan: PatternPlan) -> None:
-        validate_plan(plan)
+    def __init__(self, plan: PatternPlan, alt: int, all_vars: frozenset[str]) -> None:
         self.plan = plan
+        self.key = (plan.plan_id, alt)
         self.pos = plan.positive
         self.pos_index = {c.var: i for i, c in enumerate(self.pos)}
+        # variables of other alternatives: bound to nothing here
+        self.absent = all_vars - {c.var for c in plan.components}
         negated = {c.var for c in plan.negated}
         self.positive_where = tuple(c for c in plan.where if not (variables(c) & negated))
         self.types = {t for c in plan.components for t in c.types}
-        self.has_end_negation = any(not any(not c.negated for c in plan.components[i + 1:])
-                                    for i, c in enumerate(plan.components) if c.negated)
+        self.has_end_negation = _has_end_negation(plan)
+
+
+@dataclass
+class _Skipping:
+    """A complete match waiting for earlier-started partial matches to
+    resolve (after-match skip strategies only)."""
+
+    order: tuple[int, tuple[int, ...]]  # (first event seq, all seqs)
+    derived: DerivedEvent
+    prune: int | None  # seq the skip strategy prunes up to (None: nothing)
 
 
 def _env(p: _Plan, bindings: Bindings, current: tuple[int, Ev] | None = None,
@@ -174,7 +279,7 @@ def _assignments(p: _Plan, hist: list[Ev], last: Ev, i: int, after: int,
     """Assignments of positive components i, i+1, ... to events after `after`,
     extending `acc`, that end with `last`."""
     if i == len(p.pos):
-        if acc[-1][-1] is last:
+        if acc[-1] and acc[-1][-1] is last:
             yield [list(x) for x in acc]
         return
     comp = p.pos[i]
@@ -187,7 +292,10 @@ def _assignments(p: _Plan, hist: list[Ev], last: Ev, i: int, after: int,
         for e in cands:
             yield from _assignments(p, hist, last, i + 1, e.ts, acc + [[e]])
         return
-    for size in range(1, len(cands) + 1):
+    if comp.min_count == 0:  # optional: it may bind nothing
+        yield from _assignments(p, hist, last, i + 1, after, acc + [[]])
+    most = len(cands) if comp.max_count is None else min(comp.max_count, len(cands))
+    for size in range(max(1, comp.min_count), most + 1):
         for combo in combinations(cands, size):
             if all(combo[j].ts < combo[j + 1].ts for j in range(size - 1)):
                 yield from _assignments(p, hist, last, i + 1, combo[-1].ts, acc + [list(combo)])
@@ -205,11 +313,14 @@ def _equivalent(attrs: Sequence[str], events: list[Ev]) -> bool:
     return True
 
 
-def _component_ok(p: _Plan, b: Bindings, i: int) -> bool:
-    """Component i's events: of its types, in ts order, each passing its
-    Kleene iteration filter given the iterations before it."""
+def _component_ok(p: _Plan, b: Bindings, i: int, closed: int) -> bool:
+    """Component i's events: within its quantifier bounds (the minimum once
+    it is closed), of its types, in ts order, each passing its Kleene
+    iteration filter given the iterations before it."""
     evs = b[i]
     comp = p.pos[i]
+    if not _fits(comp, len(evs)) or (i < closed and len(evs) < comp.min_count):
+        return False
     if comp.types and any(e.type not in comp.types for e in evs):
         return False
     if any(evs[j].ts >= evs[j + 1].ts for j in range(len(evs) - 1)):
@@ -242,25 +353,51 @@ def _value(v: Any) -> Any:
     return None if v is MISSING else v
 
 
+def _fits(comp: PatternComponent, count: int) -> bool:
+    if not comp.kleene:
+        return count == 1
+    return comp.max_count is None or count <= comp.max_count
+
+
 class ReferenceEngine:
     def __init__(self, plans: Sequence[PatternPlan]) -> None:
-        self._plans = {p.plan_id: _Plan(p) for p in plans}
-        # (plan_id, partition) -> state
+        self._plans: dict[tuple[str, int], _Plan] = {}
+        for plan in plans:
+            validate_plan(plan)
+            for alt, sub in enumerate(plan.expanded()):
+                p = _Plan(sub, alt, plan.variables())
+                self._plans[p.key] = p
+        # (plan id, alternative, partition) -> state
         self._hist: dict[RunKey, list[Ev]] = {}
         self._runs: dict[RunKey, list[Bindings]] = {}
         self._pending: dict[RunKey, list[Held]] = {}
+        self._held: dict[RunKey, list[_Skipping]] = {}
+        self._overflows: dict[str, int] = {}
 
     # -- protocol ---------------------------------------------------------
 
     def process(self, batch: EventBatch,
                 active: Collection[str] | None = None) -> list[DerivedEvent]:
         out: list[DerivedEvent] = []
-        plans = [p for pid, p in self._plans.items() if active is None or pid in active]
+        plans = [p for (pid, _alt), p in self._plans.items() if active is None or pid in active]
         for partition, events in batch_events(batch).items():
             for ev in events:
                 for p in plans:
+                    before = overflows.count
                     out.extend(self._on_event(p, partition, ev))
+                    self._count_overflows(p, before)
         return out
+
+    def _count_overflows(self, p: _Plan, before: int) -> None:
+        if overflows.count != before:
+            pid = p.plan.plan_id
+            self._overflows[pid] = self._overflows.get(pid, 0) + overflows.count - before
+
+    def overflows(self) -> dict[str, int]:
+        """{plan id: integer results outside 64 bits so far}. The count of
+        evaluations is this oracle's own (the Cython engine evaluates some
+        conditions once per event instead of once per candidate)."""
+        return dict(self._overflows)
 
     def advance(self, watermark: int) -> list[DerivedEvent]:
         out: list[DerivedEvent] = []
@@ -272,25 +409,38 @@ class ReferenceEngine:
                 else:
                     keep.append((deadline, derived, b))
             self._pending[key] = keep
-        for (pid, _part), hist in self._hist.items():
-            within = self._plans[pid].plan.within
+        for (pid, alt, _part), hist in self._hist.items():
+            within = self._plans[(pid, alt)].plan.within
             if within is not None:
                 _prune(hist, watermark - within)
-        for (pid, _part), runs in self._runs.items():
-            within = self._plans[pid].plan.within
-            if within is not None:
-                runs[:] = [r for r in runs if r[0][0].ts > watermark - within]
+        for (pid, alt, part), runs in self._runs.items():
+            p = self._plans[(pid, alt)]
+            within = p.plan.within
+            if within is None:
+                continue
+            before = overflows.count
+            keep_runs = []
+            for r in runs:
+                if r[0][0].ts > watermark - within:
+                    keep_runs.append(r)
+                else:
+                    out.extend(self._timed_out(p, part, r))
+            runs[:] = keep_runs
+            out.extend(self._release(p, (pid, alt, part)))
+            self._count_overflows(p, before)
         return out
 
     def discard(self, plan_ids: Collection[str], partition: int) -> None:
         for pid in plan_ids:
-            for store in (self._hist, self._runs, self._pending):
-                store.pop((pid, partition), None)
+            for store in (self._hist, self._runs, self._pending, self._held):
+                for key in [k for k in store if k[0] == pid and k[2] == partition]:
+                    del store[key]
 
     def snapshot(self, partition: int) -> bytes:
-        state = {name: {pid: v for (pid, part), v in store.items() if part == partition}
+        state = {name: {(pid, alt): v for (pid, alt, part), v in store.items()
+                        if part == partition}
                  for name, store in (("hist", self._hist), ("runs", self._runs),
-                                     ("pending", self._pending))}
+                                     ("pending", self._pending), ("held", self._held))}
         return SNAPSHOT_VERSION + pickle.dumps(state)
 
     def restore(self, partition: int, state: bytes) -> None:
@@ -298,17 +448,17 @@ class ReferenceEngine:
             raise PlanError("reference matcher: unknown snapshot format")
         data = pickle.loads(state[len(SNAPSHOT_VERSION):])
         for name, store in (("hist", self._hist), ("runs", self._runs),
-                            ("pending", self._pending)):
-            for key in [k for k in store if k[1] == partition]:
+                            ("pending", self._pending), ("held", self._held)):
+            for key in [k for k in store if k[2] == partition]:
                 del store[key]
-            for pid, value in data[name].items():
-                if pid in self._plans:
-                    store[(pid, partition)] = value
+            for (pid, alt), value in data[name].items():
+                if (pid, alt) in self._plans:
+                    store[(pid, alt, partition)] = value
 
     # -- per event --------------------------------------------------------
 
     def _on_event(self, p: _Plan, partition: int, ev: Ev) -> list[DerivedEvent]:
-        key = (p.plan.plan_id, partition)
+        key = (p.key[0], p.key[1], partition)
         within = p.plan.within
         out: list[DerivedEvent] = []
         # a pending end-negation result dies if ev is a forbidden event
@@ -331,60 +481,75 @@ class ReferenceEngine:
 
     def _candidates(self, p: _Plan, hist: list[Ev], last: Ev) -> Iterator[Bindings]:
         """Every assignment of positive components to increasing-ts events of
-        the history whose final event is `last`."""
+        the history whose final event is `last` (a Kleene component: every
+        increasing subset within its bounds; an optional one may be empty)."""
         if last.type in p.pos[-1].types:
             for b in _assignments(p, hist, last, 0, -(2**62), []):
                 if self._positive_ok(p, b, closed=len(p.pos)):
                     yield b
 
     def _positive_ok(self, p: _Plan, b: Bindings, closed: int) -> bool:
-        """Window, equivalence, iteration filters and the positive WHERE
-        conjuncts whose variables are all in the first `closed` components."""
+        """Window, equivalence, quantifier bounds, iteration filters and the
+        positive WHERE conjuncts whose variables are all in the first
+        `closed` components (or bound by no alternative of this plan's)."""
         events = [e for evs in b for e in evs]
         within = p.plan.within
         if within is not None and events[-1].ts - events[0].ts >= within:
             return False
         if not _equivalent(p.plan.equivalence, events):
             return False
-        if not all(_component_ok(p, b, i) for i in range(len(b))):
+        if not all(_component_ok(p, b, i, closed) for i in range(len(b))):
             return False
-        bound = {c.var for c in p.pos[:closed]}
+        bound = {c.var for c in p.pos[:closed]} | p.absent
         lookup, agg = _env(p, b)
         return all(holds(conj, lookup, agg) for conj in p.positive_where
                    if variables(conj) <= bound)
 
     def _neg_interval(self, p: _Plan, comp_index: int, b: Bindings) -> tuple[float, float]:
+        """The open interval a negated component forbids events in: between
+        its neighbouring positive events (an optional neighbour that bound
+        nothing is passed over; a Kleene one gives its last / first event),
+        or the window at the start / end."""
         comps = p.plan.components
-        before = [c for c in comps[:comp_index] if not c.negated]
-        after = [c for c in comps[comp_index + 1:] if not c.negated]
+        before = [b[p.pos_index[c.var]] for c in comps[:comp_index] if not c.negated]
+        after = [b[p.pos_index[c.var]] for c in comps[comp_index + 1:] if not c.negated]
+        before = [evs for evs in before if evs]
+        after = [evs for evs in after if evs]
         first, last = b[0][0].ts, b[-1][-1].ts
-        lo = b[p.pos_index[before[-1].var]][-1].ts if before else last - _within(p)
-        hi = b[p.pos_index[after[0].var]][0].ts if after else first + _within(p)
+        lo = before[-1][-1].ts if before else last - _within(p)
+        hi = after[0][0].ts if after else first + _within(p)
         return lo, hi
 
     def _neg_blocks(self, p: _Plan, comp: PatternComponent, b: Bindings, ev: Ev,
                     lo: float, hi: float) -> bool:
         if ev.type not in comp.types or not (lo < ev.ts < hi):
             return False
-        first = b[0][0]
-        for attr in p.plan.equivalence:
-            v = ev.attrs.get(attr)
-            if v is None or v != first.attrs.get(attr):
-                return False
+        if p.plan.equivalence_negated:
+            first = b[0][0]
+            for attr in p.plan.equivalence:
+                v = ev.attrs.get(attr)
+                if v is None or v != first.attrs.get(attr) \
+                        or isinstance(v, str) != isinstance(first.attrs.get(attr), str):
+                    return False
         lookup, agg = _env(p, b, neg=(comp.var, ev))
         return all(holds(c, lookup, agg) for c in p.plan.where if comp.var in variables(c))
 
-    def _finish(self, p: _Plan, key: RunKey, partition: int, b: Bindings,
-                hist: list[Ev]) -> list[DerivedEvent]:
-        """Negation checks on a complete positive candidate, then output (or
-        hold it until the window closes if it ends with a negation)."""
+    def _negation_ok(self, p: _Plan, b: Bindings, hist: list[Ev]) -> bool:
         comps = p.plan.components
         for ci, comp in enumerate(comps):
             if not comp.negated:
                 continue
             lo, hi = self._neg_interval(p, ci, b)
             if any(self._neg_blocks(p, comp, b, e, lo, hi) for e in hist):
-                return []
+                return False
+        return True
+
+    def _finish(self, p: _Plan, key: RunKey, partition: int, b: Bindings,
+                hist: list[Ev]) -> list[DerivedEvent]:
+        """Negation checks on a complete positive candidate, then output (or
+        hold it until the window closes if it ends with a negation)."""
+        if not self._negation_ok(p, b, hist):
+            return []
         derived = self._derive(p, partition, b)
         if p.has_end_negation:
             deadline = b[0][0].ts + _within(p)
@@ -402,21 +567,23 @@ class ReferenceEngine:
                     return True
         return False
 
-    def _derive(self, p: _Plan, partition: int, b: Bindings) -> DerivedEvent:
-        out = p.plan.output
+    def _derive(self, p: _Plan, partition: int, b: Bindings, out: Output | None = None,
+                end_ts: int | None = None) -> DerivedEvent:
+        out = out if out is not None else p.plan.output
         fields: dict[str, Any] = {}
         if out is not None:
             lookup, agg = _env(p, b)
             for f in out.fields:
                 fields[f.name] = _value(evaluate(f.expr, lookup, agg))
+        events = [e for evs in b for e in evs]
         return DerivedEvent(
             plan_id=p.plan.plan_id,
             event_type=out.event_type if out is not None else p.plan.plan_id,
             partition=partition,
-            start_ts=b[0][0].ts,
-            end_ts=b[-1][-1].ts,
+            start_ts=events[0].ts,
+            end_ts=events[-1].ts if end_ts is None else end_ts,
             fields=fields,
-            event_seqs=tuple(e.seq for evs in b for e in evs),
+            event_seqs=tuple(e.seq for e in events),
         )
 
     # -- run-based strategies ---------------------------------------------
@@ -425,16 +592,19 @@ class ReferenceEngine:
         """The run after taking `ev`, or None if `ev` is not relevant to it."""
         n = len(p.pos)
         m = len(run)
-        last = run[-1][-1]
-        if ev.ts <= last.ts:
+        if ev.ts <= run[-1][-1].ts:
             return None
-        in_kleene = p.pos[m - 1].kleene
-        options: list[Bindings] = []
-        if m < n:
-            options.append([list(x) for x in run] + [[ev]])  # bind the next component
-        if in_kleene:
-            options.append([list(x) for x in run[:-1]] + [run[-1] + [ev]])  # iterate
-        for cand in options:
+        cur = p.pos[m - 1]
+        later: list[Bindings] = []  # bind component j >= m, skipping optional ones before it
+        if len(run[-1]) >= cur.min_count:
+            for j in range(m, n):
+                later.append([list(x) for x in run] + [[] for _ in range(m, j)] + [[ev]])
+                if not p.pos[j].optional:
+                    break
+        extend: list[Bindings] = []
+        if cur.kleene and (cur.max_count is None or len(run[-1]) < cur.max_count):
+            extend.append([list(x) for x in run[:-1]] + [run[-1] + [ev]])
+        for cand in (extend + later) if cur.greedy else (later + extend):
             closed = len(cand) if not p.pos[len(cand) - 1].kleene else len(cand) - 1
             if self._positive_ok(p, cand, closed):
                 return cand
@@ -443,40 +613,104 @@ class ReferenceEngine:
     def _complete(self, p: _Plan, b: Bindings) -> bool:
         return len(b) == len(p.pos) and self._positive_ok(p, b, len(p.pos))
 
+    def _extendable(self, p: _Plan, b: Bindings) -> bool:
+        last = p.pos[-1]
+        return len(b) < len(p.pos) or (
+            last.kleene and (last.max_count is None or len(b[-1]) < last.max_count))
+
+    def _timed_out(self, p: _Plan, partition: int, run: Bindings) -> list[DerivedEvent]:
+        """A run whose window expired: a timeout event if it never completed."""
+        if p.plan.timeout is None or self._complete(p, run):
+            return []
+        return [self._derive(p, partition, run, p.plan.timeout,
+                             end_ts=run[0][0].ts + _within(p))]
+
     def _step_runs(self, p: _Plan, key: RunKey, partition: int, ev: Ev,
                    hist: list[Ev]) -> list[DerivedEvent]:
         out: list[DerivedEvent] = []
-        within = p.plan.within
-        strict = p.plan.strategy == "strict_contiguity"
-        n = len(p.pos)
-        runs = self._runs.setdefault(key, [])
         kept: list[Bindings] = []
-        for run in runs:
-            if within is not None and ev.ts - run[0][0].ts >= within:
-                continue  # nothing can join it any more
-            new = self._try(p, run, ev)
-            if new is None:
-                if not strict:
-                    kept.append(run)
-                continue
-            if len(new) == n and self._complete(p, new):
-                out.extend(self._finish(p, key, partition, new, hist))
-            if len(new) < n or p.pos[-1].kleene:
-                kept.append(new)
+        completed: list[Bindings] = []
+        for run in self._runs.setdefault(key, []):
+            out.extend(self._advance_run(p, partition, run, ev, kept, completed))
         if ev.type in p.pos[0].types:
-            kept += self._start_run(p, key, partition, ev, hist, out)
+            kept += self._start_run(p, ev, completed)
         self._runs[key] = kept
-        return out
+        if p.plan.skip == "no_skip":
+            for b in completed:
+                out.extend(self._finish(p, key, partition, b, hist))
+            return out
+        held = self._held.setdefault(key, [])
+        for b in completed:
+            if self._negation_ok(p, b, hist):
+                seqs = tuple(e.seq for evs in b for e in evs)
+                held.append(_Skipping((seqs[0], seqs), self._derive(p, partition, b),
+                                  self._prune_seq(p, b)))
+        return out + self._release(p, key)
 
-    def _start_run(self, p: _Plan, key: RunKey, partition: int, ev: Ev, hist: list[Ev],
-                   out: list[DerivedEvent]) -> list[Bindings]:
-        """A run that begins with `ev` (a one-component pattern matches at
-        once); the run to keep, if any."""
-        n = len(p.pos)
+    def _advance_run(self, p: _Plan, partition: int, run: Bindings, ev: Ev,
+                     kept: list[Bindings], completed: list[Bindings]) -> list[DerivedEvent]:
+        """Offer `ev` to one run: the run (extended or not) goes to `kept`
+        if it can still grow, to `completed` if it matched; a run whose
+        window has passed times out."""
+        within = p.plan.within
+        if within is not None and ev.ts - run[0][0].ts >= within:
+            return self._timed_out(p, partition, run)  # nothing can join it any more
+        new = self._try(p, run, ev)
+        if new is None:
+            if p.plan.strategy != "strict_contiguity":
+                kept.append(run)
+            return []
+        if len(new) == len(p.pos) and self._complete(p, new):
+            completed.append(new)
+        if self._extendable(p, new):
+            kept.append(new)
+        return []
+
+    def _start_run(self, p: _Plan, ev: Ev, completed: list[Bindings]) -> list[Bindings]:
+        """A run that begins with `ev` (a one-component pattern may match at
+        once, into `completed`); the run to keep, if any."""
         start = [[ev]]
         if not self._positive_ok(p, start, 0 if p.pos[0].kleene else 1):
             return []
-        if n == 1 and self._complete(p, start):
-            out.extend(self._finish(p, key, partition, start, hist))
-        return [start] if n > 1 or p.pos[0].kleene else []
+        if len(p.pos) == 1 and self._complete(p, start):
+            completed.append(start)
+        return [start] if self._extendable(p, start) else []
 
+    def _prune_seq(self, p: _Plan, b: Bindings) -> int | None:
+        skip = p.plan.skip
+        if skip == "to_next":
+            return b[0][0].seq
+        if skip == "past_last":
+            return b[-1][-1].seq
+        i = p.pos_index.get(p.plan.skip_var or "")
+        evs = b[i] if i is not None else []
+        if not evs:
+            return None  # the variable bound nothing: no skip (Flink's default)
+        return evs[0].seq if skip == "to_first" else evs[-1].seq
+
+    def _release(self, p: _Plan, key: RunKey) -> list[DerivedEvent]:
+        """Emit held matches in the order of their first event while no
+        partial match that started earlier is left; each prunes per the
+        skip strategy (starts <= its seq; to_first / to_last: < its seq)."""
+        held = self._held.get(key)
+        if not held:
+            return []
+        runs = self._runs.get(key, [])
+        out = []
+        held.sort(key=lambda h: h.order)
+        strict_before = p.plan.skip in ("to_first", "to_last")
+        while held:
+            first = held[0]
+            if runs and min(r[0][0].seq for r in runs) < first.order[0]:
+                break
+            held.pop(0)
+            out.append(first.derived)
+            if first.prune is None:
+                continue
+
+            def pruned(start: int, bound: int = first.prune) -> bool:
+                return start < bound if strict_before else start <= bound
+
+            runs[:] = [r for r in runs if not pruned(r[0][0].seq)]
+            held[:] = [h for h in held if not pruned(h.order[0])]
+        return out

@@ -9,29 +9,27 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from caesar.bus.records import OutRecord, Record, TopicPartition
+from caesar.codecs import SingleObjectCodec
+from caesar.codecs.flat import FlatCodec, flat_fields
+from caesar.services.common.columnar import routed_from
 from caesar.services.common.config import ServiceConfig
 from caesar.services.common.latency import LatencyHistogram
-from caesar.services.common.messages import (
-    Alert,
-    DeadLetter,
-    Discard,
-    Progress,
-    RoutedTransaction,
-)
-from caesar.services.common.replay import SeqFilter, owned
+from caesar.services.common.messages import Alert, DeadLetter, Progress, RoutedBatch
+from caesar.services.common.replay import SeqFilter
 from caesar.services.common.wire import (
     DEAD,
     DERIVED,
     PROGRESS,
-    ROUTED,
+    ROUTED_BATCH,
     alert_record,
     dead_record,
     output_record,
     progress_from,
     progress_record,
     register_model_schemas,
-    routed_from,
 )
 from caesar.services.matcher.processor import MatcherProcessor
 from caesar.services.matcher.stage_graph import default_engine_factory
@@ -48,6 +46,12 @@ class OutputEncoder:
         self.schemas: dict[str, tuple[str, list[str]]] = {
             etype: (name, repo.get(name).field_names())
             for etype, name in register_model_schemas(repo, cfg.plan).items()}
+        # Output types whose schema is a flat integer record: encoded in bulk.
+        self.flat: dict[str, FlatCodec] = {}
+        if isinstance(self.codec, SingleObjectCodec):
+            for etype, (name, _) in self.schemas.items():
+                if flat_fields(repo.get(name)) is not None:
+                    self.flat[etype] = FlatCodec(repo.get(name))
         # Input Kafka timestamp -> alert encoded: the pipeline's end-to-end latency.
         self.latency = LatencyHistogram()
 
@@ -57,23 +61,53 @@ class OutputEncoder:
         for a in alerts:
             if a.ingest_ms:
                 self.latency.observe(now - a.ingest_ms)
-            key = a.key.encode()
-            generic = self.codec.encode(DERIVED, alert_record(a))
-            out.append(OutRecord(self.cfg.topics.alerts, generic, key))
+        if self.cfg.topics.alerts_copy:
+            out.extend(OutRecord(self.cfg.topics.alerts, self.codec.encode(
+                DERIVED, alert_record(a)), a.key.encode()) for a in alerts)
+        by_type: dict[str, list[Alert]] = defaultdict(list)
+        for a in alerts:
             if a.topic:
-                own = self.schemas.get(a.event_type)
+                by_type[a.event_type].append(a)
+        for etype, group in by_type.items():
+            values = self._bulk(etype, group)
+            if values is not None:
+                out.extend(OutRecord(a.topic or "", v, a.key.encode())
+                           for a, v in zip(group, values, strict=True))
+                continue
+            for a in group:
+                own = self.schemas.get(etype)
                 try:
-                    value = (self.codec.encode(own[0], output_record(a, own[1])) if own
-                             else generic)
+                    value = self.codec.encode(own[0], output_record(a, own[1])) if own \
+                        else self.codec.encode(DERIVED, alert_record(a))
                 except Exception as exc:  # the alert breaks its declared schema
-                    out.append(self._dead(a, generic, f"{type(exc).__name__}: {exc}"))
+                    out.append(self._dead(a, f"{type(exc).__name__}: {exc}"))
                     continue
-                out.append(OutRecord(a.topic, value, key))
+                out.append(OutRecord(a.topic or "", value, a.key.encode()))
         return out
 
-    def _dead(self, a: Alert, generic: bytes, detail: str) -> OutRecord:
+    def _bulk(self, etype: str, group: list[Alert]) -> list[bytes] | None:
+        """The alerts in their type's flat integer schema, encoded at once
+        (None: not such a schema, or a value that needs the per-record path)."""
+        flat = self.flat.get(etype)
+        if flat is None:
+            return None
+        cols: dict[str, np.ndarray] = {}
+        for name, kind in zip(flat.names, flat.types, strict=True):
+            values = [a.ingest_ms if name == "ingest_ms" else a.fields.get(name) for a in group]
+            if not all(type(v) is int for v in values):  # None, bool, float: exact path
+                return None
+            col = np.array(values)
+            if col.dtype != np.int64:
+                return None
+            if kind == "int" and ((col < -(2**31)) | (col >= 2**31)).any():
+                return None
+            cols[name] = col
+        return flat.encode(cols)
+
+    def _dead(self, a: Alert, detail: str) -> OutRecord:
         letter = DeadLetter("schema", f"{a.event_type} does not fit the schema of topic "
-                            f"{a.topic}: {detail}", a.topic or "", -1, -1, generic)
+                            f"{a.topic}: {detail}", a.topic or "", -1, -1,
+                            self.codec.encode(DERIVED, alert_record(a)))
         return OutRecord(self.cfg.topics.dead_letters,
                          self.codec.encode(DEAD, dead_record(letter, "matcher")), None)
 
@@ -84,9 +118,8 @@ class MatcherHandler:
         self.codec = cfg.codec
         factory = cfg.engine_factory or default_engine_factory
         self.procs = {j: MatcherProcessor(cfg.plan, factory) for j in cfg.partitions}
-        self.seen = SeqFilter()
+        self.seen = SeqFilter()  # per Kafka partition: routed batches
         self.outputs = OutputEncoder(cfg)
-        self.owner: dict[int, int] = {}  # stream partition -> Kafka partition
 
     def inputs(self) -> list[TopicPartition]:
         return [tp for j in self.cfg.partitions for tp in self.partition_inputs(j)]
@@ -95,17 +128,15 @@ class MatcherHandler:
         return [TopicPartition(self.cfg.routed_topic, j)]
 
     def handle(self, records: Sequence[Record]) -> list[OutRecord]:
-        by_partition: dict[int, list[RoutedTransaction | Discard | Progress]] = defaultdict(list)
+        by_partition: dict[int, list[RoutedBatch | Progress]] = defaultdict(list)
         for r in records:
             if r.value is None:  # a tombstone: the services never write one here
                 continue
             schema, value = self.codec.decode(r.value)
-            if schema == ROUTED:
-                item, seq = routed_from(value)
-                part = item.txn.partition if isinstance(item, RoutedTransaction) else item.partition
-                self.owner[part] = r.partition
-                if self.seen.fresh(part, seq):
-                    by_partition[r.partition].append(item)
+            if schema == ROUTED_BATCH:
+                if self.seen.fresh(r.partition, value["batch"]["seq"]):
+                    batch, _ = routed_from(value, self.procs[r.partition].graph.strings)
+                    by_partition[r.partition].append(batch)
             elif schema == PROGRESS:
                 by_partition[r.partition].append(progress_from(value))
         out: list[OutRecord] = []
@@ -122,12 +153,12 @@ class MatcherHandler:
         return []
 
     def snapshot_partition(self, j: int) -> Any:
-        return {"proc": self.procs[j].snapshot(), "seen": owned(self.seen.last, self.owner, j)}
+        return {"proc": self.procs[j].snapshot(), "seen": self.seen.last.get(j, -1)}
 
     def restore_partition(self, j: int, state: Any) -> None:
         self.procs[j].restore(state["proc"])
-        self.seen.last.update(state["seen"])
-        self.owner.update(dict.fromkeys(state["seen"], j))
+        if isinstance(state["seen"], int):
+            self.seen.last[j] = state["seen"]
 
     def event_time(self) -> int:
         return max((p.watermark for p in self.procs.values()), default=0)

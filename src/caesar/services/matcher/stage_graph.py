@@ -6,37 +6,42 @@ stage feed the later stages that consume its type in the same step
 (topological order, as the compiler emits them). Events of one step are
 grouped by the set of stages allowed to see them (their partition's contexts)
 so that one engine call covers many partitions: Ray and engine calls carry
-batches, never single events.
+batches, never single events. Events stay numpy columns from the input to the
+engine and between stages; only the results a caller asks for (`emit`)
+become records.
 """
 
 from __future__ import annotations
 
+import logging
 import pickle
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from caesar.errors import PlanError
-from caesar.events.batch import EventBatch, StringPool
+from caesar.events.batch import EventBatch, StringPool, TypeColumns
 from caesar.plans.aggregate import AggregatePlan
 from caesar.plans.engine import DerivedEvent, PatternEngine
 from caesar.plans.execution import Stage
 from caesar.plans.pattern import PatternPlan
 from caesar.plans.temporal import TemporalPlan
 from caesar.services.common.config import EngineFactory
-from caesar.services.common.messages import (
-    END_OF_TIME,
-    Transaction,
-)
+from caesar.services.common.messages import END_OF_TIME, Transaction, TxnBatch
 from caesar.services.matcher.aggregate import AggregateExecutor
 from caesar.services.matcher.engines import build_engine
+from caesar.services.matcher.output_rate import OutputLimiter
+from caesar.services.matcher.partitions import ContextPartitions
+from caesar.services.matcher.windows import WindowExecutor
 
-STATE_VERSION = 2
+STATE_VERSION = 4  # 3: context partitions (CONTEXTS PER); 4: output limiters
+log = logging.getLogger(__name__)
 Record = dict[str, Any]  # event attributes + "type", "_ts", "_p" (partition id), "_key"
+_ABSENT = object()
 
 
 def default_engine_factory(plans: Sequence[PatternPlan]) -> PatternEngine:
@@ -66,10 +71,6 @@ def output_type(stage: Stage) -> str | None:
     return plan.output.event_type if plan.output is not None else None
 
 
-def event_records(txn: Transaction) -> list[Record]:
-    return [{**e, "_ts": txn.ts, "_p": txn.partition, "_key": txn.key} for e in txn.events]
-
-
 @dataclass
 class StageOutput:
     stage: Stage
@@ -78,106 +79,196 @@ class StageOutput:
     end_ts: int
 
 
+Active = Mapping[int, frozenset[str]]  # partition id -> plan ids that may see its events
+
+
 @dataclass
 class StageGraph:
+    """`emit`: the plan ids whose results the caller wants back as
+    `StageOutput` records (outputs leaving the service, context transitions);
+    None = every stage. Results of other stages only feed later stages, as
+    columns."""
+
     stages: Sequence[Stage]
     schemas: Mapping[str, Mapping[str, str]]
     engine_factory: EngineFactory = default_engine_factory
     strings: StringPool = field(default_factory=StringPool)
+    emit: Collection[str] | None = None
+    # CONTEXTS PER (caesar.services.matcher.partitions): the key attributes,
+    # how many leading attributes of a partition key name the stream
+    # partition, and the stages that run in every context (they see whole
+    # stream partitions).
+    context_key: tuple[str, ...] = ()
+    stream_attrs: int = 0
+    everywhere: Collection[str] = ()
+    # The stages a partition's events may reach when the step did not say
+    # (a result landing in another context partition); default: the set of
+    # the partition's latest transaction.
+    active_of: Callable[[int], frozenset[str]] | None = None
 
     def __post_init__(self) -> None:
         ids = [plan_id(s) for s in self.stages]
         if len(set(ids)) != len(ids):
             raise PlanError(f"duplicate plan ids among stages: {ids}")
         patterns = [s.plan for s in self.stages if isinstance(s.plan, PatternPlan | TemporalPlan)]
-        self._schemas = dict(self.schemas)
+        self._schemas = {t: dict(cols) for t, cols in self.schemas.items()}
         for p in patterns:
             for t, cols in p.schemas.items():
                 self._schemas.setdefault(t, dict(cols))
         # SEQ plans on the factory's engine, TPStream plans on the temporal engine
         self.engine: PatternEngine | None = \
             build_engine(self.engine_factory, patterns) if patterns else None
-        self.aggregates: dict[str, AggregateExecutor] = {
-            plan_id(s): AggregateExecutor(s.plan, self.strings)
+        self.aggregates: dict[str, AggregateExecutor | WindowExecutor] = {
+            plan_id(s): (AggregateExecutor(s.plan, self.strings) if s.plan.window == "time"
+                         else WindowExecutor(s.plan, self.strings))
             for s in self.stages if isinstance(s.plan, AggregatePlan)}
+        # OUTPUT ... EVERY: per stage, what holds its outputs back
+        self.limiters: dict[str, OutputLimiter] = {
+            plan_id(s): OutputLimiter(s.output_rate) for s in self.stages
+            if s.output_rate is not None}
+        self._clock = -(2**62)  # the time of the step being run
+        self._overflows_seen: dict[str, int] = {}
         self._by_id = {plan_id(s): s for s in self.stages}
         self._consumes = {plan_id(s): consumed_types(s) for s in self.stages}
         self._produces = {plan_id(s): output_type(s) for s in self.stages}
+        self._consumed = frozenset(t for ts in self._consumes.values() for t in ts)
+        self._emit = None if self.emit is None else frozenset(self.emit)
+        self._type_rank = {t: i for i, t in enumerate(sorted(self._schemas))}
         self._last_active: dict[int, frozenset[str]] = {}
         # partition -> [(ts, active stages from ts on)]: a result released
         # late (a closed aggregation window) runs with the contexts of its own
         # timestamp, not those of the step that released it.
         self._history: dict[int, list[tuple[int, frozenset[str]]]] = {}
         # Context-independent plans: partition -> [(ts, stages whose context
-        # does not hold from ts on)] (`mute`); their outputs, judged at their
+        # does not hold from ts on)] (`mute`); their results, judged at their
         # own timestamp like released results, feed no other stage.
         self._muted: dict[int, list[tuple[int, frozenset[str]]]] = {}
         self._keys: dict[int, str] = {}
         self._seq = 0
         self._time = -(2**62)
+        self.partitions = ContextPartitions(self.stream_attrs, self.context_key) \
+            if self.context_key else None
+        # Stages active whatever contexts hold: one engine call for all rows
+        # (with CONTEXTS PER: rows of whole stream partitions).
+        self._everywhere = frozenset(self.everywhere)
 
     # ------------------------------------------------------------ driving
-    def step(self, ts: int, items: Sequence[tuple[Transaction, frozenset[str]]]
-             ) -> list[StageOutput]:
-        """Process every transaction at `ts` (each with the stages it may reach).
+    def step(self, ts: int, batch: TxnBatch | EventBatch, active: Active) -> list[StageOutput]:
+        """Process every transaction at `ts`: the rows of `batch` (all at ts),
+        each partition's events reaching the stages `active[partition]`.
         First releases what became final before `ts` (closed aggregation
         windows, end-negation results), then runs the stages."""
-        for txn, active in items:
-            self._last_active[txn.partition] = active
-            self._keys[txn.partition] = txn.key
-            hist = self._history.setdefault(txn.partition, [])
-            if not hist or hist[-1][1] != active:
-                hist.append((ts, active))
-        released = self._release(ts)
-        outputs = released + self._run_released(released)
-        self._forget_history(ts)
-        per_partition: dict[int, list[Record]] = defaultdict(list)
-        for txn, _ in items:
-            per_partition[txn.partition].extend(event_records(txn))
-        outputs += self._run(per_partition, {t.partition: a for t, a in items})
+        if isinstance(batch, TxnBatch):
+            self._keys.update(batch.keys)
+            if self.partitions is not None:
+                self.partitions.learn(batch.keys)
+            events = batch.events
+        else:
+            events = batch
+        for part, act in active.items():
+            self._last_active[part] = act
+            hist = self._history.get(part)
+            if hist is None:
+                self._history[part] = [(ts, act)]
+            elif hist[-1][1] != act:
+                hist.append((ts, act))
+        outputs = self._release_and_run(ts)
+        self._clock = ts
+        if len(events):
+            outputs += self._run(events.in_pool(self.strings), active)
         self._time = ts
         return outputs
 
+    def step_transactions(self, ts: int, items: Sequence[tuple[Transaction, frozenset[str]]]
+                          ) -> list[StageOutput]:
+        """`step` for transactions given one by one (tests)."""
+        batch = TxnBatch.of([t for t, _ in items], self._schemas, self.strings)
+        return self.step(ts, batch, {t.partition: a for t, a in items})
+
     def advance(self, watermark: int) -> list[StageOutput]:
         """No event with ts < watermark follows: release and run what that finalises."""
+        return self._release_and_run(watermark)
+
+    def _release_and_run(self, watermark: int) -> list[StageOutput]:
         released = self._release(watermark)
-        outputs = released + self._run_released(released)
+        outputs = [o for o, _ in released if self._emits(o.stage)]
+        outputs += self._run_released(released)
         self._forget_history(watermark)
         return outputs
+
+    def _emits(self, stage: Stage) -> bool:
+        return self._emit is None or plan_id(stage) in self._emit
 
     def _active_at(self, partition: int, ts: int) -> frozenset[str]:
         hist = self._history.get(partition)
         if not hist:
-            return self._last_active.get(partition, frozenset())
+            return self._active_for(partition)
         i = bisect_right(hist, ts, key=lambda h: h[0]) - 1
         return hist[max(i, 0)][1]
 
-    def _run_released(self, released: list[StageOutput]) -> list[StageOutput]:
+    def _active_for(self, partition: int, given: Active | None = None) -> frozenset[str]:
+        """The stages a partition's events reach: what the step says, else
+        (a stream partition) the stream-wide stages, else `active_of`, else
+        the partition's latest set."""
+        if given is not None:
+            found = given.get(partition)
+            if found is not None:
+                return found
+        if self.partitions is not None and self.partitions.is_stream(partition):
+            return self._everywhere
+        if self.active_of is not None:
+            return self.active_of(partition)
+        return self._last_active.get(partition, frozenset())
+
+    def _home(self, partition: int, fields: Mapping[str, Any]) -> int:
+        """The context partition a result belongs to: the one its key
+        attributes name (CONTEXTS PER); a result without them stays where it
+        was derived."""
+        parts = self.partitions
+        if parts is None:
+            return partition
+        values = tuple(fields.get(a, _ABSENT) for a in self.context_key)
+        if _ABSENT in values:
+            return partition
+        return parts.context_of(parts.stream_id(partition), values)
+
+    def _key_of(self, partition: int) -> str:
+        found = self._keys.get(partition)
+        if found is None and self.partitions is not None:
+            found = self.partitions.text.get(partition)
+        return found or ""
+
+    def _run_released(self, released: list[tuple[StageOutput, bool]]) -> list[StageOutput]:
         """Run released results in timestamp order, each with the stages
         active for its partition at its timestamp."""
-        by_ts: dict[int, dict[int, list[Record]]] = defaultdict(lambda: defaultdict(list))
-        for out in released:
-            by_ts[out.record["_ts"]][out.record["_p"]].append(out.record)
+        by_ts: dict[int, list[StageOutput]] = defaultdict(list)
+        for out, feeds in released:
+            if feeds:
+                by_ts[out.record["_ts"]].append(out)
         outputs: list[StageOutput] = []
         for ts in sorted(by_ts):
-            parts = by_ts[ts]
-            outputs += self._run(parts, {p: self._active_at(p, ts) for p in parts})
+            rows = by_ts[ts]
+            self._clock = ts
+            parts = {o.record["_p"] for o in rows}
+            batch = self._columns_of([(o.record["type"], o.record, ts, o.record["_p"])
+                                      for o in rows])
+            outputs += self._run(batch, {p: self._active_at(p, ts) for p in parts})
         return outputs
 
     def _forget_history(self, watermark: int) -> None:
         # Results not yet released are stamped >= watermark (their windows
         # end after it): keep the entry in force at watermark and later ones.
-        # The muting of this step's outputs is read after this call (for
+        # The muting of this step's results is read after this call (for
         # results stamped from the previous step on): keep what held then.
         muted_bound = min(watermark, self._time)
         for hist, bound in [*((h, watermark) for h in self._history.values()),
                             *((h, muted_bound) for h in self._muted.values())]:
-            i = bisect_right(hist, bound, key=lambda h: h[0]) - 1
-            if i > 0:
+            if len(hist) > 1 and hist[1][0] <= bound:
+                i = bisect_right(hist, bound, key=lambda h: h[0]) - 1
                 del hist[:i]
 
     def mute(self, partition: int, ts: int, muted: frozenset[str]) -> None:
-        """Context-independent plans: from `ts` on, `muted` stages' outputs are dropped."""
+        """Context-independent plans: from `ts` on, `muted` stages' results are dropped."""
         hist = self._muted.setdefault(partition, [])
         if not hist or hist[-1][1] != muted:
             hist.append((ts, muted))
@@ -197,6 +288,10 @@ class StageGraph:
         self._muted = {p: list(h) if isinstance(h, list) else [(-(2**62), frozenset(h))]
                        for p, h in state.items()}
 
+    def _is_muted(self, o: StageOutput) -> bool:
+        return bool(self._muted) and plan_id(o.stage) in self.muted_at(o.record["_p"],
+                                                                       o.record["_ts"])
+
     def discard(self, plan_ids: Iterable[str], partition: int) -> None:
         ids = [p for p in plan_ids if p in self._by_id and
                isinstance(self._by_id[p].plan, PatternPlan | TemporalPlan)]
@@ -204,123 +299,301 @@ class StageGraph:
             self.engine.discard(ids, partition)
 
     # ------------------------------------------------------------ internals
-    def _release(self, watermark: int) -> list[StageOutput]:
+    def _release(self, watermark: int) -> list[tuple[StageOutput, bool]]:
+        """Results final at `watermark`, each with whether a stage consumes it."""
         out: list[StageOutput] = []
         for pid, agg in self.aggregates.items():
+            stage = self._by_id[pid]
             for row in agg.advance(watermark):
                 rec = {k: v for k, v in row.items() if not k.startswith("_")}
-                rec.update(_ts=row["ts"], _p=row["_partition"], _key=row["_key"])
-                out.append(StageOutput(self._by_id[pid], rec, row["_window_start"], row["ts"]))
-        if self.engine is not None and watermark < END_OF_TIME:
-            floor = max(self._time, -(2**62))
-            out.extend(self._derived(ev, clamp=floor) for ev in self.engine.advance(watermark))
-        elif self.engine is not None:
-            out.extend(self._derived(ev, clamp=self._time)
-                       for ev in self.engine.advance(END_OF_TIME))
+                home = self._home(row["_partition"], rec)
+                rec.update(_ts=row["ts"], _p=home, _key=self._key_of(home))
+                out.append(StageOutput(stage, rec, row["_window_start"], row["ts"]))
+        if self.engine is not None:
+            floor = self._time if watermark >= END_OF_TIME else max(self._time, -(2**62))
+            out.extend(self._derived(ev, clamp=floor)
+                       for ev in self.engine.advance(min(watermark, END_OF_TIME)))
+        if self.limiters:
+            out = self._limit(out)
+            for pid, limiter in self.limiters.items():
+                stage = self._by_id[pid]
+                out.extend(StageOutput(stage, rec, start, end)
+                           for rec, start, end in limiter.advance(watermark))
+        return [(o, o.record["type"] in self._consumed) for o in out if not self._is_muted(o)]
+
+    def _limit(self, outputs: list[StageOutput]) -> list[StageOutput]:
+        """OUTPUT ... EVERY: a limited stage's results pass its limiter (its
+        timeout events do not); what it holds comes out in _release."""
+        if not self.limiters:
+            return outputs
+        out: list[StageOutput] = []
+        for o in outputs:
+            limiter = self.limiters.get(plan_id(o.stage))
+            if limiter is None or o.record["type"] != self._produces[plan_id(o.stage)]:
+                out.append(o)
+                continue
+            out.extend(StageOutput(o.stage, rec, start, end) for rec, start, end in
+                       limiter.offer(o.record["_p"], o.record, o.start_ts, o.end_ts))
         return out
 
     def _derived(self, ev: DerivedEvent, clamp: int | None = None) -> StageOutput:
         stage = self._by_id[ev.plan_id]
         ts = ev.end_ts if clamp is None else max(ev.end_ts, clamp)
         rec: Record = {"type": ev.event_type, **_decode(ev.fields, self.strings)}
-        rec.update(_ts=ts, _p=ev.partition, _key=self._keys.get(ev.partition, ""))
+        home = self._home(ev.partition, rec)
+        rec.update(_ts=ts, _p=home, _key=self._key_of(home))
         return StageOutput(stage, rec, ev.start_ts, ev.end_ts)
 
-    def _run(self, per_partition: Mapping[int, list[Record]],
-             active_now: Mapping[int, frozenset[str]]) -> list[StageOutput]:
-        groups: dict[frozenset[str], list[Record]] = defaultdict(list)
-        for part, records in per_partition.items():
-            active = active_now.get(part, self._last_active.get(part, frozenset()))
-            groups[active].extend(records)
-        outputs: list[StageOutput] = []
-        for active, records in groups.items():
-            outputs += self._run_group(active, records)
-        return outputs
+    def _columns_of(self, rows: Sequence[tuple[str, Mapping[str, Any], int, int]]
+                    ) -> EventBatch:
+        """Columns of derived events (type, fields, ts, partition) of the types
+        a stage consumes; seq follows the order of `rows`."""
+        by_type: dict[str, list[int]] = defaultdict(list)
+        for i, (t, *_) in enumerate(rows):
+            if t in self._consumed:
+                by_type[t].append(i)
+        out = {}
+        for t, idx in by_type.items():
+            out[t] = TypeColumns.from_values(
+                [rows[i][1] for i in idx], self._schemas.get(t, {}), self.strings,
+                ts=np.fromiter((rows[i][2] for i in idx), np.int64, len(idx)),
+                seq=np.asarray(idx, dtype=np.int64),
+                partition=np.fromiter((rows[i][3] for i in idx), np.int64, len(idx)))
+        return EventBatch(out, self.strings)
 
-    def _run_group(self, active: frozenset[str], records: list[Record]) -> list[StageOutput]:
-        available: dict[str, list[Record]] = defaultdict(list)
-        for r in records:
-            available[r["type"]].append(r)
+    def _run(self, events: EventBatch, active_now: Active) -> list[StageOutput]:
+        """Run the stages in order on `events` and what they derive, each row
+        reaching only the stages active for its partition. A stage that runs
+        in every context gets all rows of its types in one engine call; the
+        others get, per distinct active set, the rows of the partitions in
+        it (a result lands in the partition its own key names, so it is
+        placed when a stage reads it, not when it is derived)."""
+        available: dict[str, list[TypeColumns]] = {t: [c] for t, c in events.by_type.items()
+                                                   if len(c)}
+        sets: dict[int, frozenset[str]] = {}  # partition -> active set, for this run
+
+        def active(p: int) -> frozenset[str]:
+            found = sets.get(p)
+            if found is None:
+                found = sets[p] = self._active_for(p, active_now)
+            return found
+
         outputs: list[StageOutput] = []
         pending: list[str] = []  # pattern stages waiting for one engine call
-        pending_types: set[str] = set()  # what they produce
+        pending_types: set[str] = set()
+
+        def flush() -> None:
+            outputs.extend(self._flush(pending, available, active))
+            pending.clear()
+            pending_types.clear()
+
         for stage in self.stages:
             pid = plan_id(stage)
-            if pid not in active:
-                continue
             needs = self._consumes[pid]
             if needs & pending_types:
-                outputs += self._flush(pending, available)
-                pending_types.clear()
-            if not any(available.get(t) for t in needs):
+                flush()
+            if not any(t in available for t in needs):
                 continue
             if isinstance(stage.plan, AggregatePlan):
-                self._aggregate(pid, available[stage.plan.source_type])
+                src = available.get(stage.plan.source_type)
+                if src:
+                    self._aggregate(pid, TypeColumns.concat(src), active)
             else:
                 pending.append(pid)
                 produced = self._produces[pid]
                 if produced is not None:
                     pending_types.add(produced)
-        outputs += self._flush(pending, available)
+        flush()
         return outputs
 
-    def _flush(self, pending: list[str], available: dict[str, list[Record]]
-               ) -> list[StageOutput]:
-        """Run the waiting pattern stages in one engine call; what they derive
-        is available to the stages after them."""
-        if not pending:
-            return []
-        new = self._call_engine(pending, available)
-        for o in new:
-            if self._muted and o.stage.plan.plan_id in self.muted_at(o.record["_p"],
-                                                                     o.record["_ts"]):
-                continue
-            available[o.record["type"]].append(o.record)
-        pending.clear()
-        return new
+    def _flush(self, pending: list[str], available: dict[str, list[TypeColumns]],
+               active: Callable[[int], frozenset[str]]) -> list[StageOutput]:
+        """Run the waiting pattern stages: the ones of every context in one
+        engine call, the others once per distinct active set."""
+        outputs: list[StageOutput] = []
+        wide = [p for p in pending if p in self._everywhere]
+        if wide:
+            outputs += self._call_engine(wide, available, None,
+                                         stream=self.partitions is not None)
+        narrow = [p for p in pending if p not in self._everywhere]
+        if narrow:
+            for act, rows in self._by_active_set(narrow, available, active):
+                outputs += self._call_engine([p for p in narrow if p in act], available, rows)
+        return outputs
 
-    def _aggregate(self, pid: str, src: list[Record]) -> None:
-        self.aggregates[pid].add(
-            src, np.fromiter((r["_ts"] for r in src), np.int64, len(src)),
-            np.fromiter((r["_p"] for r in src), np.int64, len(src)),
-            {r["_p"]: r["_key"] for r in src})
+    def _by_active_set(self, plan_ids: list[str], available: dict[str, list[TypeColumns]],
+                       active: Callable[[int], frozenset[str]]
+                       ) -> list[tuple[frozenset[str], dict[str, np.ndarray]]]:
+        """The rows of the types `plan_ids` read, per distinct active set
+        that holds one of them: (set, type -> row mask)."""
+        types = {t for pid in plan_ids for t in self._consumes[pid] if t in available}
+        groups: dict[frozenset[str], dict[str, np.ndarray]] = {}
+        for t in types:
+            parts = np.concatenate([c.partition for c in available[t]])
+            uniq, inverse = np.unique(parts, return_inverse=True)
+            inverse = inverse.reshape(-1)
+            for act, members in _groups(uniq.tolist(), active).items():
+                if not any(p in act for p in plan_ids):
+                    continue
+                mask = np.isin(inverse, members)
+                if mask.any():
+                    groups.setdefault(act, {})[t] = mask
+        return list(groups.items())
 
-    def _call_engine(self, plan_ids: list[str], available: Mapping[str, list[Record]]
+    def _aggregate(self, pid: str, rows: TypeColumns,
+                   active: Callable[[int], frozenset[str]]) -> None:
+        if pid not in self._everywhere:
+            uniq, inverse = np.unique(rows.partition, return_inverse=True)
+            keep = np.array([pid in active(p) for p in uniq.tolist()], dtype=bool)
+            if not keep.any():
+                return
+            if not keep.all():
+                rows = rows.take(keep[inverse.reshape(-1)])
+        elif self.partitions is not None:
+            rows = TypeColumns(rows.ts, rows.seq, self.partitions.stream_of(rows.partition),
+                               rows.columns, rows.nulls, rows.ingest)
+        self.aggregates[pid].add_columns(rows, self._keys)
+
+    def _in_arrival_order(self, types: list[str], cols: dict[str, TypeColumns]
+                          ) -> dict[str, TypeColumns]:
+        """Seq numbers (from self._seq) giving the engine's arrival order: by
+        ts, then type, then the rows' order."""
+        if len(types) == 1:
+            (t,) = types
+            c = cols[t]
+            order = np.argsort(c.ts, kind="stable")
+            if not np.array_equal(order, np.arange(len(c))):
+                c = c.take(order)
+            c.seq = np.arange(self._seq, self._seq + len(c), dtype=np.int64)
+            cols[t] = c
+        else:
+            ts = np.concatenate([cols[t].ts for t in types])
+            rank = np.concatenate([np.full(len(cols[t]), i) for i, t in enumerate(types)])
+            pos = np.concatenate([np.arange(len(cols[t])) for t in types])
+            order = np.lexsort((pos, rank, ts))
+            seq = np.empty(len(order), dtype=np.int64)
+            seq[order] = np.arange(self._seq, self._seq + len(order), dtype=np.int64)
+            off = 0
+            for t in types:
+                n = len(cols[t])
+                c = cols[t]
+                cols[t] = TypeColumns(c.ts, seq[off:off + n], c.partition, c.columns, c.nulls,
+                                      c.ingest)
+                off += n
+        return cols
+
+    def _call_engine(self, plan_ids: list[str], available: dict[str, list[TypeColumns]],
+                     rows: Mapping[str, np.ndarray] | None, stream: bool = False
                      ) -> list[StageOutput]:
+        """One engine call for `plan_ids` on the rows of the types they read
+        (`rows`: type -> mask of the rows to take, None = all; `stream`: as
+        rows of their stream partitions); what they derive is added to
+        `available` for later stages."""
         assert self.engine is not None
-        types: set[str] = set()
-        for pid in plan_ids:
-            types |= self._consumes[pid]
-        records = [r for t in types for r in available.get(t, ())]
-        if not records:
+        types = sorted({t for pid in plan_ids for t in self._consumes[pid] if t in available
+                        and (rows is None or t in rows)}, key=lambda t: self._type_rank[t])
+        if not types:
             return []
-        records.sort(key=lambda r: r["_ts"])
-        schemas = {t: self._schemas.get(t, {}) for t in types}
-        batch = EventBatch.from_records(records, schemas, self.strings, type_field="type",
-                                        ts_field="_ts", partition_of=_partition_of,
-                                        first_seq=self._seq)
-        self._seq += len(records)
-        return [self._derived(ev) for ev in self.engine.process(batch, plan_ids)]
+        cols = {t: TypeColumns.concat(available[t]) for t in types}
+        if rows is not None:
+            cols = {t: c.take(rows[t]) for t, c in cols.items()}
+        cols = self._in_arrival_order(types, cols)
+        n_rows = sum(len(c) for c in cols.values())
+        self._seq += n_rows
+        if stream:
+            assert self.partitions is not None
+            cols = {t: TypeColumns(c.ts, c.seq, self.partitions.stream_of(c.partition), c.columns,
+                                   c.nulls, c.ingest) for t, c in cols.items()}
+        derived = self.engine.process(EventBatch(cols, self.strings), plan_ids)
+        self._report_overflows()
+        return self._route(derived, available) if derived else []
+
+    def _route(self, derived: Sequence[DerivedEvent], available: dict[str, list[TypeColumns]]
+               ) -> list[StageOutput]:
+        """What an engine call derived: fed to later stages (as columns added
+        to `available`), returned when asked for (`emit`)."""
+        feed: list[tuple[str, Mapping[str, Any], int, int]] = []
+        if self.limiters:  # limited results feed later stages only once released
+            outputs = self._route_limited(derived, feed)
+        else:
+            outputs = self._route_plain(derived, feed)
+        if feed:
+            for t, c in self._columns_of(feed).by_type.items():
+                available.setdefault(t, []).append(c)
+        return outputs
+
+    def _route_limited(self, derived: Sequence[DerivedEvent],
+                       feed: list[tuple[str, Mapping[str, Any], int, int]]
+                       ) -> list[StageOutput]:
+        outputs: list[StageOutput] = []
+        for o in self._limit([self._derived(ev, clamp=self._clock) for ev in derived]):
+            if self._is_muted(o):
+                continue
+            rec = o.record
+            if rec["type"] in self._consumed:
+                feed.append((rec["type"], rec, rec["_ts"], rec["_p"]))
+            if self._emits(o.stage):
+                outputs.append(o)
+        return outputs
+
+    def _route_plain(self, derived: Sequence[DerivedEvent],
+                     feed: list[tuple[str, Mapping[str, Any], int, int]]) -> list[StageOutput]:
+        outputs: list[StageOutput] = []
+        clock = self._clock
+        for ev in derived:
+            # results held back by the engine (after-match skip, timeouts)
+            # carry older timestamps: they happen now
+            ts, home = max(ev.end_ts, clock), self._home(ev.partition, ev.fields)
+            if self._muted and ev.plan_id in self.muted_at(home, ts):
+                continue  # context-independent plans: its context does not hold
+            if ev.event_type in self._consumed:
+                feed.append((ev.event_type, ev.fields, ts, home))
+            if self._emit is None or ev.plan_id in self._emit:
+                outputs.append(self._derived(ev, clamp=clock))
+        return outputs
+
+    def _report_overflows(self) -> None:
+        """Integer overflows (a value outside 64 bits, made missing) are
+        data problems the user should see: one warning per plan and call."""
+        assert self.engine is not None
+        for pid, count in self.engine.overflows().items():
+            new = count - self._overflows_seen.get(pid, 0)
+            if new > 0:
+                self._overflows_seen[pid] = count
+                log.warning("plan %s: %d integer result(s) outside the 64-bit range were "
+                            "treated as missing (null)", pid, new,
+                            extra={"plan_id": pid, "overflows": new})
 
     # ------------------------------------------------------------ state
     def snapshot(self, partitions: Iterable[int]) -> bytes:
         """Everything needed to resume these partitions (engine run state per
         partition, aggregation tables, string pool, seq counter)."""
         partitions = set(partitions)
+        ctx = self.partitions
+        if ctx is not None:  # their stream partitions and the context partitions of those
+            streams = {ctx.stream_of(np.array([p], dtype=np.int64))[0].item() for p in partitions}
+            partitions |= streams
+            partitions |= {p for p in ctx.text
+                           if ctx.stream_of(np.array([p], dtype=np.int64))[0].item() in streams}
         engine_state = {}
         if self.engine is not None:
             engine_state = {p: self.engine.snapshot(p) for p in partitions}
         aggs = {pid: a.snapshot() for pid, a in self.aggregates.items()}
         strings = [self.strings.string(i) for i in range(len(self.strings))]
         history = {p: list(h) for p, h in self._history.items() if p in partitions}
+        limiters = {pid: (lim.held, lim.seen, lim.closed_before)
+                    for pid, lim in self.limiters.items()}
         return pickle.dumps((STATE_VERSION, engine_state, aggs, strings, self._seq, self._time,
-                             self._last_active, self._keys, history))
+                             self._last_active, self._keys, history,
+                             ctx.state() if ctx is not None else {}, limiters))
 
     def restore(self, state: bytes) -> None:
-        version, engine_state, aggs, strings, seq, time, last_active, keys, history = \
-            pickle.loads(state)
+        version, *rest = pickle.loads(state)
         if version != STATE_VERSION:
             raise PlanError(f"stage state version {version} is not {STATE_VERSION}")
+        engine_state, aggs, strings, seq, time, last_active, keys, history, ctx, limiters = rest
+        if self.partitions is not None:
+            self.partitions.restore(ctx)
         for s in strings:
             self.strings.code(s)
         for pid, blob in aggs.items():
@@ -334,11 +607,20 @@ class StageGraph:
         self._last_active.update(last_active)
         self._keys.update(keys)
         self._history.update(history)
-
-
-def _partition_of(record: Mapping[str, Any]) -> int:
-    return record["_p"]
+        for pid, (held, seen, closed_before) in limiters.items():
+            if pid in self.limiters:
+                lim = self.limiters[pid]
+                lim.held, lim.seen, lim.closed_before = held, seen, closed_before
 
 
 def _decode(fields: Mapping[str, Any], strings: StringPool) -> dict[str, Any]:
     return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in fields.items()}
+
+
+def _groups(partitions: list[int], active: Callable[[int], frozenset[str]]
+            ) -> dict[frozenset[str], list[int]]:
+    """Indexes of `partitions` by their active set."""
+    out: dict[frozenset[str], list[int]] = {}
+    for i, p in enumerate(partitions):
+        out.setdefault(active(p), []).append(i)
+    return out

@@ -32,8 +32,10 @@ class ServiceActor:
         from caesar.bus.kafka import KafkaBus
         from caesar.codecs import make_codec
         from caesar.logs import configure
+        from caesar.services.common.collector import tune_collector
         from caesar.settings import Settings
 
+        tune_collector()
         configure(options.get("log_level"), options.get("log_format"))
         settings = Settings.model_validate_json(settings_json)
         self.service = service

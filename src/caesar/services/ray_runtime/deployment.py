@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from caesar.errors import RuntimeEnvironmentError
+from caesar.errors import CaesarError, RuntimeEnvironmentError
 from caesar.logs import settings_from_env
 from caesar.plans.execution import ExecutionPlan
 from caesar.services.common.config import RunnerOptions, ServiceConfig
@@ -29,6 +29,9 @@ def partition_groups(partitions: int, actors: int) -> list[tuple[int, ...]]:
 class Deployment:
     def __init__(self, plan: ExecutionPlan, settings: Settings, *, actors_per_service: int | None = None,
                  options: RunnerOptions | None = None) -> None:
+        if plan.acep is not None:
+            raise CaesarError("shared tables and rules (ACEP) run in embedded mode "
+                              "(caesar run, model.session()); not yet on Kafka + Ray")
         self.plan, self.settings = plan, settings
         self.options: RunnerOptions = options.copy() if options else {}
         # The actors log like this driver (caesar.logs): level and format.

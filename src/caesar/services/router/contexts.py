@@ -99,3 +99,13 @@ class StageActivation:
 
     def plan_ids(self) -> Iterable[str]:
         return (pid for pid, _, _ in self._stages)
+
+    def everywhere(self) -> frozenset[str]:
+        """Plan ids active whatever contexts hold. A stage's masks are sets of
+        bits that must all be set, so a stage active with each context alone
+        (and with the default alone) is active with any combination of them."""
+        found = set(self.active(self.resolver.default_mask))
+        for bit in self.resolver.bits.values():
+            if (1 << bit) != self.resolver.default_mask:
+                found &= self.active(self.resolver.effective(1 << bit))
+        return frozenset(found)

@@ -17,13 +17,17 @@ from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from caesar.plans.execution import ExecutionPlan
 from caesar.services.common.messages import (
     ContextChange,
     Discard,
     Progress,
-    RoutedTransaction,
+    RoutedBatch,
     Transaction,
+    TxnBatch,
+    coalesce_transactions,
 )
 from caesar.services.router.contexts import ContextResolver, StageActivation
 
@@ -32,7 +36,14 @@ NEVER = -(2**62)
 
 @dataclass
 class RouterOutput:
-    routed: list[RoutedTransaction | Discard | Progress] = field(default_factory=list)
+    routed: list[RoutedBatch | Progress] = field(default_factory=list)
+
+    def items(self) -> list:
+        """The routed transactions, discards and progress one at a time (tests)."""
+        out: list = []
+        for item in self.routed:
+            out += item.items() if isinstance(item, RoutedBatch) else [item]
+        return out
 
 
 class RouterProcessor:
@@ -43,21 +54,35 @@ class RouterProcessor:
         self._filters = [(pid, tuple(self.resolver.mask(c) for c in ctxs))
                          for pid, ctxs in getattr(plan, "context_filters", {}).items()]
         self._muted: dict[int, tuple[str, ...]] = {}
-        self.pending: deque[Transaction] = deque()
+        self.schemas = {t.name: dict(t.fields) for t in plan.event_types}
+        self.pending: deque[TxnBatch] = deque()
         self.changes: dict[int, deque[ContextChange]] = {}
         self.vectors: dict[int, int] = {}  # partition -> vector as of its last routed txn
         self.scheduler_wm = NEVER
         self.deriver_done = NEVER
         self.forwarded = NEVER
-        self.skipped_events: Counter[str] = Counter()  # plan id -> events it did not receive
+        # events routed per active stage set (skipped_events derives from it)
+        self._events_by_set: Counter[frozenset[str]] = Counter()
         self.skipped_transactions = 0
         self.routed_transactions = 0
 
-    def process(self, items: Sequence[Transaction | ContextChange | Progress]) -> RouterOutput:
+    @property
+    def skipped_events(self) -> Counter[str]:
+        """Plan id -> events it did not receive (its contexts did not hold)."""
+        out: Counter[str] = Counter()
+        for active, n in self._events_by_set.items():
+            for pid in self.activation.plan_ids():
+                if pid not in active:
+                    out[pid] += n
+        return out
+
+    def process(self, items: Sequence[TxnBatch | Transaction | ContextChange | Progress]
+                ) -> RouterOutput:
         out = RouterOutput()
-        for item in items:
-            if isinstance(item, Transaction):
-                self.pending.append(item)
+        for item in coalesce_transactions(items, self.schemas):
+            if isinstance(item, TxnBatch):
+                if len(item):
+                    self.pending.append(item)
             elif isinstance(item, ContextChange):
                 self.changes.setdefault(item.partition, deque()).append(item)
             elif isinstance(item, Progress):
@@ -71,32 +96,83 @@ class RouterProcessor:
         return out
 
     def _route(self, out: RouterOutput) -> None:
-        while self.pending and self.pending[0].ts <= self.deriver_done:
-            txn = self.pending.popleft()
-            vector, ended = self._vector_at(txn.partition, txn.ts)
-            active = self.activation.active(vector)
-            # A stage that runs in the new contexts too keeps its partial matches
-            # (e.g. a query of every context: no window of it ended).
-            discard = tuple(p for p in self.activation.ended(ended) if p not in active)
-            n = len(txn.events)
-            for pid in self.activation.plan_ids():
-                if pid not in active:
-                    self.skipped_events[pid] += n
-            if active:
-                out.routed.append(RoutedTransaction(txn, tuple(sorted(active)), discard,
-                                                    self._muted_at(vector)))
-                self.routed_transactions += 1
-            else:
-                if discard:
-                    out.routed.append(Discard(txn.partition, txn.ts, discard))
-                self.skipped_transactions += 1
+        ready = self._take_ready()
+        if ready is not None:
+            routed = self._route_batch(ready)
+            if routed is not None:
+                out.routed.append(routed)
         # Everything below min(scheduler, deriver) progress has been routed.
         wm = min(self.scheduler_wm, self.deriver_done)
         if self.pending:
-            wm = min(wm, self.pending[0].ts)
+            wm = min(wm, int(self.pending[0].timestamps()[0]))
         if wm > self.forwarded:
             self.forwarded = wm
             out.routed.append(Progress(wm, "router"))
+
+    def _take_ready(self) -> TxnBatch | None:
+        """The pending transactions with ts <= D (the deriver's progress)."""
+        if not self.pending or self.deriver_done == NEVER:
+            return None
+        ready: list[TxnBatch] = []
+        while self.pending:
+            head = self.pending[0]
+            stamps = head.timestamps()
+            if stamps[-1] <= self.deriver_done:
+                ready.append(self.pending.popleft())
+                continue
+            if stamps[0] <= self.deriver_done:
+                now, later = head.split(self.deriver_done + 1)
+                ready.append(now)
+                self.pending[0] = later
+            break
+        return TxnBatch.concat(ready) if ready else None
+
+    def _route_batch(self, batch: TxnBatch) -> RoutedBatch | None:
+        t_part: list[int] = []
+        t_ts: list[int] = []
+        t_active: list[int] = []
+        t_muted: list[int] = []
+        sets: dict[frozenset[str], int] = {}
+        muted_sets: dict[tuple[str, ...], int] = {}
+        discards: list[Discard] = []
+        keep: list[TxnBatch] = []
+        for ts, at_ts in batch.by_ts():
+            parts, counts = _partition_counts(at_ts)
+            routed = np.zeros(len(parts), dtype=bool)
+            for i, (p, n) in enumerate(zip(parts.tolist(), counts.tolist(), strict=True)):
+                vector, ended = self._vector_at(p, ts)
+                active = self.activation.active(vector)
+                # A stage that runs in the new contexts too keeps its partial
+                # matches (e.g. a query of every context: no window of it ended).
+                discard = tuple(d for d in self.activation.ended(ended) if d not in active)
+                self._events_by_set[active] += n
+                if active:
+                    routed[i] = True
+                    t_part.append(p)
+                    t_ts.append(ts)
+                    t_active.append(sets.setdefault(active, len(sets)))
+                    t_muted.append(muted_sets.setdefault(self._muted_at(vector),
+                                                         len(muted_sets)))
+                    self.routed_transactions += 1
+                    if discard:
+                        discards.append(Discard(p, ts, discard))
+                else:
+                    if discard:
+                        discards.append(Discard(p, ts, discard))
+                    self.skipped_transactions += 1
+            if routed.all():
+                keep.append(at_ts)
+            elif routed.any():
+                chosen = parts[routed]
+                keep.append(TxnBatch(at_ts.events.where(
+                    lambda c, chosen=chosen: np.isin(c.partition, chosen)), at_ts.keys))
+        if not t_part and not discards:
+            return None
+        txns = TxnBatch.concat(keep) if keep else TxnBatch.empty(batch.events.strings)
+        return RoutedBatch(
+            txns, np.array(t_part, dtype=np.int64), np.array(t_ts, dtype=np.int64),
+            np.array(t_active, dtype=np.int32), np.array(t_muted, dtype=np.int32),
+            [tuple(sorted(a)) for a in sets], list(muted_sets), discards)
 
     def _muted_at(self, vector: int) -> tuple[str, ...]:
         """Filtered stages (context-independent plans) whose context does not hold."""
@@ -125,18 +201,27 @@ class RouterProcessor:
 
     # state for the store
     def snapshot(self) -> dict:
-        return {"pending": list(self.pending),
+        pending = TxnBatch.concat(list(self.pending)) if self.pending else None
+        return {"pending": [] if pending is None else pending.transactions(),
                 "changes": {p: list(q) for p, q in self.changes.items()},
                 "vectors": dict(self.vectors), "scheduler_wm": self.scheduler_wm,
                 "deriver_done": self.deriver_done, "forwarded": self.forwarded,
-                "skipped_events": dict(self.skipped_events),
+                "events_by_set": dict(self._events_by_set),
                 "skipped_transactions": self.skipped_transactions}
 
     def restore(self, state: dict) -> None:
-        self.pending = deque(state["pending"])
+        self.pending = deque([TxnBatch.of(state["pending"], self.schemas)]
+                             if state["pending"] else [])
         self.changes = {p: deque(q) for p, q in state["changes"].items()}
         self.vectors = dict(state["vectors"])
         self.scheduler_wm, self.deriver_done = state["scheduler_wm"], state["deriver_done"]
         self.forwarded = state["forwarded"]
-        self.skipped_events = Counter(state["skipped_events"])
+        self._events_by_set = Counter(state.get("events_by_set", {}))
         self.skipped_transactions = state["skipped_transactions"]
+
+
+def _partition_counts(batch: TxnBatch) -> tuple[np.ndarray, np.ndarray]:
+    """The batch's partitions (ascending) and how many events each has."""
+    cols = list(batch.events.by_type.values())
+    parts = cols[0].partition if len(cols) == 1 else np.concatenate([c.partition for c in cols])
+    return np.unique(parts, return_counts=True)

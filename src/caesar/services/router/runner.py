@@ -1,6 +1,6 @@
-"""Binds RouterProcessor to the bus: transactions partition j and
-context-changes partition j in, routed transactions (+ router progress) on
-partition j of the routed topic out."""
+"""Binds RouterProcessor to the bus: transaction batches and context changes
+of partition j in, routed batches (+ router progress) on partition j of the
+routed topic out."""
 
 from __future__ import annotations
 
@@ -9,25 +9,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from caesar.bus.records import OutRecord, Record, TopicPartition
+from caesar.events.batch import StringPool
+from caesar.services.common.columnar import batch_from, routed_chunks, routed_record
 from caesar.services.common.config import ServiceConfig
-from caesar.services.common.messages import (
-    ContextChange,
-    Discard,
-    Progress,
-    RoutedTransaction,
-    Transaction,
-)
-from caesar.services.common.replay import SeqFilter, owned, owned_by
+from caesar.services.common.messages import ContextChange, Progress, RoutedBatch, TxnBatch
+from caesar.services.common.replay import SeqFilter, owned
 from caesar.services.common.wire import (
     CHANGE,
     PROGRESS,
-    ROUTED,
-    TXN,
+    ROUTED_BATCH,
+    TXN_BATCH,
     change_from,
     progress_from,
     progress_record,
-    routed_record,
-    txn_from,
 )
 from caesar.services.router.processor import RouterProcessor
 
@@ -37,9 +31,10 @@ class RouterHandler:
         self.cfg = cfg
         self.codec = cfg.codec
         self.procs = {j: RouterProcessor(cfg.plan) for j in cfg.partitions}
-        self.seen_txn = SeqFilter()
-        self.seen_change = SeqFilter()
-        self.txn_seq: dict[tuple[int, int], int] = {}  # (partition, ts) -> seq, for output
+        self.strings = StringPool()  # the router reads no strings; the batches keep theirs
+        self.seen_txn = SeqFilter()  # per Kafka partition: transaction batches
+        self.seen_change = SeqFilter()  # per stream partition: context changes
+        self.seq: dict[int, int] = defaultdict(int)  # Kafka partition -> routed batches sent
         self.owner: dict[int, int] = {}  # stream partition -> Kafka partition
 
     def inputs(self) -> list[TopicPartition]:
@@ -53,25 +48,19 @@ class RouterHandler:
         out: list[OutRecord] = []
         for j, items in self._decode(records).items():
             out += self._encode(j, self.procs[j].process(items).routed)
-        # Transactions never routed (skipped) leave their seq behind: forget old ones.
-        if len(self.txn_seq) > 100_000:
-            self.txn_seq.clear()
         return out
 
     def _decode(self, records: Sequence[Record]
-                ) -> dict[int, list[Transaction | ContextChange | Progress]]:
+                ) -> dict[int, list[TxnBatch | ContextChange | Progress]]:
         """The fresh inputs per Kafka partition (replayed ones dropped)."""
-        by_partition: dict[int, list[Transaction | ContextChange | Progress]] = defaultdict(list)
+        by_partition: dict[int, list[TxnBatch | ContextChange | Progress]] = defaultdict(list)
         for r in records:
             if r.value is None:  # a tombstone: the services never write one here
                 continue
             schema, value = self.codec.decode(r.value)
-            if schema == TXN:
-                txn, seq = txn_from(value)
-                self.owner[txn.partition] = r.partition
-                if self.seen_txn.fresh(txn.partition, seq):
-                    self.txn_seq[(txn.partition, txn.ts)] = seq
-                    by_partition[r.partition].append(txn)
+            if schema == TXN_BATCH:
+                if self.seen_txn.fresh(r.partition, value["seq"]):
+                    by_partition[r.partition].append(batch_from(value, self.strings)[0])
             elif schema == CHANGE:
                 change, seq = change_from(value)
                 self.owner[change.partition] = r.partition
@@ -81,8 +70,7 @@ class RouterHandler:
                 by_partition[r.partition].append(progress_from(value))
         return by_partition
 
-    def _encode(self, j: int, routed: Sequence[RoutedTransaction | Discard | Progress]
-                ) -> list[OutRecord]:
+    def _encode(self, j: int, routed: Sequence[RoutedBatch | Progress]) -> list[OutRecord]:
         topic = self.cfg.routed_topic
         out: list[OutRecord] = []
         for item in routed:
@@ -91,32 +79,27 @@ class RouterHandler:
                     PROGRESS, progress_record(item, self.cfg.actor_id, j)), b"__progress__",
                     partition=j))
                 continue
-            if isinstance(item, RoutedTransaction):
-                seq = self.txn_seq.pop((item.txn.partition, item.txn.ts), -1)
-                key = item.txn.key.encode()
-            else:  # a discard order carries the seq of the skipped transaction
-                seq = self.txn_seq.pop((item.partition, item.ts), -1)
-                key = None
-            out.append(OutRecord(topic, self.codec.encode(ROUTED, routed_record(item, seq)),
-                                 key, partition=j))
+            for piece in routed_chunks(item):
+                self.seq[j] += 1
+                out.append(OutRecord(topic, self.codec.encode(
+                    ROUTED_BATCH, routed_record(piece, self.seq[j])), None, partition=j))
         return out
 
     def idle(self, idle_s: float) -> list[OutRecord]:
         return []
 
     def snapshot_partition(self, j: int) -> Any:
-        return {"proc": self.procs[j].snapshot(),
-                "seen_txn": owned(self.seen_txn.last, self.owner, j),
+        return {"proc": self.procs[j].snapshot(), "seen_txn": self.seen_txn.last.get(j, -1),
                 "seen_change": owned(self.seen_change.last, self.owner, j),
-                "txn_seq": owned_by(self.txn_seq, self.owner, j, lambda k: k[0])}
+                "seq": self.seq[j]}
 
     def restore_partition(self, j: int, state: Any) -> None:
         self.procs[j].restore(state["proc"])
-        self.seen_txn.last.update(state["seen_txn"])
+        if isinstance(state["seen_txn"], int):
+            self.seen_txn.last[j] = state["seen_txn"]
         self.seen_change.last.update(state["seen_change"])
-        self.txn_seq.update(state["txn_seq"])
-        self.owner.update(dict.fromkeys(state["seen_txn"], j))
         self.owner.update(dict.fromkeys(state["seen_change"], j))
+        self.seq[j] = state.get("seq", 0)
 
     def event_time(self) -> int:
         return max((p.forwarded for p in self.procs.values()), default=0)

@@ -81,38 +81,14 @@ def _arg_type(arg: Expr | None, schema: dict[str, str]) -> str:
 
 
 def compile_plan(plan: TemporalPlan) -> CompiledPlan:
-    if not plan.situations:
-        raise PlanError(f"temporal plan {plan.plan_id} has no situation")
-    if len(plan.situations) > MAX_SITUATIONS:
-        raise PlanError(f"temporal plan {plan.plan_id}: at most {MAX_SITUATIONS} situations")
-    if plan.emit == "end" and len(plan.situations) != 1:
-        raise PlanError(f"temporal plan {plan.plan_id}: ON END OF takes one situation")
-    if len(plan.situations) > 1 and plan.within is None:
-        raise PlanError(f"temporal plan {plan.plan_id}: several situations need WITHIN")
+    _check_shape(plan)
     names = [s.name for s in plan.situations]
     index = {n: i for i, n in enumerate(names)}
     if len(index) != len(names):
         raise PlanError(f"temporal plan {plan.plan_id}: duplicate situation names {names}")
     n = len(names)
-    mask = [[0] * n for _ in range(n)]
-    for c in plan.constraints:
-        i, j = index[c.left], index[c.right]
-        m = mask_of(c.relations)
-        inv = mask_of(tuple(INVERSE[r] for r in c.relations))
-        mask[i][j] = m if mask[i][j] == 0 else mask[i][j] & m
-        mask[j][i] = inv if mask[j][i] == 0 else mask[j][i] & inv
-        if mask[i][j] == 0:
-            raise PlanError(f"temporal plan {plan.plan_id}: the constraints between {c.left} "
-                            f"and {c.right} allow no relation")
-    nodes: list[Agg] = []
-    if plan.output is not None:
-        for f in plan.output.fields:
-            _agg_nodes(f.expr, nodes)
-    aggs = []
-    for node in nodes:
-        src = plan.situations[index[node.var]].source_type
-        typ = _arg_type(node.arg, plan.schemas.get(src, {}))
-        aggs.append(AggSpec(index[node.var], node.func, node.arg, typ))
+    mask = _relation_masks(plan, index)
+    nodes, aggs = _aggregates(plan, index)
     compiled = CompiledPlan(
         plan=plan, names=names, index=index, sources=[s.source_type for s in plan.situations],
         min_duration=[s.min_duration if s.min_duration is not None else NONE
@@ -124,6 +100,50 @@ def compile_plan(plan: TemporalPlan) -> CompiledPlan:
     compiled.orders = [best_order(compiled, k, [1.0] * n, default_selectivity(compiled))
                        for k in range(n)]
     return compiled
+
+
+def _check_shape(plan: TemporalPlan) -> None:
+    """What the runner supports: 1 to MAX_SITUATIONS situations, ON END OF on
+    one, a WITHIN bound on several."""
+    if not plan.situations:
+        raise PlanError(f"temporal plan {plan.plan_id} has no situation")
+    if len(plan.situations) > MAX_SITUATIONS:
+        raise PlanError(f"temporal plan {plan.plan_id}: at most {MAX_SITUATIONS} situations")
+    if plan.emit == "end" and len(plan.situations) != 1:
+        raise PlanError(f"temporal plan {plan.plan_id}: ON END OF takes one situation")
+    if len(plan.situations) > 1 and plan.within is None:
+        raise PlanError(f"temporal plan {plan.plan_id}: several situations need WITHIN")
+
+
+def _relation_masks(plan: TemporalPlan, index: dict[str, int]) -> list[list[int]]:
+    """mask[i][j]: the relations allowed between situations i and j (0: no
+    constraint); constraints on one pair intersect, each sets its inverse."""
+    n = len(index)
+    mask = [[0] * n for _ in range(n)]
+    for c in plan.constraints:
+        i, j = index[c.left], index[c.right]
+        m = mask_of(c.relations)
+        inv = mask_of(tuple(INVERSE[r] for r in c.relations))
+        mask[i][j] = m if mask[i][j] == 0 else mask[i][j] & m
+        mask[j][i] = inv if mask[j][i] == 0 else mask[j][i] & inv
+        if mask[i][j] == 0:
+            raise PlanError(f"temporal plan {plan.plan_id}: the constraints between {c.left} "
+                            f"and {c.right} allow no relation")
+    return mask
+
+
+def _aggregates(plan: TemporalPlan, index: dict[str, int]) -> tuple[list[Agg], list[AggSpec]]:
+    """The distinct aggregate nodes of the output fields and their specs."""
+    nodes: list[Agg] = []
+    if plan.output is not None:
+        for f in plan.output.fields:
+            _agg_nodes(f.expr, nodes)
+    aggs = []
+    for node in nodes:
+        src = plan.situations[index[node.var]].source_type
+        typ = _arg_type(node.arg, plan.schemas.get(src, {}))
+        aggs.append(AggSpec(index[node.var], node.func, node.arg, typ))
+    return nodes, aggs
 
 
 def default_selectivity(cp: CompiledPlan) -> list[list[float]]:

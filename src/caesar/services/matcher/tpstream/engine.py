@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from caesar.errors import PlanError
-from caesar.events.batch import EventBatch, StringPool
+from caesar.events.batch import EventBatch, StringPool, TypeColumns
 from caesar.plans.engine import DerivedEvent
 from caesar.plans.expr import Agg, Attr, Binary, Call, Const, Expr, Unary
 from caesar.plans.temporal import TemporalPlan
@@ -62,6 +62,11 @@ def expr_type(expr: Expr, schema: dict[str, str]) -> str:
     return "float"
 
 
+# ts, partition, type index, conditions, aggregate values, known, seq
+_Columns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                 np.ndarray]
+
+
 class _Plan:
     def __init__(self, plan: TemporalPlan, adaptive: bool) -> None:
         self.plan = plan
@@ -95,55 +100,17 @@ class _Plan:
         self.adaptive = AdaptiveOrder(cp, self.runner) if adaptive and cp.n > 2 else None
 
     def feed(self, batch: EventBatch) -> None:
-        cp = self.cp
-        parts_ts, parts_slot, parts_type, parts_cond, parts_val, parts_known, parts_seq = \
-            [], [], [], [], [], [], []
-        n_agg = max(len(cp.aggs), 1)
-        for ti, typ in enumerate(self.types):
-            cols = batch.by_type.get(typ)
-            if cols is None or not len(cols):
-                continue
-            n = len(cols)
-            cond = np.zeros((n, cp.n), np.uint8)
-            for i, spec in enumerate(self.plan.situations):
-                if spec.source_type == typ:
-                    cond[:, i] = holds(spec.condition, cols, batch.strings)
-            val = np.zeros((n, n_agg), np.float64)
-            known = np.zeros((n, n_agg), np.uint8)
-            for k, a in enumerate(cp.aggs):
-                if cp.sources[a.situation] != typ:
-                    continue
-                if a.arg is None:
-                    known[:, k] = 1
-                else:
-                    v, kn = numbers(a.arg, cols, batch.strings)
-                    val[:, k] = v
-                    known[:, k] = kn
-            parts_ts.append(cols.ts)
-            parts_slot.append(cols.partition)
-            parts_type.append(np.full(n, ti, np.int8))
-            parts_cond.append(cond)
-            parts_val.append(val)
-            parts_known.append(known)
-            parts_seq.append(cols.seq)
-        if not parts_ts:
+        # One set of columns per source type present, merged into arrival
+        # order; numpy per batch and type, never per event.
+        parts = [self._type_columns(ti, cols, batch.strings)
+                 for ti, typ in enumerate(self.types)
+                 if (cols := batch.by_type.get(typ)) is not None and len(cols)]
+        if not parts:
             return
-        if len(parts_ts) == 1:
-            ts, part, etype = parts_ts[0], parts_slot[0], parts_type[0]
-            cond, val, known = parts_cond[0], parts_val[0], parts_known[0]
-        else:
-            by_seq = np.argsort(np.concatenate(parts_seq), kind="stable")
-            ts = np.concatenate(parts_ts)[by_seq]
-            part = np.concatenate(parts_slot)[by_seq]
-            etype = np.concatenate(parts_type)[by_seq]
-            cond = np.concatenate(parts_cond)[by_seq]
-            val = np.concatenate(parts_val)[by_seq]
-            known = np.concatenate(parts_known)[by_seq]
-        uniq, inverse = np.unique(part, return_inverse=True)
-        slot_of = np.fromiter((self.runner.slot(int(p)) for p in uniq), np.int64, len(uniq))
-        slots = slot_of[inverse]
+        ts, part, etype, cond, val, known = _in_arrival_order(parts)
         try:
-            self.runner.feed(np.ascontiguousarray(ts, np.int64), np.ascontiguousarray(slots),
+            self.runner.feed(np.ascontiguousarray(ts, np.int64),
+                             np.ascontiguousarray(self._slots(part)),
                              np.ascontiguousarray(etype), self.type_sits,
                              np.ascontiguousarray(cond), np.ascontiguousarray(val),
                              np.ascontiguousarray(known))
@@ -151,6 +118,45 @@ class _Plan:
             raise PlanError(f"temporal plan {self.plan.plan_id}: {exc}") from None
         if self.adaptive is not None:
             self.adaptive.update()
+
+    def _type_columns(self, ti: int, cols: TypeColumns, strings: StringPool) -> _Columns:
+        """The runner's columns for the events of source type `self.types[ti]`."""
+        cond = self._conditions(self.types[ti], cols, strings)
+        val, known = self._aggregate_args(self.types[ti], cols, strings)
+        return (cols.ts, cols.partition, np.full(len(cols), ti, np.int8), cond, val, known,
+                cols.seq)
+
+    def _conditions(self, typ: str, cols: TypeColumns, strings: StringPool) -> np.ndarray:
+        """Which situation conditions each event satisfies (event x situation)."""
+        cond = np.zeros((len(cols), self.cp.n), np.uint8)
+        for i, spec in enumerate(self.plan.situations):
+            if spec.source_type == typ:
+                cond[:, i] = holds(spec.condition, cols, strings)
+        return cond
+
+    def _aggregate_args(self, typ: str, cols: TypeColumns, strings: StringPool
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        """Each aggregate's argument per event, and whether it is known (not
+        null); aggregates over another type's situation stay unknown."""
+        cp = self.cp
+        n_agg = max(len(cp.aggs), 1)
+        val = np.zeros((len(cols), n_agg), np.float64)
+        known = np.zeros((len(cols), n_agg), np.uint8)
+        for k, a in enumerate(cp.aggs):
+            if cp.sources[a.situation] != typ:
+                continue
+            if a.arg is None:
+                known[:, k] = 1
+            else:
+                val[:, k], known[:, k] = numbers(a.arg, cols, strings)
+        return val, known
+
+    def _slots(self, part: np.ndarray) -> np.ndarray:
+        """The runner's state slot of each event's partition (one lookup per
+        distinct partition of the batch)."""
+        uniq, inverse = np.unique(part, return_inverse=True)
+        slot_of = np.fromiter((self.runner.slot(int(p)) for p in uniq), np.int64, len(uniq))
+        return slot_of[inverse]
 
     def drain(self, strings: StringPool) -> list[DerivedEvent]:
         out = self.runner.out
@@ -166,6 +172,14 @@ class _Plan:
                     fields[f.name] = None if value is MISSING else value
         return [DerivedEvent(pid, etype, partition, start, td, fields)
                 for partition, td, start, fields, _ in out]
+
+
+def _in_arrival_order(parts: list[_Columns]) -> tuple[np.ndarray, ...]:
+    """The per-type columns as one stream in arrival (`seq`) order."""
+    if len(parts) == 1:
+        return parts[0][:6]
+    by_seq = np.argsort(np.concatenate([p[6] for p in parts]), kind="stable")
+    return tuple(np.concatenate([p[c] for p in parts])[by_seq] for c in range(6))
 
 
 class _Aggs:

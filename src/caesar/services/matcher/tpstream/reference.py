@@ -108,8 +108,26 @@ def derive(spec: SituationSpec, steps: Sequence[tuple[int, list[Ev]]],
     `silence` (the plan's WITHIN): a run still going when the partition falls
     silent that long is cut there -- its end stays unknown -- and the next
     instant starts afresh."""
+    runs, cut = _runs(spec, steps, silence)
+    times = [t for t, _ in steps]
+    lo = spec.min_duration or 0
+    hi = spec.max_duration
+    out = []
+    for ts, te, evs in runs:
+        if te is not None and not (lo <= te - ts and (hi is None or te - ts <= hi)):
+            continue
+        visible = _visible_from(spec, ts, te, te if te is not None else cut.get(ts), times)
+        out.append(Situation(spec.name, ts, te, visible, tuple(evs)))
+    return out
+
+
+def _runs(spec: SituationSpec, steps: Sequence[tuple[int, list[Ev]]], silence: int | None
+          ) -> tuple[list[tuple[int, int | None, list[Ev]]], dict[int, int]]:
+    """The maximal runs of instants whose source events all satisfy the
+    condition, as (start, end or None, events), and where silence cut a run
+    (its start -> the first instant after the silence)."""
     runs: list[tuple[int, int | None, list[Ev]]] = []
-    cut: dict[int, int] = {}  # ts of a cut run -> first instant after the silence
+    cut: dict[int, int] = {}
     start: int | None = None
     run: list[Ev] = []
     last: int | None = None
@@ -132,24 +150,20 @@ def derive(spec: SituationSpec, steps: Sequence[tuple[int, list[Ev]]],
             start = None
     if start is not None:
         runs.append((start, None, run))
-    times = [t for t, _ in steps]
-    lo = spec.min_duration or 0
-    hi = spec.max_duration
-    out = []
-    for ts, te, evs in runs:
-        if te is not None and not (lo <= te - ts and (hi is None or te - ts <= hi)):
-            continue
-        if hi is not None:
-            visible = te  # only its end proves it short enough
-        elif spec.min_duration is None:
-            visible = ts
-        else:
-            until = te if te is not None else cut.get(ts)
-            early = [t for t in times if t >= ts and (until is None or t < until)
-                     and t + 1 - ts >= spec.min_duration]
-            visible = early[0] if early else te
-        out.append(Situation(spec.name, ts, te, visible, tuple(evs)))
-    return out
+    return runs, cut
+
+
+def _visible_from(spec: SituationSpec, ts: int, te: int | None, until: int | None,
+                  times: list[int]) -> int | None:
+    """The first instant a situation [ts, te) is certain to exist; `until`:
+    where its run ended or was cut (None: still running)."""
+    if spec.max_duration is not None:
+        return te  # only its end proves it short enough
+    if spec.min_duration is None:
+        return ts
+    early = [t for t in times if t >= ts and (until is None or t < until)
+             and t + 1 - ts >= spec.min_duration]
+    return early[0] if early else te
 
 
 def _group_of(relation: str) -> frozenset[str]:

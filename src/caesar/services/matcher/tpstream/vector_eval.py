@@ -10,6 +10,7 @@ call per event.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,53 +32,69 @@ def _full(n: int, value: object, dtype: Any) -> np.ndarray:
 
 
 def evaluate(expr: Expr, cols: TypeColumns, strings: StringPool) -> Vec:
+    node = _NODES.get(type(expr))
+    if node is None:
+        raise TypeError(f"not an expression: {expr!r}")
+    return node(expr, cols, strings)
+
+
+def _const(expr: Const, cols: TypeColumns, strings: StringPool) -> Vec:
+    n, c = len(cols), expr.value
+    if isinstance(c, bool):
+        return Vec("bool", _full(n, c, bool), _full(n, True, bool))
+    if isinstance(c, str):
+        return Vec("str", _full(n, strings.code(c), np.int64), _full(n, True, bool))
+    dtype = np.int64 if isinstance(c, int) else np.float64
+    return Vec("num", _full(n, c, dtype), _full(n, True, bool))
+
+
+def _attr(expr: Attr, cols: TypeColumns, strings: StringPool) -> Vec:
     n = len(cols)
-    match expr:
-        case Const(value=c):
-            if isinstance(c, bool):
-                return Vec("bool", _full(n, c, bool), _full(n, True, bool))
-            if isinstance(c, str):
-                return Vec("str", _full(n, strings.code(c), np.int64), _full(n, True, bool))
-            dtype = np.int64 if isinstance(c, int) else np.float64
-            return Vec("num", _full(n, c, dtype), _full(n, True, bool))
-        case Attr(name=name):
-            col = cols.columns.get(name)
-            if col is None:
-                return Vec("num", np.zeros(n, np.int64), _full(n, False, bool))
-            nulls = cols.nulls.get(name)
-            known = ~nulls if nulls is not None else _full(n, True, bool)
-            if col.dtype.kind == "i" and col.dtype.itemsize == 4:
-                return Vec("str", col.astype(np.int64), known & (col >= 0))
-            if col.dtype.kind == "i" and col.dtype.itemsize == 1:
-                return Vec("num", col.astype(np.int64), known)
-            return Vec("num", col, known)
-        case Unary(op="NOT", operand=o):
-            t = truth(evaluate(o, cols, strings))
-            return Vec("bool", ~t.value, t.known)
-        case Unary(op="-", operand=o):
-            v = evaluate(o, cols, strings)
-            if v.kind != "num":
-                return _unknown(n)
-            return Vec("num", -v.value, v.known)
-        case Binary(op="AND", left=left, right=right):
-            a, b = truth(evaluate(left, cols, strings)), truth(evaluate(right, cols, strings))
-            false = (a.known & ~a.value) | (b.known & ~b.value)
-            true = a.known & a.value & b.known & b.value
-            return Vec("bool", true, true | false)
-        case Binary(op="OR", left=left, right=right):
-            a, b = truth(evaluate(left, cols, strings)), truth(evaluate(right, cols, strings))
-            true = (a.known & a.value) | (b.known & b.value)
-            false = a.known & ~a.value & b.known & ~b.value
-            return Vec("bool", true, true | false)
-        case Binary(op=op, left=left, right=right) if op in ("=", "!=", "<", "<=", ">", ">="):
-            return _compare(op, evaluate(left, cols, strings), evaluate(right, cols, strings))
-        case Binary(op=op, left=left, right=right):
-            return _arith(op, evaluate(left, cols, strings), evaluate(right, cols, strings))
-        case Call(func=func, args=args):
-            return _call(func, [evaluate(a, cols, strings) for a in args], n)
-        case Agg():
-            raise TypeError("aggregates are not evaluated per event")
+    col = cols.columns.get(expr.name)
+    if col is None:
+        return Vec("num", np.zeros(n, np.int64), _full(n, False, bool))
+    nulls = cols.nulls.get(expr.name)
+    known = ~nulls if nulls is not None else _full(n, True, bool)
+    # int32 columns hold string codes (negative: no string), int8 bools
+    if col.dtype.kind == "i" and col.dtype.itemsize == 4:
+        return Vec("str", col.astype(np.int64), known & (col >= 0))
+    if col.dtype.kind == "i" and col.dtype.itemsize == 1:
+        return Vec("num", col.astype(np.int64), known)
+    return Vec("num", col, known)
+
+
+def _unary(expr: Unary, cols: TypeColumns, strings: StringPool) -> Vec:
+    if expr.op == "NOT":
+        t = truth(evaluate(expr.operand, cols, strings))
+        return Vec("bool", ~t.value, t.known)
+    if expr.op == "-":
+        v = evaluate(expr.operand, cols, strings)
+        return Vec("num", -v.value, v.known) if v.kind == "num" else _unknown(len(cols))
     raise TypeError(f"not an expression: {expr!r}")
+
+
+def _binary(expr: Binary, cols: TypeColumns, strings: StringPool) -> Vec:
+    a, b = evaluate(expr.left, cols, strings), evaluate(expr.right, cols, strings)
+    if expr.op == "AND":
+        return _and(truth(a), truth(b))
+    if expr.op == "OR":
+        return _or(truth(a), truth(b))
+    if expr.op in ("=", "!=", "<", "<=", ">", ">="):
+        return _compare(expr.op, a, b)
+    return _arith(expr.op, a, b)
+
+
+def _call_node(expr: Call, cols: TypeColumns, strings: StringPool) -> Vec:
+    return _call(expr.func, [evaluate(a, cols, strings) for a in expr.args], len(cols))
+
+
+def _agg(expr: Agg, cols: TypeColumns, strings: StringPool) -> Vec:
+    raise TypeError("aggregates are not evaluated per event")
+
+
+# One function per node kind (a numpy pass per node and batch).
+_NODES: dict[type, Callable[[Any, TypeColumns, StringPool], Vec]] = {
+    Const: _const, Attr: _attr, Unary: _unary, Binary: _binary, Call: _call_node, Agg: _agg}
 
 
 def holds(expr: Expr, cols: TypeColumns, strings: StringPool) -> np.ndarray:
@@ -102,6 +119,20 @@ def truth(v: Vec) -> Vec:
 
 def _unknown(n: int) -> Vec:
     return Vec("num", np.zeros(n, np.int64), np.zeros(n, bool))
+
+
+def _and(a: Vec, b: Vec) -> Vec:
+    """Three-valued AND: false if either side is known false."""
+    false = (a.known & ~a.value) | (b.known & ~b.value)
+    true = a.known & a.value & b.known & b.value
+    return Vec("bool", true, true | false)
+
+
+def _or(a: Vec, b: Vec) -> Vec:
+    """Three-valued OR: true if either side is known true."""
+    true = (a.known & a.value) | (b.known & b.value)
+    false = a.known & ~a.value & b.known & ~b.value
+    return Vec("bool", true, true | false)
 
 
 def _as_num(v: Vec) -> Vec | None:

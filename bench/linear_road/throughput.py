@@ -1,0 +1,397 @@
+"""Embedded-mode throughput on Linear Road standard data: reports per
+CPU-second (one core), per hop, against a plain Python loop of the same
+rules, with the outputs checked against the oracle.
+
+    python -m bench.linear_road.throughput [--data L1.dat] [--window 6600 6720]
+        [--history 120] [--xways 1] [--rounds 2]
+        [--models model_per_segment model] [--label NAME]
+
+The window [start, end) of the standard data (default: two minutes inside
+the 30 peak minutes, ~2,850 reports/s) is fed to the embedded pipeline
+(scheduler -> deriver -> router -> matcher processors, direct wiring,
+bench/linear_road/replay.py's hop) one simulated second at a time, preceded
+by `history` seconds of the data before it (state the window needs: speed
+windows, stopped cars, open accidents), fed the same way. Each second is
+followed by the end-of-second release the replay uses (`advance_idle`). CPU
+time is `time.process_time()` of this process around each hop's call.
+
+Side by side in one run, interleaved round by round (the machine is shared
+and noisy): every model of --models through the pipeline, then the plain
+loop, src/caesar/examples/linear_road/oracle.py's `expected_outputs` (the
+same tolls and alerts computed by plain single-threaded Python over the same
+reports, no pipeline, no context machinery). The ratio compares both on the
+whole input (history + window: the plain loop cannot be cut at the window's
+start); the pipeline's window-only rate is reported too. Every toll
+notification and accident alert of every pipeline run must equal the
+oracle's, or the run is marked failed.
+
+One row per (round, configuration) goes to results/throughput_vs_plain.csv,
+the medians and ratios to results/throughput_vs_plain.png.
+`--rounds 0` makes the older single pipeline run appended to
+results/throughput.csv (plotted in results/throughput.png).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.linear_road.standard import PEAK, Reports, load
+
+RESULTS = Path(__file__).parent / "results"
+HOPS = ("scheduler", "deriver", "router", "matcher")
+TOPIC = "lr-position-reports"
+
+
+def fanned_records(reports: Reports, fanout: bool) -> list[dict[str, Any]]:
+    """Input values as the producer sends them: with `fanout`, every report
+    once per partition segment pseg; `ts` in milliseconds, in `ts` order
+    (src/caesar/examples/linear_road/partitioning.py)."""
+    from caesar.examples.linear_road.partitioning import NEIGHBOURHOOD, NO_PSEG, ms_timestamps
+    from caesar.examples.linear_road.records import SEGMENTS
+
+    cols = reports.columns
+    if not fanout:
+        expanded, pseg = reports, np.full(len(reports), NO_PSEG, dtype=np.int64)
+    else:
+        n = len(reports)
+        k = np.arange(NEIGHBOURHOOD + 1)
+        step = np.where(cols["dir"] == 0, 1, -1)
+        every = cols["seg"][:, None] - k[None, :] * step[:, None]
+        ok = (every >= 0) & (every < SEGMENTS)
+        rows = np.repeat(np.arange(n), ok.sum(axis=1))
+        expanded, pseg = Reports({f: v[rows] for f, v in cols.items()}), every[ok]
+    e = expanded.columns
+    ts = ms_timestamps(e["time"], [e["xway"], e["dir"], pseg], e["pos"])
+    order = np.argsort(ts, kind="stable")
+    out = expanded.records()
+    for i in order.tolist():
+        out[i]["pseg"] = int(pseg[i])
+        out[i]["ts"] = int(ts[i])
+    return [out[i] for i in order.tolist()]
+
+
+def model_fans_out(plan: Any) -> bool:
+    return "pseg" in plan.partition_by
+
+
+class TimedPipeline:
+    """The embedded pipeline with the CPU time of each hop's call summed."""
+
+    def __init__(self, plan: Any) -> None:
+        from caesar.services.embedded.pipeline import EmbeddedPipeline
+
+        self.pipe = EmbeddedPipeline(plan)
+        self.cpu = dict.fromkeys(HOPS, 0.0)
+        for hop in HOPS:
+            proc = getattr(self.pipe, hop)
+            proc.process = self._timed(hop, proc.process)
+
+    def _timed(self, hop: str, fn: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            c0 = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.cpu[hop] += time.process_time() - c0
+        return call
+
+    def second(self, records: list[Any]) -> list[Any]:
+        pipe = self.pipe
+        alerts = pipe.feed(records)
+        c0 = time.process_time()
+        released = pipe.scheduler.advance_idle()
+        self.cpu["scheduler"] += time.process_time() - c0
+        return alerts + pipe._downstream(released)
+
+    def finish(self) -> list[Any]:
+        return self.pipe.finish()
+
+
+def run(reports: Reports, start: int, history: int, log: Any = print,
+        model: str | None = None) -> dict[str, Any]:
+    from caesar.examples import model_path
+    from caesar.examples.linear_road.oracle import ALERT_FIELDS, TOLL_FIELDS, expected_outputs
+    from caesar.language import compile_model
+    from caesar.services.common.messages import InputRecord
+
+    try:
+        from caesar.services.common.collector import tune_collector
+    except ImportError:  # before the collector settings existed
+        def tune_collector() -> None:
+            return None
+
+    plan = compile_model(model or os.environ.get("CAESAR_LR_MODEL") or model_path("linear_road"))
+    fanout = model_fans_out(plan)
+    seconds = []
+    offset = 0
+    for t, sec in reports.seconds():
+        values = fanned_records(sec, fanout)
+        for v in values:
+            v["type"] = "PositionReport"
+        recs = [InputRecord(TOPIC, 0, offset + i, v) for i, v in enumerate(values)]
+        offset += len(recs)
+        seconds.append((t, len(sec), recs))
+    log(f"{len(reports):,} reports ({offset:,} input records, fan-out {fanout}), "
+        f"{len(seconds)} s; history before {start}")
+    tune_collector()
+    timed = TimedPipeline(plan)
+    outputs: list[Any] = []
+    cpu_at_start: dict[str, float] | None = None
+    wall0 = cpu0 = 0.0
+    window_reports = 0
+    cpu_all0 = time.process_time()
+    for t, n, recs in seconds:
+        if t >= start and cpu_at_start is None:
+            cpu_at_start = dict(timed.cpu)
+            wall0, cpu0 = time.perf_counter(), time.process_time()
+        if t >= start:
+            window_reports += n
+        outputs += timed.second(recs)
+    outputs += timed.finish()
+    wall = time.perf_counter() - wall0
+    cpu_total = time.process_time() - cpu0
+    cpu_all = time.process_time() - cpu_all0
+    del seconds
+    hop_cpu = {h: timed.cpu[h] - (cpu_at_start or {}).get(h, 0.0) for h in HOPS}
+    log(f"window: {window_reports:,} reports, {cpu_total:.2f} CPU s, {wall:.2f} wall s")
+
+    expected = expected_outputs(reports.position_reports())
+    want = {"TollNotification": Counter(tuple(r) for r in expected.tolls),
+            "AccidentAlert": Counter(tuple(r) for r in expected.alerts)}
+    fields = {"TollNotification": TOLL_FIELDS, "AccidentAlert": ALERT_FIELDS}
+    got = {k: Counter() for k in want}
+    for a in outputs:
+        if a.event_type in got:
+            got[a.event_type][tuple(a.fields.get(f) for f in fields[a.event_type])] += 1
+    diffs = {k: sum((want[k] - got[k]).values()) + sum((got[k] - want[k]).values())
+             for k in want}
+    return {
+        "reports": window_reports, "input_records": offset, "fanout": fanout,
+        "all_reports": len(reports), "all_cpu_s": round(cpu_all, 3),
+        "cpu_s": round(cpu_total, 3), "wall_s": round(wall, 3),
+        "reports_per_cpu_s": round(window_reports / cpu_total) if cpu_total else 0,
+        **{f"{h}_us_per_report": round(1e6 * hop_cpu[h] / max(1, window_reports), 2)
+           for h in HOPS},
+        "tolls": sum(got["TollNotification"].values()),
+        "alerts": sum(got["AccidentAlert"].values()),
+        "differences_tolls": diffs["TollNotification"],
+        "differences_alerts": diffs["AccidentAlert"],
+    }
+
+
+def plain_loop(reports: Reports) -> dict[str, Any]:
+    """The baseline: the oracle's plain Python loop over the same reports
+    (objects built before the clock starts, as the pipeline's input records are)."""
+    from caesar.examples.linear_road.oracle import expected_outputs
+
+    prs = reports.position_reports()
+    c0 = time.process_time()
+    expected = expected_outputs(prs)
+    cpu = time.process_time() - c0
+    return {"all_reports": len(prs), "all_cpu_s": round(cpu, 3),
+            "tolls": len(expected.tolls), "alerts": len(expected.alerts)}
+
+
+PLAIN = "plain loop"
+
+
+def interleaved(reports: Reports, start: int, history: int, models: list[str], rounds: int,
+                log: Any = print) -> list[dict[str, Any]]:
+    """`rounds` x (each model through the pipeline, then the plain loop)."""
+    from caesar.examples import model_path
+
+    base = model_path("linear_road")
+    rows = []
+    for r in range(rounds):
+        for name in [*models, PLAIN]:
+            log(f"round {r + 1}/{rounds}: {name}")
+            if name == PLAIN:
+                row = plain_loop(reports)
+            else:
+                row = run(reports, start, history, log, str(base.with_name(f"{name}.caesar")))
+            row = {"round": r + 1, "config": name, **row}
+            row["all_reports_per_cpu_s"] = round(row["all_reports"] / row["all_cpu_s"])
+            log(f"  {row['all_reports_per_cpu_s']:,} reports per CPU-second "
+                f"({row['all_reports']:,} reports, {row['all_cpu_s']} CPU s)")
+            rows.append(row)
+    return rows
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per configuration: median whole-input and window rates, and the ratio
+    to the plain loop's median (same input, same run)."""
+    out: dict[str, dict[str, float]] = {}
+    for name in dict.fromkeys(r["config"] for r in rows):
+        mine = [r for r in rows if r["config"] == name]
+        out[name] = {"all": float(np.median([float(r["all_reports_per_cpu_s"]) for r in mine]))}
+        if name != PLAIN:
+            out[name]["window"] = float(np.median([float(r["reports_per_cpu_s"]) for r in mine]))
+            for h in HOPS:
+                out[name][h] = float(np.median([float(r[f"{h}_us_per_report"]) for r in mine]))
+    plain = out.get(PLAIN, {}).get("all", 0.0)
+    for v in out.values():
+        v["ratio"] = v["all"] / plain if plain else 0.0
+    return out
+
+
+def plot_vs_plain(rows: list[dict[str, Any]], out: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    summ = summary(rows)
+    names = list(summ)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    vals = [summ[n]["all"] for n in names]
+    axes[0].bar(range(len(names)), vals, color=["C0" if n != PLAIN else "C7" for n in names])
+    for i, n in enumerate(names):
+        axes[0].text(i, vals[i], f"{vals[i]:,.0f}\n{summ[n]['ratio']:.2f}x plain",
+                     ha="center", va="bottom", fontsize=8)
+    axes[0].set_xticks(range(len(names)), names, fontsize=8)
+    axes[0].set_ylabel("reports per CPU-second (median of rounds)")
+    axes[0].set_title(title, fontsize=9)
+    axes[0].set_ylim(0, max(vals) * 1.25)
+    models = [n for n in names if n != PLAIN]
+    bottom = np.zeros(len(models))
+    for i, hop in enumerate(HOPS):
+        v = np.array([summ[n][hop] for n in models])
+        axes[1].bar(range(len(models)), v, bottom=bottom, label=hop, color=f"C{i}")
+        bottom += v
+    axes[1].set_xticks(range(len(models)), models, fontsize=8)
+    axes[1].set_ylabel("pipeline CPU µs per report, window")
+    axes[1].set_title("per hop")
+    axes[1].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+def commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, cwd=Path(__file__).parent, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+
+
+def append_row(path: Path, row: dict[str, Any]) -> None:
+    rows = []
+    if path.exists():
+        with path.open() as f:
+            rows = list(csv.DictReader(f))
+    rows.append({k: str(v) for k, v in row.items()})
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def plot(path: Path, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        return
+    labels = [f"{r['label']}\n{r['commit']}" for r in rows]
+    fig, axes = plt.subplots(1, 2, figsize=(max(8, 1.6 * len(rows)), 4.5))
+    axes[0].bar(range(len(rows)), [float(r["reports_per_cpu_s"]) for r in rows], color="C0")
+    axes[0].axhline(100_000, color="red", lw=1, label="target 100K reports/s")
+    axes[0].set_ylabel("reports per CPU-second")
+    axes[0].set_title("embedded mode, standard data, peak window")
+    axes[0].legend(fontsize=8)
+    bottom = np.zeros(len(rows))
+    for i, hop in enumerate(HOPS):
+        vals = np.array([float(r.get(f"{hop}_us_per_report") or 0) for r in rows])
+        axes[1].bar(range(len(rows)), vals, bottom=bottom, label=hop, color=f"C{i}")
+        bottom += vals
+    axes[1].set_ylabel("CPU µs per report")
+    axes[1].set_title("per hop")
+    axes[1].legend(fontsize=8)
+    for ax in axes:
+        ax.set_xticks(range(len(rows)), labels, fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", help="LR data file (default: $CAESAR_LR_DATA)")
+    ap.add_argument("--window", type=int, nargs=2, default=[6600, 6720],
+                    metavar=("START", "END"), help=f"peak: {PEAK[0]} {PEAK[1]}")
+    ap.add_argument("--history", type=int, default=120, help="seconds fed before the window")
+    ap.add_argument("--xways", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=2,
+                    help="interleaved rounds vs the plain loop (0: one pipeline run)")
+    ap.add_argument("--models", nargs="+", default=["model_per_segment", "model"],
+                    help="Linear Road example models (file names without .caesar)")
+    ap.add_argument("--label", default="", help="what this run measures (goes in the CSV)")
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--no-save", action="store_true")
+    args = ap.parse_args(argv)
+    start, end = args.window
+    reports = load(args.data).window(start - args.history, end).xways(args.xways)
+    head = {"label": args.label, "commit": commit(), "when": time.strftime("%Y-%m-%d %H:%M"),
+            "window": f"{start}-{end}", "history_s": args.history, "xways": args.xways}
+    if args.rounds > 0:
+        rows = [{**head, **r} for r in interleaved(reports, start, args.history, args.models,
+                                                  args.rounds)]
+        _report_vs_plain(rows, args, reports.rate())
+        return
+    row = {**head, **run(reports, start, args.history)}
+    _print_run(row)
+    if not args.no_save:
+        args.out.mkdir(parents=True, exist_ok=True)
+        append_row(args.out / "throughput.csv", row)
+        plot(args.out / "throughput.csv", args.out / "throughput.png")
+
+
+def _exact(row: dict[str, Any]) -> bool:
+    return row.get("differences_tolls", 0) == 0 and row.get("differences_alerts", 0) == 0
+
+
+def _print_run(row: dict[str, Any]) -> None:
+    print(f"{row['reports_per_cpu_s']:,} reports per CPU-second "
+          f"({row['reports']:,} reports, {row['cpu_s']} s CPU); per report: "
+          + ", ".join(f"{h} {row[f'{h}_us_per_report']} µs" for h in HOPS))
+    print(f"outputs: {row['tolls']:,} tolls, {row['alerts']:,} alerts; differences from the "
+          f"oracle: {row['differences_tolls']} tolls, {row['differences_alerts']} alerts"
+          + ("" if _exact(row) else "  ** NOT EXACT **"))
+
+
+def _report_vs_plain(rows: list[dict[str, Any]], args: argparse.Namespace, rate: float) -> None:
+    summ = summary(rows)
+    print(f"\nmedians of {args.rounds} interleaved rounds ({rows[0]['all_reports']:,} reports, "
+          f"{rate:,.0f}/s on average):")
+    for name, v in summ.items():
+        extra = "" if name == PLAIN else (
+            f"; window {v['window']:,.0f}/CPU-s; exact: "
+            + str(all(_exact(r) for r in rows if r["config"] == name)))
+        print(f"  {name:<20} {v['all']:>10,.0f} reports/CPU-s  {v['ratio']:.3f}x plain{extra}")
+    if args.no_save:
+        return
+    args.out.mkdir(parents=True, exist_ok=True)
+    for r in rows:
+        append_row(args.out / "throughput_vs_plain.csv", r)
+    title = (f"embedded pipeline vs plain loop, standard data {rows[0]['window']} "
+             f"(+{args.history} s history), {args.xways} xway, {rows[0]['commit']}")
+    plot_vs_plain(rows, args.out / "throughput_vs_plain.png", title)
+
+
+if __name__ == "__main__":
+    main()

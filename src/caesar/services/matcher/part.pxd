@@ -1,0 +1,15 @@
+# C-level contract of part.pyx: the run state of one (plan, partition,
+# equivalence key).
+from caesar.services.matcher.plan_runtime cimport PlanRT
+
+
+cdef class Part:
+    cdef public tuple stacks   # Stack per component index
+    cdef public object runs    # run = list (per positive component) of lists of absolute row ids
+    cdef public object pending  # [deadline, DerivedEvent, rows]
+    cdef public object ready   # [deadline, DerivedEvent]
+    cdef public object key     # (partition, equivalence key)
+    # after-match skip: complete matches waiting for earlier-started runs,
+    # [(first seq, seqs), DerivedEvent, prune seq or None]
+    cdef public object held
+    cdef bint empty(self)

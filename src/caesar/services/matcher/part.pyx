@@ -1,0 +1,31 @@
+# cython: language_level=3
+"""Per-key run state: one Part per (plan, partition, equivalence key)."""
+
+cimport cython
+
+from caesar.services.matcher.stack cimport Stack
+
+
+@cython.no_gc
+cdef class Part:
+    # Parts are many (one per plan and key) and never form cycles; keeping
+    # them (and their empty containers, shared `()`) out of the cyclic GC
+    # keeps collections from scanning the whole state.
+
+    def __init__(self, PlanRT p, key=None):
+        cdef int c
+        self.key = key
+        self.stacks = tuple([Stack(p.width[c]) for c in range(p.ncomp)])
+        self.runs = ()
+        self.pending = ()
+        self.ready = ()
+        self.held = ()
+
+    cdef bint empty(self):
+        cdef Stack s
+        if self.runs or self.pending or self.ready or self.held:
+            return False
+        for s in self.stacks:
+            if s.n > s.head:
+                return False
+        return True

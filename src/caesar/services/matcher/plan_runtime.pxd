@@ -1,0 +1,46 @@
+# C-level contract of plan_runtime.pyx: a compiled plan as flat C arrays,
+# immutable once built (shared by every partition and key).
+from caesar.services.matcher.typedefs cimport MAXC, Cell, i64, u8
+
+
+cdef class PlanRT:
+    cdef public object cp
+    cdef public str plan_id
+    cdef public int slot
+    cdef public int strategy
+    cdef public i64 within
+    cdef public int ncomp, npos, has_end_neg, neq
+    cdef public int alt       # alternative (AND/OR) of the plan it belongs to
+    cdef public int keyless   # one Part per partition, equivalence checked while matching
+    cdef public int eq_neg    # [attr] compares negated events too
+    cdef public int skip, skip_pos, has_timeout, has_optional, dead
+    cdef public list timeout_outputs
+    cdef public i64 last_sweep
+    cdef public long overflows  # integer results outside 64 bits (made missing)
+    cdef int[:, ::1] code
+    cdef i64[::1] const_cells  # owns the constant table `cvals` points into
+    cdef Cell* cvals
+    cdef u8[::1] ckinds
+    cdef int[::1] pstart, plen
+    cdef int pos[MAXC]
+    cdef int rank[MAXC]
+    cdef int kleene[MAXC]
+    cdef int negated[MAXC]
+    cdef int width[MAXC]
+    cdef int iterf[MAXC]
+    cdef int prevpos[MAXC]
+    cdef int nextpos[MAXC]
+    cdef int minc[MAXC]     # quantifier bounds; maxc 0 = unbounded
+    cdef int maxc[MAXC]
+    cdef int greedy[MAXC]
+    cdef int gate[MAXC]     # by positive rank: nearest earlier mandatory positive rank (-1: none)
+    cdef int eqcol[MAXC][8]
+    cdef int[::1] checks_ids, checks_start, checks_n
+    cdef int[::1] negchk_ids, negchk_start, negchk_n
+    cdef Cell* scratch[MAXC]
+    cdef u8* scratch_k[MAXC]
+    cdef public list outputs
+    # prefix sharing (Cayuga thesis ch. 4): a follower reads the stacks of
+    # its first `share` components from its leader's Part of the same key
+    cdef public object leader
+    cdef public int share
