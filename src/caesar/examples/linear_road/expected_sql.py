@@ -48,7 +48,7 @@ _VIEWS = {
     # its trip (tm, om), which is at another position; NULL: never in the input.
     "lr_stops": """
         SELECT vid, xway, dir, lane, pos,
-               element_at(sort_array(collect_list(named_struct('time', time, 'ord', ord))), 4)
+               try_element_at(sort_array(collect_list(named_struct('time', time, 'ord', ord))), 4)
                    AS s,
                max_by(CASE WHEN n_trip_start OR n_time IS NULL THEN NULL
                            ELSE named_struct('time', n_time, 'ord', n_ord) END,
