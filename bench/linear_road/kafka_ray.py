@@ -96,12 +96,16 @@ def encode_seconds(reports: Reports, xways: int) -> list[tuple[int, dict[int, li
     """Per simulated second: Kafka partition (2 * xway + dir) -> encoded reports."""
     from caesar.codecs.flat import FlatCodec
     from caesar.examples.linear_road.avro import POSITION_REPORT, repository
+    from caesar.examples.linear_road.partitioning import ms_timestamps
 
     flat = FlatCodec(repository().get(POSITION_REPORT))
     out = []
     for t, sec in reports.seconds():
         cols = dict(sec.columns)
         cols["pseg"] = np.full(len(sec), -1, dtype=np.int64)
+        cols["ts"] = ms_timestamps(cols["time"], [cols["xway"], cols["dir"]], cols["pos"])
+        order = np.argsort(cols["ts"], kind="stable")  # non-decreasing ts per partition
+        cols = {k: v[order] for k, v in cols.items()}
         encoded = flat.encode(cols)
         part = (cols["xway"] * 2 + cols["dir"]).tolist()
         by_part: dict[int, list[bytes]] = {}
@@ -443,7 +447,8 @@ def main(argv: list[str] | None = None) -> None:
     data = data_path(args.data)
     every = load(data)
     reports = every.window(start - args.history, end + 1)
-    cache = data.with_name(f"{data.stem}.oracle-{start - args.history}-{end}.npz")
+    # v2: the oracle of the validator's semantics (issue 13); v1 caches are stale
+    cache = data.with_name(f"{data.stem}.oracle-v2-{start - args.history}-{end}.npz")
     if not os.access(cache.parent, os.W_OK):
         cache = None  # type: ignore[assignment]
     t0 = time.time()

@@ -32,6 +32,7 @@ from typing import Any
 
 from caesar.examples.linear_road.generator import GeneratorConfig, generate
 from caesar.examples.linear_road.partitioning import wire_records
+from caesar.examples.linear_road.records import PositionReport
 from caesar.plans.execution import ExecutionPlan
 from caesar.services.common.messages import InputRecord
 from caesar.services.embedded.pipeline import EmbeddedPipeline
@@ -50,10 +51,10 @@ class Workload:
 
 
 def make_workload(config: GeneratorConfig) -> Workload:
-    reports = list(generate(config))
+    reports = [r for r in generate(config) if isinstance(r, PositionReport)]
     seconds = []
     for t, group in groupby(reports, key=lambda r: r.time):
-        seconds.append((t, tuple(rec for r in group for _, rec in wire_records(r, fanout=True))))
+        seconds.append((t, tuple(rec for _, rec in wire_records(group, fanout=True))))
     return Workload(tuple(seconds), len(reports))
 
 

@@ -77,24 +77,24 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     if args.quick:
-        wl_cfg = dict(duration_s=120, cars_per_direction=60)
+        wl_cfg = dict(duration_s=120, scale=0.012)
         workloads, xways_list = [("filter", 0), ("filter", 4), ("sequence", 2)], [1, 2]
-        lr_cfg = dict(duration_s=120, cars_per_direction=60)
+        lr_cfg = dict(duration_s=120, scale=0.012)
     else:
         # 600 s: congestion builds in the second half (the win depends on how
         # much of the stream the critical contexts cover, paper Fig. 12(c)).
-        wl_cfg = dict(duration_s=600, cars_per_direction=500)
+        wl_cfg = dict(duration_s=600, scale=0.1)
         workloads = [("filter", 0), ("filter", 16), ("sequence", 4), ("sequence", 8),
                      ("sequence", 16), ("sequence", 32)]
         xways_list = [1, 2, 4, 8]
-        lr_cfg = dict(duration_s=300, cars_per_direction=500)
+        lr_cfg = dict(duration_s=300, scale=0.1)
     accelerations = [1.0, 50.0, 100.0, 200.0, 400.0]
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.time()
     rows: list[dict] = []
 
     print("Part 1: query workloads, 1 expressway "
-          f"({wl_cfg['duration_s']} s simulated, {wl_cfg['cars_per_direction']} cars/direction)")
+          f"({wl_cfg['duration_s']} s simulated, scale {wl_cfg['scale']} of the standard load)")
     wl = make_workload(GeneratorConfig(xways=1, seed=args.seed, **wl_cfg))
     for kind, r in workloads:
         res = run_pair(wl, r, kind)
@@ -103,7 +103,7 @@ def main() -> None:
         print_rows(rows[-2:])
 
     print(f"\nPart 2: expressways ({lr_cfg['duration_s']} s simulated, "
-          f"{lr_cfg['cars_per_direction']} cars/direction/xway), LR model, accelerations "
+          f"scale {lr_cfg['scale']} per xway), LR model, accelerations "
           f"{accelerations}")
     sweep: dict[int, dict[str, ReplayResult]] = {}
     for x in xways_list:

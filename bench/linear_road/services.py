@@ -35,6 +35,7 @@ from caesar.examples import model_path
 from caesar.examples.linear_road.generator import GeneratorConfig, generate
 from caesar.examples.linear_road.oracle import ALERT_FIELDS, TOLL_FIELDS, expected_outputs
 from caesar.examples.linear_road.partitioning import wire_records
+from caesar.examples.linear_road.records import PositionReport
 
 RESULTS = Path(__file__).parent / "results"
 MODEL = model_path("linear_road")
@@ -56,7 +57,7 @@ def _wire_seconds(reports: list[Any]) -> list[tuple[int, list[tuple[bytes, bytes
 
     seconds = []
     for t, group in groupby(reports, key=lambda r: r.time):
-        wire = [pair for r in group for pair in wire_records(r, fanout=True)]
+        wire = list(wire_records(group, fanout=True))
         values = encode(POSITION_REPORT, [rec for _, rec in wire])
         seconds.append((t, [(k.encode(), v) for (k, _), v in zip(wire, values, strict=True)]))
     return seconds
@@ -113,7 +114,7 @@ def _read_outputs(bus: Any, codec: Any) -> tuple[dict[str, Counter[tuple[int, ..
     return got, latencies
 
 
-def replay_level(xways: int, *, duration_s: int, cars: int, seed: int, pace: float,
+def replay_level(xways: int, *, duration_s: int, scale: float, seed: int, pace: float,
                  poll_timeout_s: float, broker_port: int, ray_port: int,
                  spark_out: Path | None, log: Any = print) -> dict[str, Any]:
     os.environ["RAY_AUTH_MODE"] = "token"  # as the head (src/caesar/runtime/ray_local.py)
@@ -127,8 +128,9 @@ def replay_level(xways: int, *, duration_s: int, cars: int, seed: int, pace: flo
     from caesar.services.ray_runtime.deployment import Deployment
     from caesar.settings import CACHE_DIR, load_settings
 
-    reports = list(generate(GeneratorConfig(xways=xways, duration_s=duration_s,
-                                            cars_per_direction=cars, seed=seed)))
+    reports = [r for r in generate(GeneratorConfig(xways=xways, duration_s=duration_s,
+                                                   scale=scale, seed=seed))
+               if isinstance(r, PositionReport)]
     expected = expected_outputs(reports)
     want = {"TollNotification": Counter(tuple(r) for r in expected.tolls),
             "AccidentAlert": Counter(tuple(r) for r in expected.alerts)}
@@ -277,7 +279,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--xways", type=int, nargs="*", help="levels (default 1, 2, 3, ...)")
     ap.add_argument("--max-xways", type=int, default=12)
     ap.add_argument("--duration", type=int, default=300, help="simulated seconds per level")
-    ap.add_argument("--cars", type=int, default=500, help="car trips per xway and direction")
+    ap.add_argument("--scale", type=float, default=0.1,
+                    help="load per expressway relative to the standard LR load")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--pace", type=float, default=1.0, help="simulated s per wall s (1 = real time)")
     ap.add_argument("--poll-timeout", type=float, default=0.1,
@@ -293,7 +296,7 @@ def main(argv: list[str] | None = None) -> None:
     levels = args.xways or list(range(1, args.max_xways + 1))
     rows = _earlier(args.out, args.tag, levels) if args.append else []
     for L in levels:
-        row = replay_level(L, duration_s=args.duration, cars=args.cars, seed=args.seed,
+        row = replay_level(L, duration_s=args.duration, scale=args.scale, seed=args.seed,
                            pace=args.pace,
                            poll_timeout_s=args.poll_timeout,
                            broker_port=args.broker_port, ray_port=args.ray_port,

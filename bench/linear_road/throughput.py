@@ -54,27 +54,30 @@ TOPIC = "lr-position-reports"
 
 def fanned_records(reports: Reports, fanout: bool) -> list[dict[str, Any]]:
     """Input values as the producer sends them: with `fanout`, every report
-    once per partition segment pseg (src/caesar/examples/linear_road/partitioning.py)."""
-    from caesar.examples.linear_road.partitioning import NEIGHBOURHOOD, NO_PSEG
+    once per partition segment pseg; `ts` in milliseconds, in `ts` order
+    (src/caesar/examples/linear_road/partitioning.py)."""
+    from caesar.examples.linear_road.partitioning import NEIGHBOURHOOD, NO_PSEG, ms_timestamps
     from caesar.examples.linear_road.records import SEGMENTS
 
     cols = reports.columns
     if not fanout:
-        out = reports.records()
-        for r in out:
-            r["pseg"] = NO_PSEG
-        return out
-    n = len(reports)
-    k = np.arange(NEIGHBOURHOOD + 1)
-    step = np.where(cols["dir"] == 0, 1, -1)
-    pseg = cols["seg"][:, None] - k[None, :] * step[:, None]
-    ok = (pseg >= 0) & (pseg < SEGMENTS)
-    rows = np.repeat(np.arange(n), ok.sum(axis=1))
-    expanded = Reports({f: v[rows] for f, v in cols.items()})
+        expanded, pseg = reports, np.full(len(reports), NO_PSEG, dtype=np.int64)
+    else:
+        n = len(reports)
+        k = np.arange(NEIGHBOURHOOD + 1)
+        step = np.where(cols["dir"] == 0, 1, -1)
+        every = cols["seg"][:, None] - k[None, :] * step[:, None]
+        ok = (every >= 0) & (every < SEGMENTS)
+        rows = np.repeat(np.arange(n), ok.sum(axis=1))
+        expanded, pseg = Reports({f: v[rows] for f, v in cols.items()}), every[ok]
+    e = expanded.columns
+    ts = ms_timestamps(e["time"], [e["xway"], e["dir"], pseg], e["pos"])
+    order = np.argsort(ts, kind="stable")
     out = expanded.records()
-    for r, p in zip(out, pseg[ok].tolist(), strict=True):
-        r["pseg"] = p
-    return out
+    for i in order.tolist():
+        out[i]["pseg"] = int(pseg[i])
+        out[i]["ts"] = int(ts[i])
+    return [out[i] for i in order.tolist()]
 
 
 def model_fans_out(plan: Any) -> bool:

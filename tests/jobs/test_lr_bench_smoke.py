@@ -15,7 +15,7 @@ from caesar.examples.linear_road.generator import GeneratorConfig  # noqa: E402
 
 
 def test_bench_code_path_on_a_tiny_run() -> None:
-    wl = make_workload(GeneratorConfig(xways=1, duration_s=90, cars_per_direction=30, seed=2))
+    wl = make_workload(GeneratorConfig(xways=1, duration_s=90, scale=0.006, seed=2))
     pair = run_pair(wl, 2, "filter")  # raises when the modes differ
     ca, ci = pair["CA"], pair["CI"]
     assert ca.events == ci.events == wl.events > 0

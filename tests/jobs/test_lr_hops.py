@@ -26,8 +26,8 @@ SCHEMAS = {"PositionReport": dict.fromkeys(
 
 
 def report(t: int) -> dict:
-    return {"time": t, "vid": 1, "spd": 50, "xway": 0, "lane": 1, "dir": 0, "seg": 3,
-            "pos": 3 * 5280, "pseg": 3}
+    return {"ts": 1000 * t, "time": t, "vid": 1, "spd": 50, "xway": 0, "lane": 1, "dir": 0,
+            "seg": 3, "pos": 3 * 5280, "pseg": 3}
 
 
 def test_hops_are_differences_of_kafka_timestamps() -> None:

@@ -21,17 +21,19 @@ from caesar.examples.linear_road.avro import (
 )
 from caesar.examples.linear_road.generator import GeneratorConfig, generate
 from caesar.examples.linear_road.partitioning import fanout_segments
+from caesar.examples.linear_road.records import position_reports, read_historical, read_lr
 from caesar.examples.linear_road.validate import (
-    reports_from_lr_file,
-    reports_from_topic,
+    ALL,
+    SHORT_NAMES,
+    inputs_from_lr_file,
+    inputs_from_records,
+    inputs_from_topic,
     validate,
 )
 
-pytestmark = pytest.mark.integration
+from .test_lr_model_exact import SAMPLE
 
-# 3 accidents per direction: some overlap near one segment (nearest acc_seg).
-SHORT = GeneratorConfig(duration_s=600, cars_per_direction=300, seed=5,
-                        accidents_per_direction=3)
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
@@ -43,54 +45,93 @@ def spark():
     session.stop()
 
 
-@pytest.fixture(scope="module")
-def short_run():
-    return list(generate(SHORT))
+def _rows(spark, view: str) -> list[tuple]:
+    return sorted(tuple(r) for r in spark.table(view).collect())
 
 
-def test_spark_sql_equals_oracle_and_validator_finds_differences(spark, short_run, tmp_path):
+def test_spark_sql_equals_oracle_and_validator_finds_differences(spark, tmp_path):
+    # The committed standard-load slice with a few bad lines added (dead letters).
     lr_file = tmp_path / "run.lr"
-    lr_file.write_text("".join(r.to_lr_line() + "\n" for r in short_run))
-    reference = oracle.expected_outputs(short_run)
-    # The run is a meaningful check: positive tolls, alerts and an accident that clears.
-    assert any(t.toll > 0 for t in reference.tolls) and reference.alerts
-    assert any(a.cleared != oracle.INF for a in reference.accidents)
+    lr_file.write_text(SAMPLE.read_text() + "0,1,2,3\n0,9,9,30,0,7,0,0,100,-1,-1,-1,-1,-1,-1\n")
+    records = list(read_lr(SAMPLE))
+    historical = read_historical(f"{SAMPLE}.tolls.dat")
+    reference = oracle.expected_outputs(records, historical)
+    assert reference.positive_tolls and reference.alerts and reference.charges
+    assert any(a.cleared is not None for a in reference.accidents)
+    assert any(b.balance > 0 for b in reference.balances) and reference.expenditures
 
     # "Actual" outputs = the oracle's, corrupted: one toll dropped, one changed, one
-    # duplicated; one alert added.
-    tolls = [t._asdict() for t in reference.tolls]
-    alerts = [a._asdict() for a in reference.alerts]
+    # duplicated; one alert added; one balance changed; the rest as expected.
+    actual = {
+        "TollNotification": [t._asdict() for t in reference.tolls],
+        "AccidentAlert": [a._asdict() for a in reference.alerts],
+        "TollCharge": [{**c._asdict(), "ts": 0} for c in reference.charges],
+        "AccountBalance": [b._asdict() for b in reference.balances],
+        "DailyExpenditure": [e._asdict() for e in reference.expenditures]}
+    tolls = actual["TollNotification"]
     changed = next(t for t in tolls if t["toll"] > 0)
     changed["toll"] += 2
-    tolls = tolls[1:] + [dict(tolls[5])]
+    actual["TollNotification"] = tolls[1:] + [dict(tolls[5])]
+    alerts = actual["AccidentAlert"]
     alerts.append({**alerts[0], "time": alerts[0]["time"] + 1})
-    for name, rows, schema in (("TollNotification", tolls, TOLL_NOTIFICATION),
-                               ("AccidentAlert", alerts, ACCIDENT_ALERT)):
-        spark.createDataFrame([{**r, "ingest_ms": 0} for r in rows], SPARK_DDL[schema]) \
-            .write.parquet(str(tmp_path / name))
-    result = validate(spark, reports_from_lr_file(spark, lr_file), tmp_path)
+    positive = next(b for b in actual["AccountBalance"] if b["balance"] > 0)
+    positive["balance"] -= 1
+    for schema in ALL:
+        name = SHORT_NAMES[schema]
+        fields = [f.split()[0] for f in SPARK_DDL[schema].split(", ")]
+        rows = [{f: r.get(f, 0) for f in fields} for r in actual[name]]
+        spark.createDataFrame(rows, SPARK_DDL[schema]).write.parquet(str(tmp_path / name))
+    result = validate(spark, inputs_from_lr_file(spark, lr_file, f"{SAMPLE}.tolls.dat"),
+                      tmp_path, ALL)
 
-    # Spark SQL (views of that validate call) == Python oracle, exactly.
-    assert sorted(tuple(r) for r in spark.table("lr_expected_tolls").collect()) \
-        == sorted(reference.tolls)
-    assert sorted(tuple(r) for r in spark.table("lr_expected_alerts").collect()) \
-        == sorted(reference.alerts)
-    assert sorted((r.xway, r.dir, r.lane, r.pos, r.td, r.tc)
+    # Spark SQL (views of that validate call) == Python oracle, exactly, every type.
+    assert _rows(spark, "lr_expected_tolls") == sorted(reference.tolls)
+    assert _rows(spark, "lr_expected_alerts") == sorted(reference.alerts)
+    assert _rows(spark, "lr_expected_charges") == sorted(reference.charges)
+    assert _rows(spark, "lr_expected_balances") == sorted(reference.balances)
+    assert _rows(spark, "lr_expected_expenditures") == sorted(reference.expenditures)
+    assert sorted((r.xway, r.dir, r.lane, r.pos, r.td, r.tc, r.car1, r.car2)
                   for r in expected_sql.accidents(spark).collect()) == sorted(
-        (a.xway, a.dir, a.lane, a.pos, a.detected, None if a.cleared == oracle.INF else a.cleared)
+        (a.xway, a.dir, a.lane, a.pos, a.detected, a.cleared, *a.cars)
         for a in reference.accidents)
 
-    toll_cmp, alert_cmp = result.types
-    assert (toll_cmp.expected, toll_cmp.actual) == (len(reference.tolls), len(tolls))
+    by_name = {t.name: t for t in result.types}
+    toll_cmp, alert_cmp = by_name["TollNotification"], by_name["AccidentAlert"]
     assert (toll_cmp.missing, toll_cmp.extra, toll_cmp.duplicates, toll_cmp.different) \
         == (1, 0, 1, 1)
     assert toll_cmp.examples["different (expected, actual)"][0]["toll"] \
         == (changed["toll"] - 2, changed["toll"])
     assert (alert_cmp.missing, alert_cmp.extra, alert_cmp.duplicates, alert_cmp.different) \
         == (0, 1, 0, 0)
+    assert by_name["AccountBalance"].different == 1 and by_name["AccountBalance"].missing == 0
+    assert by_name["TollCharge"].ok and by_name["DailyExpenditure"].ok
     assert not result.ok and "DIFFERENCES FOUND" in result.summary()
-    assert result.positive_tolls == sum(t.toll > 0 for t in reference.tolls)
-    assert result.accidents == len(reference.accidents)
+    assert result.positive_tolls == reference.positive_tolls
+    assert result.accidents == len(reference.accidents) and result.dead_letters == 2
+
+
+def test_spark_sql_equals_oracle_on_the_validator_rules(spark):
+    # The hand-made scenarios of test_lr_oracle (LAV at x.5, zone minutes, a third
+    # car, charges): Spark SQL gives the same answers.
+    from .test_lr_oracle import accident_scenario, charge_scenario, lav_scenario
+
+    for records, historical in (lav_scenario(40), lav_scenario(39),
+                                accident_scenario(third=True), charge_scenario()):
+        reference = oracle.expected_outputs(records, historical)
+        outputs = expected_sql.expected_outputs(
+            spark, *_frames(inputs_from_records(spark, records, historical)))
+        assert sorted(tuple(r) for r in outputs["TollNotification"].collect()) \
+            == sorted(reference.tolls)
+        assert sorted(tuple(r) for r in outputs["AccidentAlert"].collect()) \
+            == sorted(reference.alerts)
+        assert sorted(tuple(r) for r in outputs["TollCharge"].collect()) \
+            == sorted(reference.charges)
+        assert sorted(tuple(r) for r in outputs["AccountBalance"].collect()) \
+            == sorted(reference.balances)
+
+
+def _frames(inputs):
+    return inputs.reports, inputs.queries
 
 
 def _create_topics(bootstrap: str, *names: str) -> None:
@@ -109,7 +150,8 @@ def test_produce_then_consume_round_trip(spark, kafka_bootstrap, unique_name, tm
     from caesar.examples.linear_road.consume_alerts import AlertConsumer
     from caesar.examples.linear_road.produce import produce
 
-    reports = list(generate(GeneratorConfig(duration_s=240, cars_per_direction=40, seed=5)))
+    reports = list(position_reports(generate(GeneratorConfig(duration_s=240, seed=5,
+                                                             segments=(40, 45)))))
     input_topic, toll_topic, alert_topic = (unique_name("lr-in"), unique_name("lr-toll"),
                                             unique_name("lr-acc"))
     _create_topics(kafka_bootstrap, input_topic, toll_topic, alert_topic)
@@ -134,8 +176,8 @@ def test_produce_then_consume_round_trip(spark, kafka_bootstrap, unique_name, tm
     assert len(marks) == 2 * stats.slices and {m.partition for m in marks} == {0, 1}
     assert all(m.headers[0].key == "caesar.watermark" for m in marks)
     assert max(int(m.headers[0].value) for m in marks) == reports[-1].time + 1
-    back = reports_from_topic(spark, kafka_bootstrap, input_topic)
-    assert sorted(tuple(r) for r in back.collect()) == sorted(reports)
+    back = inputs_from_topic(spark, kafka_bootstrap, input_topic)
+    assert sorted(tuple(r)[:8] for r in back.reports.collect()) == sorted(reports)
 
     # Alerts as the pipeline would publish them: the oracle's outputs for this input,
     # carrying the input's Kafka timestamp; plus one garbage record.
@@ -161,7 +203,9 @@ def test_produce_then_consume_round_trip(spark, kafka_bootstrap, unique_name, tm
         consumer.stop()
     summary = consumer.summary()
     counts = {t.name: t.count for t in summary.types}
-    assert counts == {"TollNotification": len(tolls), "AccidentAlert": len(alerts)}
+    # every output type of the model is summarized; no charge was published here
+    assert counts == {"TollNotification": len(tolls), "TollCharge": 0,
+                      "AccidentAlert": len(alerts)}
     assert summary.undecodable == 1
     toll_summary = summary.types[0]
     assert 1000 <= toll_summary.p50_ms <= toll_summary.p99_ms <= toll_summary.max_ms

@@ -11,6 +11,8 @@ from caesar.codecs import SingleObjectCodec
 from caesar.examples import model_path
 from caesar.examples.linear_road.avro import repository
 from caesar.examples.linear_road.generator import GeneratorConfig, generate
+from caesar.examples.linear_road.partitioning import wire_records
+from caesar.examples.linear_road.records import PositionReport
 from caesar.language import compile_model
 from caesar.services.common.config import ServiceConfig
 from caesar.services.embedded.bus_pipeline import (
@@ -28,9 +30,9 @@ MODEL = model_path("linear_road").with_name("model_per_segment.caesar")
 
 def test_bulk_decoded_input_gives_the_embedded_outputs() -> None:
     plan = compile_model(MODEL)
-    reports = list(generate(GeneratorConfig(xways=1, duration_s=240, cars_per_direction=80,
-                                            seed=3)))
-    values = [{"type": "PositionReport", **r._asdict(), "pseg": -1} for r in reports]
+    reports = [r for r in generate(GeneratorConfig(duration_s=240, scale=0.05, seed=3))
+               if isinstance(r, PositionReport)]
+    values = [{"type": "PositionReport", **rec} for _, rec in wire_records(reports, fanout=False)]
     expected = EmbeddedPipeline(plan).run_values(values, topic="lr-position-reports")
     cfg = ServiceConfig(plan=plan, topics=TopicSettings(partitions=2),
                         codec=SingleObjectCodec(repository()), partitions=(0, 1), actor_id="t")

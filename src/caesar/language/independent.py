@@ -10,16 +10,15 @@ transaction to every stage and names the stages whose context does not hold
 is ever discarded (no stage's window ends). The deriver is unchanged: context
 derivation is the same work in both modes.
 
-The output filter is exact only for a stage whose outputs leave the service:
-a filtered stage feeding another matcher stage would pass its unfiltered
-outputs on before the filter, so such plans are refused.
+The filter also applies before a filtered stage's outputs feed other matcher
+stages (the matcher drops a muted stage's outputs there too), so a consumer
+sees exactly what the context-aware plan would give it.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from caesar.errors import PlanError
 from caesar.plans.execution import ExecutionPlan
 
 
@@ -31,10 +30,6 @@ def context_independent(plan: ExecutionPlan) -> ExecutionPlan:
         if set(stage.contexts) >= set(every) or not every:
             stages.append(stage)
             continue
-        if stage.feeds:
-            raise PlanError(f"context-independent mode: stage {stage.plan.plan_id} runs in "
-                            f"{list(stage.contexts)} and feeds {list(stage.feeds)}; only "
-                            "stages whose outputs leave the matcher can be filtered")
         filters[stage.plan.plan_id] = stage.contexts
         stages.append(replace(stage, contexts=every))
     return replace(plan, matcher_stages=tuple(stages), context_filters=filters)

@@ -293,7 +293,14 @@ def physical_plan(plan: AlgebraPlan) -> ExecutionPlan:
     def stage(qid: str, members: list[str], service: str) -> Stage:
         q = by_service[service].queries[qid]
         feeds_here = any(qid in ex.queries[m].deps for m in members)
-        external = q.transition is None and q.output_type not in consumed
+        # Leaves the service when nothing consumes it, or when its type names its
+        # topic (`TO TOPIC`): then also when a query consumes it, from the matcher
+        # if the matcher runs the query, else from the deriver (never both).
+        declared = model.event_types.get(q.output_type)
+        to_topic = declared is not None and declared.output_topic is not None
+        external = q.transition is None and (
+            q.output_type not in consumed
+            or (to_topic and (service == "matcher" or qid not in matcher_ids)))
         plan = q.plan
         timeout = plan.timeout if isinstance(plan, PatternPlan) else None
         return Stage(plan=plan, contexts=ctx_tuple(q.contexts),

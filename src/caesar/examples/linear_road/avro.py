@@ -21,14 +21,23 @@ NAMESPACE = "caesar.linear_road"
 POSITION_REPORT = f"{NAMESPACE}.PositionReport"
 TOLL_NOTIFICATION = f"{NAMESPACE}.TollNotification"
 ACCIDENT_ALERT = f"{NAMESPACE}.AccidentAlert"
+TOLL_CHARGE = f"{NAMESPACE}.TollCharge"
+ACCOUNT_BALANCE = f"{NAMESPACE}.AccountBalance"
+DAILY_EXPENDITURE = f"{NAMESPACE}.DailyExpenditure"
+BALANCE_QUERY = f"{NAMESPACE}.AccountBalanceQuery"
+EXPENDITURE_QUERY = f"{NAMESPACE}.DailyExpenditureQuery"
+HISTORICAL_TOLL = f"{NAMESPACE}.HistoricalToll"
 
 # Spark DDL of each record (field order of the .avsc files; PositionReport without the
-# transport field `pseg`, which WIRE_DDL adds for decoding the input topic).
+# transport fields `pseg` and `ts`, which WIRE_DDL adds for decoding the input topic).
 SPARK_DDL = {
     POSITION_REPORT: "time INT, vid INT, spd INT, xway INT, lane INT, dir INT, seg INT, pos INT",
     TOLL_NOTIFICATION: "vid INT, time INT, xway INT, dir INT, seg INT, lav INT, toll INT, "
                        "ingest_ms BIGINT",
     ACCIDENT_ALERT: "vid INT, time INT, xway INT, dir INT, seg INT, acc_seg INT, ingest_ms BIGINT",
+    TOLL_CHARGE: "ts INT, vid INT, time INT, toll INT",
+    ACCOUNT_BALANCE: "vid INT, time INT, qid INT, balance INT, ingest_ms BIGINT",
+    DAILY_EXPENDITURE: "vid INT, time INT, qid INT, toll INT, ingest_ms BIGINT",
 }
 
 
@@ -52,7 +61,7 @@ def encode(schema_name: str, records: list[dict[str, Any]]) -> list[bytes]:
     return codec().encode_many(schema_name, records)
 
 
-WIRE_DDL = {**SPARK_DDL, POSITION_REPORT: SPARK_DDL[POSITION_REPORT] + ", pseg INT"}
+WIRE_DDL = {**SPARK_DDL, POSITION_REPORT: SPARK_DDL[POSITION_REPORT] + ", pseg INT, ts INT"}
 
 
 def decode_column(schema_name: str, value: Column) -> Column:

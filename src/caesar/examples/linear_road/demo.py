@@ -30,9 +30,13 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def demo(
         xways: Annotated[int, typer.Option(help="expressways")] = 1,
-        duration: Annotated[int, typer.Option(help="simulated seconds")] = 600,
-        cars: Annotated[int, typer.Option(help="car trips per expressway and direction")] = 300,
-        seed: Annotated[int, typer.Option()] = 3,
+        duration: Annotated[int, typer.Option(help="simulated seconds (the standard run: 10800)")
+                            ] = 1080,
+        segments: Annotated[str, typer.Option(
+            help="keep the reports of segments LO:HI only (a slice of the standard load; "
+                 "'all' = the whole road)")] = "82:90",
+        scale: Annotated[float, typer.Option(help="load relative to the standard one")] = 1.0,
+        seed: Annotated[int, typer.Option()] = 5,
         speed: Annotated[float, typer.Option(help="replay speed (x real time, 0 = max)")] = 10.0,
         out: Annotated[Path, typer.Option(help="Parquet output directory")] = Path(
             "caesar-demo-out"),
@@ -55,7 +59,8 @@ def register(app: typer.Typer) -> None:
         from caesar.examples.linear_road.consume_alerts import DEFAULT_TOPICS, AlertConsumer
         from caesar.examples.linear_road.generator import GeneratorConfig, generate
         from caesar.examples.linear_road.produce import produce, produce_progress
-        from caesar.examples.linear_road.validate import reports_from_generator, validate
+        from caesar.examples.linear_road.records import position_reports
+        from caesar.examples.linear_road.validate import inputs_from_generator, validate
         from caesar.jobs.spark_session import JARS_DIR, ensure_spark_jars, spark_session
         from caesar.language import compile_model
         from caesar.runtime.local import LocalRuntime
@@ -103,18 +108,19 @@ def register(app: typer.Typer) -> None:
             deployment = Deployment(plan, settings)
             deployment.start()
             deployment.stats()  # every actor is up (raises if one died), before any input
-            config = GeneratorConfig(xways=xways, duration_s=duration, cars_per_direction=cars,
-                                     seed=seed)
+            config = GeneratorConfig(xways=xways, duration_s=duration, seed=seed, scale=scale,
+                                     segments=_segments(segments))
             step("starting Spark (local mode): alert consumer")
             spark = spark_session("caesar-demo", kafka=True)
             consumer = AlertConsumer(spark, bootstrap, out, trigger_s=0.5, fresh=True)
             # 4. Input, paced; 5. wait until the alerts stop coming.
-            step(f"producing Linear Road reports: {xways} expressway(s), {duration} s "
-                 f"simulated, {cars} cars per direction, speed {speed or 'max'}")
+            step(f"producing Linear Road reports (standard load x{scale}): {xways} "
+                 f"expressway(s), {duration} s simulated, segments {segments}, "
+                 f"speed {speed or 'max'}")
             started = time.monotonic()
             with produce_progress(duration) as progress:
-                produce(spark, generate(config), bootstrap, speed=speed, progress=progress,
-                        fanout=fanout)
+                produce(spark, position_reports(generate(config)), bootstrap, speed=speed,
+                        progress=progress, fanout=fanout)
             step(f"waiting for the alerts (done after {idle_stop:.0f} s without new ones)")
             consumer.wait_idle(idle_stop, max_s=duration + 600)
             typer.echo(f"pipeline done in {time.monotonic() - started:.0f} s")
@@ -124,7 +130,7 @@ def register(app: typer.Typer) -> None:
                 typer.echo(_hop_breakdown(settings, out))
             # 6. Validation against plain Spark SQL over the same input.
             step("validating against plain Spark SQL over the same input")
-            result = validate(spark, reports_from_generator(spark, config), out)
+            result = validate(spark, inputs_from_generator(spark, config), out)
             typer.echo(result.summary())
         finally:
             if consumer is not None:
@@ -139,6 +145,16 @@ def register(app: typer.Typer) -> None:
                 runtime.down(progress=lambda *_: None)
         if not result.ok:
             raise CaesarError("validation found differences (see above)")
+
+
+def _segments(text: str) -> tuple[int, int] | None:
+    if text.strip().lower() == "all":
+        return None
+    try:
+        lo, hi = (int(v) for v in text.split(":"))
+    except ValueError:
+        raise typer.BadParameter(f"--segments must be LO:HI or 'all', not {text!r}") from None
+    return lo, hi
 
 
 def _hop_breakdown(settings: Settings, out: Path) -> str:

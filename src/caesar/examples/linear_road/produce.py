@@ -8,15 +8,19 @@ generator or a standard LR file, and with segment fan-out each goes to the
 Reports are sent in slices of simulated time, each one write of the generic
 producer; between slices the job waits so that simulated time advances
 `speed` times faster than wall time (speed 1 = real time, 0 = as fast as
-possible). The Kafka record timestamp is the time a report entered Kafka; the
-pipeline carries it into the alerts as `ingest_ms` for the latency figures.
+possible). Each report carries its event time in ms (`ts`, SPEC.md section 1:
+the reports of one second at one place in input order). The Kafka record
+timestamp is the time a report entered Kafka; the pipeline carries it into the
+alerts as `ingest_ms` for the latency figures. Lines of an LR file that are not
+usable records go to the dead-letter topic with the reason; the queries (Types
+2, 3) are for accounts.caesar and are not sent here.
 
 After each slice, the generic producer sends every partition of the topic an
 input watermark (the slice's last report time + 1): no report before it
 follows, so the scheduler releases the slice at once rather than when the
 next one arrives, and what counts as late never depends on pauses.
 
-    python -m caesar.examples.linear_road.produce --bootstrap 127.0.0.1:9092 --generate xways=1,duration_s=600 --speed 10
+    python -m caesar.examples.linear_road.produce --bootstrap 127.0.0.1:9092 --generate duration_s=600,segments=40:59 --speed 10
     python -m caesar.examples.linear_road.produce --bootstrap 127.0.0.1:9092 --lr-file data.lr --speed 0
 """
 
@@ -33,8 +37,8 @@ from typing import TYPE_CHECKING
 
 from caesar.examples.linear_road.avro import POSITION_REPORT, WIRE_DDL
 from caesar.examples.linear_road.generator import generate
-from caesar.examples.linear_road.partitioning import wire_records
-from caesar.examples.linear_road.records import PositionReport, read_lr
+from caesar.examples.linear_road.partitioning import second
+from caesar.examples.linear_road.records import BadLine, PositionReport, position_reports, read_lr
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -97,7 +101,8 @@ def produce(spark: SparkSession, reports: Iterable[PositionReport], bootstrap: s
     stats = ProduceStats()
     started = time.monotonic()
     for batch in paced_slices(reports, speed):
-        rows = [tuple(record.values()) for r in batch for _, record in wire_records(r, fanout)]
+        rows = [tuple(record.values()) for _, group in itertools.groupby(batch, lambda r: r.time)
+                for _, record in second(group, fanout)]
         sent = producer.send_batch(spark.createDataFrame(rows, WIRE_DDL[POSITION_REPORT]))
         if sent.dead_letters:  # the generator's reports are valid events; a file's may not be
             print(f"[produce] {sent.dead_letters} reports went to the dead letters", flush=True)
@@ -156,6 +161,25 @@ def produce_progress(duration_s: int) -> Iterator[Callable[[ProduceStats], None]
         yield update
 
 
+def send_dead_letters(spark: SparkSession, bad: list[BadLine], bootstrap: str, topic: str,
+                      kafka_options: dict[str, str] | None = None) -> int:
+    """Unusable input lines as caesar.DeadLetter records (the line, its place, why)."""
+    from caesar.examples.linear_road.avro import codec
+    from caesar.services.common.wire import DEAD, now_ms
+
+    if not bad:
+        return 0
+    values = codec().encode_many(DEAD, [
+        {"version": 1, "topic": b.where.rsplit(":", 1)[0], "partition": 0,
+         "offset": int(b.where.rsplit(":", 1)[1]), "key": None, "value": b.text.encode(),
+         "headers": {}, "record_ms": -1, "reason": "SCHEMA_VIOLATION", "detail": b.reason,
+         "service": "lr-produce", "time_ms": now_ms()} for b in bad])
+    frame = spark.createDataFrame([(None, v) for v in values], "key BINARY, value BINARY")
+    (frame.write.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+     .options(**(kafka_options or {})).option("topic", topic).save())
+    return len(bad)
+
+
 def print_progress(stats: ProduceStats) -> None:
     rate = stats.records / stats.wall_s if stats.wall_s else 0.0
     print(f"[produce] {stats.records:>9,} reports sent ({stats.messages:,} Kafka records) | simulated time {stats.simulated_s:>6} s "
@@ -164,9 +188,10 @@ def print_progress(stats: ProduceStats) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from caesar.examples.linear_road.validate import parse_generator_spec
+    from caesar.examples.linear_road.generator import parse_spec
     from caesar.jobs.kafka_options import add_kafka_option_argument, spark_kafka_options
     from caesar.jobs.spark_session import spark_session
+    from caesar.settings import load_settings
 
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -181,16 +206,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--speed", type=float, default=0.0,
                         help="simulated seconds per wall second (1 = real time, 0 = max)")
     add_kafka_option_argument(parser)
+    parser.add_argument("--dead-letter-topic", default=None,
+                        help="topic for unusable input lines (default: CAESAR's dead letters)")
     args = parser.parse_args(argv)
 
-    reports = (read_lr(args.lr_file) if args.lr_file
-               else generate(parse_generator_spec(args.generate)))
+    bad: list[BadLine] = []
+    records = read_lr(args.lr_file, bad) if args.lr_file else generate(parse_spec(args.generate))
     spark = spark_session("caesar-lr-produce", kafka=True)
-    stats = produce(spark, reports, args.bootstrap, args.topic, args.speed, print_progress,
-                    fanout=args.segment_fanout,
-                    kafka_options=spark_kafka_options(args.kafka_option))
+    options = spark_kafka_options(args.kafka_option)
+    stats = produce(spark, position_reports(records), args.bootstrap, args.topic, args.speed,
+                    print_progress, fanout=args.segment_fanout, kafka_options=options)
+    dead_topic = args.dead_letter_topic or load_settings().topics.dead_letters
+    dead = send_dead_letters(spark, bad, args.bootstrap, dead_topic, options)
     print(f"[produce] done: {stats.records:,} reports, {stats.simulated_s} simulated s "
-          f"in {stats.wall_s:.1f} s")
+          f"in {stats.wall_s:.1f} s; {dead} unusable line(s) to {dead_topic}")
+    for b in bad[:5]:
+        print(f"[produce]   {b.where}: {b.reason}")
     return 0
 
 

@@ -58,9 +58,6 @@ class MatcherProcessor:
         self.watermark = -(2**62)
         self.alerts_emitted = 0
         self.ingest: dict[int, int] = {}  # partition -> Kafka ms of its latest input
-        # Context-independent plans: partition -> stages whose outputs are
-        # dropped (their context does not hold as of its latest transaction).
-        self.muted: dict[int, frozenset[str]] = {}
 
     def process(self, items: Sequence[RoutedBatch | RoutedTransaction | Discard | Progress]
                 ) -> MatcherOutput:
@@ -101,8 +98,9 @@ class MatcherProcessor:
                 p = parts[i]
                 active[p] = active_sets[int(batch.txn_active[i])]
                 muted = muted_sets[int(batch.txn_muted[i])]
-                if muted or p in self.muted:
-                    self.muted[p] = muted
+                # Context-independent plans: stages whose context does not hold from here.
+                if muted or self.graph.muted_at(p, ts):
+                    self.graph.mute(p, ts, muted)
             txns = by_ts.get(ts, TxnBatch.empty())
             self._note_ingest(txns)
             out.alerts.extend(self._alerts(self.graph.step(ts, txns, active)))
@@ -143,12 +141,14 @@ class MatcherProcessor:
         """Plain data (services/store/state_format.py), queries by identity."""
         return {"graph": self.graph.snapshot(list(self.graph._keys)),
                 "watermark": self.watermark,
-                "muted": [[p, self.graph.identities(m)] for p, m in self.muted.items()]}
+                "muted": [[p, [[ts, self.graph.identities(m)] for ts, m in hist]]
+                          for p, hist in self.graph.muted_state().items()]}
 
     def restore(self, state: Mapping[str, Any]) -> None:
         self.graph.restore(state["graph"])
         self.watermark = int(state["watermark"])
-        self.muted = {int(p): self.graph.plan_ids(m) for p, m in state["muted"]}
+        self.graph.restore_muted({int(p): [(int(ts), self.graph.plan_ids(ids)) for ts, ids in hist]
+                                  for p, hist in state.get("muted", [])})
 
     def _alerts(self, outputs: Iterable[StageOutput]) -> list[Alert]:
         alerts = []
@@ -159,7 +159,7 @@ class MatcherProcessor:
                 topic = o.stage.timeout_topic  # ON TIMEOUT events have their own topic
             if topic is None:
                 continue
-            if self.muted and o.stage.plan.plan_id in self.muted.get(o.record["_p"], ()):
+            if o.stage.plan.plan_id in self.graph.muted_at(o.record["_p"], o.record["_ts"]):
                 continue
             fields = {k: v for k, v in o.record.items() if k != "type" and not k.startswith("_")}
             # the query's stable identity: the same across model versions

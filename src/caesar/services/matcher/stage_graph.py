@@ -144,6 +144,10 @@ class StageGraph:
         # late (a closed aggregation window) runs with the contexts of its own
         # timestamp, not those of the step that released it.
         self._history: dict[int, list[tuple[int, frozenset[str]]]] = {}
+        # Context-independent plans: partition -> [(ts, stages whose context
+        # does not hold from ts on)] (`mute`); their results, judged at their
+        # own timestamp like released results, feed no other stage.
+        self._muted: dict[int, list[tuple[int, frozenset[str]]]] = {}
         self._keys: dict[int, str] = {}
         self._seq = 0
         self._time = -(2**62)
@@ -290,10 +294,39 @@ class StageGraph:
     def _forget_history(self, watermark: int) -> None:
         # Results not yet released are stamped >= watermark (their windows
         # end after it): keep the entry in force at watermark and later ones.
-        for hist in self._history.values():
-            if len(hist) > 1 and hist[1][0] <= watermark:
-                i = bisect_right(hist, watermark, key=lambda h: h[0]) - 1
+        # The muting of this step's results is read after this call (for
+        # results stamped from the previous step on): keep what held then.
+        muted_bound = min(watermark, self._time)
+        for hist, bound in [*((h, watermark) for h in self._history.values()),
+                            *((h, muted_bound) for h in self._muted.values())]:
+            if len(hist) > 1 and hist[1][0] <= bound:
+                i = bisect_right(hist, bound, key=lambda h: h[0]) - 1
                 del hist[:i]
+
+    def mute(self, partition: int, ts: int, muted: frozenset[str]) -> None:
+        """Context-independent plans: from `ts` on, `muted` stages' results are dropped."""
+        hist = self._muted.setdefault(partition, [])
+        if not hist or hist[-1][1] != muted:
+            hist.append((ts, muted))
+
+    def muted_at(self, partition: int, ts: int) -> frozenset[str]:
+        hist = self._muted.get(partition)
+        if not hist:
+            return frozenset()
+        i = bisect_right(hist, ts, key=lambda h: h[0]) - 1
+        return hist[max(i, 0)][1]
+
+    def muted_state(self) -> dict[int, list[tuple[int, frozenset[str]]]]:
+        return {p: list(h) for p, h in self._muted.items()}
+
+    def restore_muted(self, state: Mapping[int, Any]) -> None:
+        # Older snapshots hold partition -> muted stages of the latest transaction.
+        self._muted = {p: list(h) if isinstance(h, list) else [(-(2**62), frozenset(h))]
+                       for p, h in state.items()}
+
+    def _is_muted(self, o: StageOutput) -> bool:
+        return bool(self._muted) and plan_id(o.stage) in self.muted_at(o.record["_p"],
+                                                                       o.record["_ts"])
 
     def discard(self, plan_ids: Iterable[str], partition: int) -> None:
         ids = [p for p in plan_ids if p in self._by_id and
@@ -322,7 +355,7 @@ class StageGraph:
                 stage = self._by_id[pid]
                 out.extend(StageOutput(stage, rec, start, end)
                            for rec, start, end in limiter.advance(watermark))
-        return [(o, o.record["type"] in self._consumed) for o in out]
+        return [(o, o.record["type"] in self._consumed) for o in out if not self._is_muted(o)]
 
     def _limit(self, outputs: list[StageOutput]) -> list[StageOutput]:
         """OUTPUT ... EVERY: a limited stage's results pass its limiter (its
@@ -515,28 +548,44 @@ class StageGraph:
                ) -> list[StageOutput]:
         """What an engine call derived: fed to later stages (as columns added
         to `available`), returned when asked for (`emit`)."""
-        outputs: list[StageOutput] = []
         feed: list[tuple[str, Mapping[str, Any], int, int]] = []
-        clock = self._clock
         if self.limiters:  # limited results feed later stages only once released
-            for o in self._limit([self._derived(ev, clamp=clock) for ev in derived]):
-                rec = o.record
-                if rec["type"] in self._consumed:
-                    feed.append((rec["type"], rec, rec["_ts"], rec["_p"]))
-                if self._emits(o.stage):
-                    outputs.append(o)
+            outputs = self._route_limited(derived, feed)
         else:
-            for ev in derived:
-                # results held back by the engine (after-match skip, timeouts)
-                # carry older timestamps: they happen now
-                if ev.event_type in self._consumed:
-                    feed.append((ev.event_type, ev.fields, max(ev.end_ts, clock),
-                                 self._home(ev.partition, ev.fields)))
-                if self._emit is None or ev.plan_id in self._emit:
-                    outputs.append(self._derived(ev, clamp=clock))
+            outputs = self._route_plain(derived, feed)
         if feed:
             for t, c in self._columns_of(feed).by_type.items():
                 available.setdefault(t, []).append(c)
+        return outputs
+
+    def _route_limited(self, derived: Sequence[DerivedEvent],
+                       feed: list[tuple[str, Mapping[str, Any], int, int]]
+                       ) -> list[StageOutput]:
+        outputs: list[StageOutput] = []
+        for o in self._limit([self._derived(ev, clamp=self._clock) for ev in derived]):
+            if self._is_muted(o):
+                continue
+            rec = o.record
+            if rec["type"] in self._consumed:
+                feed.append((rec["type"], rec, rec["_ts"], rec["_p"]))
+            if self._emits(o.stage):
+                outputs.append(o)
+        return outputs
+
+    def _route_plain(self, derived: Sequence[DerivedEvent],
+                     feed: list[tuple[str, Mapping[str, Any], int, int]]) -> list[StageOutput]:
+        outputs: list[StageOutput] = []
+        clock = self._clock
+        for ev in derived:
+            # results held back by the engine (after-match skip, timeouts)
+            # carry older timestamps: they happen now
+            ts, home = max(ev.end_ts, clock), self._home(ev.partition, ev.fields)
+            if self._muted and ev.plan_id in self.muted_at(home, ts):
+                continue  # context-independent plans: its context does not hold
+            if ev.event_type in self._consumed:
+                feed.append((ev.event_type, ev.fields, ts, home))
+            if self._emit is None or ev.plan_id in self._emit:
+                outputs.append(self._derived(ev, clamp=clock))
         return outputs
 
     def _report_overflows(self) -> None:
