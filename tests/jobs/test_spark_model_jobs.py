@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import pytest
-from model_runs import before, closing_events, identities, renamed_model, table_identities
 
 from caesar.examples.aggressive_driving.generator import DrivingConfig, drive
 from caesar.examples.aggressive_driving.generator import generate as driving
@@ -34,6 +33,8 @@ from caesar.jobs.replay import CONTEXT_CHANGES, DEAD_LETTERS, replay
 from caesar.jobs.sources import read_source
 from caesar.services.embedded.pipeline import EmbeddedPipeline, PipelineResult
 from caesar.settings import KafkaSettings, Settings, TopicSettings
+
+from .model_runs import before, closing_events, identities, renamed_model, table_identities
 
 pytestmark = pytest.mark.integration
 
