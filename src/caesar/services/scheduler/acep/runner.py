@@ -13,6 +13,11 @@ matches and its progress in one ordered stream.
 State: per partition its matcher state; the tables, the newest timestamp
 run and the held-back matches ride with the lowest partition's checkpoint
 (the store's changelog), so a restarted actor goes on from the last commit.
+What the rules derive goes out in that partition's Kafka transaction too.
+Exactly once holds per partition: the partitions commit one after another,
+so a crash between two of those commits replays the later partitions' input
+into tables that already saw it (not yet covered: one transaction for all
+of the actor's partitions would close it).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any
 from caesar.bus.records import OutRecord, Record, TopicPartition
 from caesar.plans.execution import ExecutionPlan
 from caesar.plans.pattern import PatternPlan
+from caesar.plans.serialize import plan_version
 from caesar.services.common.columnar import routed_from
 from caesar.services.common.config import ServiceConfig
 from caesar.services.common.messages import Alert, DeadLetter, Progress, RoutedBatch
@@ -64,8 +70,6 @@ class AcepHandler:
         return [TopicPartition(self.cfg.routed_topic, j)]
 
     def handle(self, records: Sequence[Record]) -> dict[int, list[OutRecord]]:
-        """Outputs go with the lowest partition: its checkpoint carries the
-        tables and the held-back matches (one transaction with them)."""
         # Decoded like the matcher's input (matcher/runner.py).
         by_partition: dict[int, list[RoutedBatch | Progress]] = defaultdict(list)
         for r in records:
@@ -82,14 +86,26 @@ class AcepHandler:
         for j, items in by_partition.items():
             matches += self.matchers[j].process(items).alerts
         watermark = min(m.watermark for m in self.matchers.values())
-        return {min(self.cfg.partitions): self._encode(*self.acep.process(matches, watermark))}
+        out = self._encode(*self.acep.process(matches, watermark))
+        # every partition it read is dirty (its offsets commit); the outputs
+        # ride with the lowest partition, whose checkpoint holds the tables
+        first = min(self.cfg.partitions)
+        result: dict[int, list[OutRecord]] = {j: [] for j in by_partition}
+        result.setdefault(first, []).extend(out)
+        return result
 
     def _encode(self, alerts: list[Alert], dead: list[DeadLetter]) -> list[OutRecord]:
-        out = self.outputs.encode(alerts, self.cfg.plan)
+        out = self.outputs.encode(alerts)
         out += [OutRecord(self.cfg.topics.dead_letters,
                           self.codec.encode(DEAD, dead_record(d, "matcher")), None)
                 for d in dead]
         return out
+
+    def plan_versions(self) -> dict[int, str]:
+        """The model version it runs (model upgrades do not reach the acep
+        service yet: it keeps the version it started with)."""
+        version = plan_version(self.cfg.plan)
+        return dict.fromkeys(self.cfg.partitions, version)
 
     def snapshot_partition(self, j: int) -> Any:
         state: dict[str, Any] = {"proc": self.matchers[j].snapshot(),
@@ -100,7 +116,8 @@ class AcepHandler:
 
     def restore_partition(self, j: int, state: Any) -> None:
         self.matchers[j].restore(state["proc"])
-        self.seen.last[j] = state["seen"]
+        if isinstance(state["seen"], int):
+            self.seen.last[j] = state["seen"]
         if "acep" in state:
             self.acep.restore(state["acep"])
 
