@@ -22,7 +22,7 @@ from caesar.settings import TopicSettings
 
 KEY = "0|0|3"
 SCHEMAS = {"PositionReport": dict.fromkeys(
-    ("time", "vid", "spd", "xway", "lane", "dir", "seg", "pos", "pseg"), "int")}
+    ("ts", "time", "vid", "spd", "xway", "lane", "dir", "seg", "pos", "pseg"), "int")}
 
 
 def report(t: int) -> dict:
@@ -36,7 +36,7 @@ def test_hops_are_differences_of_kafka_timestamps() -> None:
     names = ["lr-position-reports", topics.transactions, topics.context_changes,
              topics.transactions + ".routed", "lr-tolls"]
     bus.create_topics(TopicSpec(n, 1) for n in names)
-    txn = Transaction(7, KEY, 10, ({"type": "PositionReport", **report(10)},))
+    txn = Transaction(7, KEY, 10_000, ({"type": "PositionReport", **report(10)},))
     toll = {"vid": 1, "time": 10, "xway": 0, "dir": 0, "seg": 3, "lav": 40, "toll": 0,
             "ingest_ms": 1000}
     records = [
@@ -46,7 +46,7 @@ def test_hops_are_differences_of_kafka_timestamps() -> None:
         (topics.transactions,
          codec.encode(TXN_BATCH, batch_record(TxnBatch.of([txn], SCHEMAS), 1)), 2100),
         (topics.context_changes,
-         codec.encode(PROGRESS, progress_record(Progress(10, "deriver"), "d", 0)), 2250),
+         codec.encode(PROGRESS, progress_record(Progress(10_000, "deriver"), "d", 0)), 2250),
         (topics.transactions + ".routed",
          codec.encode(ROUTED_BATCH, routed_record(
              RoutedBatch.of([RoutedTransaction(txn, ("p",))], SCHEMAS), 1)), 2300),

@@ -171,11 +171,12 @@ def test_produce_then_consume_round_trip(spark, kafka_bootstrap, unique_name, tm
             .collect()}
     # keyed by the model's PARTITION BY xway, dir, pseg (the stream partition key)
     assert keys == {f"0|{r.dir}|{p}" for r in reports for p in fanout_segments(r.seg, r.dir)}
-    # after each slice, an input watermark (its last report time + 1) on each partition
+    # after each slice, two input watermarks on each partition: its last report's
+    # ts + 1 (generic producer) and the end of its last second (LR: ms 1000 (t + 1))
     marks = keyed.where("key IS NULL").collect()
-    assert len(marks) == 2 * stats.slices and {m.partition for m in marks} == {0, 1}
+    assert len(marks) == 2 * 2 * stats.slices and {m.partition for m in marks} == {0, 1}
     assert all(m.headers[0].key == "caesar.watermark" for m in marks)
-    assert max(int(m.headers[0].value) for m in marks) == reports[-1].time + 1
+    assert max(int(m.headers[0].value) for m in marks) == (reports[-1].time + 1) * 1000
     back = inputs_from_topic(spark, kafka_bootstrap, input_topic)
     assert sorted(tuple(r)[:8] for r in back.reports.collect()) == sorted(reports)
 

@@ -67,6 +67,11 @@ def read_topic(bus: Bus, topic: str, timeout_s: float = 60.0) -> list[Record]:
                 if r.offset < want[tp]:
                     out.append(r)
                 seen[tp] = max(seen.get(tp, 0), r.offset + 1)
+            # Transactional topics end with commit markers no poll returns: the
+            # consumer's position moves past them.
+            for tp, pos in consumer.position(list(want)).items():
+                if pos is not None:
+                    seen[tp] = max(seen.get(tp, 0), pos)
     finally:
         consumer.close()
     return out

@@ -16,8 +16,9 @@ usable records go to the dead-letter topic with the reason; the queries (Types
 2, 3) are for accounts.caesar and are not sent here.
 
 After each slice, the generic producer sends every partition of the topic an
-input watermark (the slice's last report time + 1): no report before it
-follows, so the scheduler releases the slice at once rather than when the
+input watermark (the slice's last report ts + 1), and this job one at the
+end of the slice's last second (`1000 * (time + 1)`, the first millisecond
+of the next second): no report before it follows, so the scheduler releases the slice at once rather than when the
 next one arrives, and what counts as late never depends on pauses.
 
     python -m caesar.examples.linear_road.produce --bootstrap 127.0.0.1:9092 --generate duration_s=600,segments=40:59 --speed 10
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING
 
 from caesar.examples.linear_road.avro import POSITION_REPORT, WIRE_DDL
 from caesar.examples.linear_road.generator import generate
-from caesar.examples.linear_road.partitioning import second
+from caesar.examples.linear_road.partitioning import MS_PER_S, second
 from caesar.examples.linear_road.records import BadLine, PositionReport, position_reports, read_lr
 
 if TYPE_CHECKING:
@@ -106,6 +107,9 @@ def produce(spark: SparkSession, reports: Iterable[PositionReport], bootstrap: s
         sent = producer.send_batch(spark.createDataFrame(rows, WIRE_DDL[POSITION_REPORT]))
         if sent.dead_letters:  # the generator's reports are valid events; a file's may not be
             print(f"[produce] {sent.dead_letters} reports went to the dead letters", flush=True)
+        # A slice holds whole seconds: no report before the next second follows,
+        # so results at the end of the last second (ms 999) are released too.
+        producer.send_watermark((batch[-1].time + 1) * MS_PER_S)
         stats.records += len(batch)
         stats.messages += len(rows)
         stats.slices += 1
