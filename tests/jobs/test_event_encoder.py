@@ -51,7 +51,7 @@ def test_a_types_own_schema_is_validated_before_writing():
     encoder = make_encoder(lr, Settings(), ColumnMapping.parse(),
                            dict.fromkeys(lr.input_topics(), 2))
     report = {"time": 1, "vid": 7, "spd": 50, "xway": 0, "lane": 1, "dir": 0, "seg": 3,
-              "pos": 3 * 5280, "pseg": 3}
+              "pos": 3 * 5280, "pseg": 3, "ts": 1000}
     good = encoder.encode(report, 0)
     bad = encoder.encode({**report, "vid": 2**40}, 1)
     assert good[1] and lr.codec().decode(good[5])[1] == report

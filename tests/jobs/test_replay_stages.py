@@ -88,7 +88,7 @@ def test_an_events_own_schema_is_checked_too():
     # the model's INT (64 bits) allows but the schema does not is a dead letter, as
     # it would be at the producer.
     report = {"time": 1, "vid": 7, "spd": 50, "xway": 0, "lane": 1, "dir": 0, "seg": 3,
-              "pos": 3 * 5280, "pseg": 3}
+              "pos": 3 * 5280, "pseg": 3, "ts": 1000}
     rows = [{**report, SEQ: 0}, {**report, "vid": 2**40, SEQ: 1}]
     ok, bad = next(converter(LR, list(report))(iter([pa.RecordBatch.from_pylist(rows)]))).to_pylist()
     assert ok["ok"] and json.loads(ok["record"]) == report and ok["key"] == "0|0|3"
