@@ -152,11 +152,7 @@ class FaultLab:
 
     def settings(self, prefix: str) -> Settings:
         p = prefix
-        topics = TopicSettings(
-            partitions=PARTITIONS, transactions=f"{p}.txn", context_changes=f"{p}.ctx",
-            progress=f"{p}.progress", alerts=f"{p}.alerts", derived=f"{p}.derived",
-            dead_letters=f"{p}.dead", checkpoints=f"{p}.ckpt", changelog_prefix=f"{p}.cl.",
-            plans=f"{p}.plans", input_prefix=f"{p}.in.")
+        topics = TopicSettings.under(p, partitions=PARTITIONS, changelog_prefix=f"{p}.cl.")
         return Settings(kafka=KafkaSettings(bootstrap_servers=self.bootstrap,
                                             transaction_timeout_ms=TXN_TIMEOUT_MS,
                                             poll_timeout_s=0.1),

@@ -32,11 +32,7 @@ def measure(plan: ExecutionPlan, events: list[dict[str, Any]], bootstrap: str, p
     from caesar.bus.kafka import KafkaBus
 
     p = f"tp-{uuid.uuid4().hex[:6]}"
-    topics = TopicSettings(partitions=partitions, transactions=f"{p}.txn",
-                           context_changes=f"{p}.ctx", progress=f"{p}.progress",
-                           alerts=f"{p}.alerts", derived=f"{p}.derived", dead_letters=f"{p}.dead",
-                           checkpoints=f"{p}.ckpt", changelog_prefix=f"{p}.changelog.",
-                           input_prefix=f"{p}.in.")
+    topics = TopicSettings.under(p, partitions=partitions)
     plan = _with_input_topics(plan, p)
     settings = Settings(kafka=KafkaSettings(bootstrap_servers=bootstrap, linger_ms=5,
                                             poll_timeout_s=0.05, consume_batch_size=5000),

@@ -162,6 +162,18 @@ class TopicSettings(_Section):
     # an output topic goes only there, in its own schema (half the encoding).
     alerts_copy: bool = True
 
+    @classmethod
+    def under(cls, prefix: str, **overrides: Any) -> TopicSettings:
+        """Every topic of a deployment named under `prefix` (several
+        deployments, or test runs, sharing one broker)."""
+        names: dict[str, Any] = {
+            "input_prefix": f"{prefix}.in.", "transactions": f"{prefix}.txn",
+            "context_changes": f"{prefix}.ctx", "progress": f"{prefix}.progress",
+            "alerts": f"{prefix}.alerts", "derived": f"{prefix}.derived",
+            "dead_letters": f"{prefix}.dead", "checkpoints": f"{prefix}.ckpt",
+            "plans": f"{prefix}.plans", "changelog_prefix": f"{prefix}.changelog."}
+        return cls(**(names | overrides))
+
     def input_topic(self, event_type: str) -> str:
         return self.inputs.get(event_type, self.input_prefix + event_type)
 

@@ -94,11 +94,7 @@ def test_replay_equals_embedded(spark, tmp_path, example, suffix):
 
 
 def deployment_settings(bootstrap: str, p: str) -> Settings:
-    topics = TopicSettings(partitions=PARTITIONS, transactions=f"{p}.txn",
-                           context_changes=f"{p}.ctx", progress=f"{p}.progress",
-                           alerts=f"{p}.alerts", derived=f"{p}.derived",
-                           dead_letters=f"{p}.dead", checkpoints=f"{p}.ckpt",
-                           changelog_prefix=f"{p}.changelog.", input_prefix=f"{p}.in.")
+    topics = TopicSettings.under(p, partitions=PARTITIONS)
     return Settings(kafka=KafkaSettings(bootstrap_servers=bootstrap, linger_ms=2,
                                         poll_timeout_s=0.1), topics=topics)
 

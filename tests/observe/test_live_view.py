@@ -83,11 +83,7 @@ def test_metrics_readiness_and_live_view_of_linear_road(
                                        for t in lr.event_types),
                  matcher_stages=tuple(replace(s, output_topic=outputs.get(s.output_topic))
                                       if s.output_topic else s for s in lr.matcher_stages))
-    topics = TopicSettings(partitions=2, transactions=f"{p}.txn", context_changes=f"{p}.ctx",
-                           progress=f"{p}.progress", alerts=f"{p}.alerts",
-                           derived=f"{p}.derived", dead_letters=f"{p}.dead",
-                           checkpoints=f"{p}.ckpt", changelog_prefix=f"{p}.changelog.",
-                           input_prefix=f"{p}.in.")
+    topics = TopicSettings.under(p, partitions=2)
     settings = Settings(kafka=KafkaSettings(bootstrap_servers=kafka_bootstrap, linger_ms=2,
                                             poll_timeout_s=0.1), topics=topics)
     cfg = ServiceConfig(lr, topics, make_codec(settings), (0, 1), "test")

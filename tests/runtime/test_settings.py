@@ -115,3 +115,14 @@ def test_bootstrap_for_prefers_explicit_setting(monkeypatch, tmp_path):
     assert bootstrap_for(load_settings()) == "127.0.0.1:9092"  # nothing running: default
     monkeypatch.setenv("CAESAR_KAFKA__BOOTSTRAP_SERVERS", "remote:9093")
     assert bootstrap_for(load_settings()) == "remote:9093"
+
+
+def test_topics_under_one_prefix():
+    from caesar.settings import TopicSettings
+
+    topics = TopicSettings.under("run7", partitions=3, changelog_prefix="run7.cl.")
+    names = [topics.transactions, topics.context_changes, topics.progress, topics.alerts,
+             topics.derived, topics.dead_letters, topics.checkpoints, topics.plans,
+             topics.input_topic("Pos"), topics.changelog_topic("matcher")]
+    assert all(n.startswith("run7.") for n in names) and len(set(names)) == len(names)
+    assert topics.changelog_topic("matcher") == "run7.cl.matcher" and topics.partitions == 3

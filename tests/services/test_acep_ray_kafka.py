@@ -34,11 +34,7 @@ def _setup(kafka_bootstrap, unique_name):
     expected = EmbeddedPipeline(plan).run_values(events)
     assert {a.event_type for a in expected.alerts} >= {"HygieneAlert", "WardStatus"}
     p = unique_name("caesar")
-    topics = TopicSettings(partitions=2, transactions=f"{p}.txn", context_changes=f"{p}.ctx",
-                           progress=f"{p}.progress", alerts=f"{p}.alerts",
-                           derived=f"{p}.derived", dead_letters=f"{p}.dead",
-                           checkpoints=f"{p}.ckpt", changelog_prefix=f"{p}.changelog.",
-                           input_prefix=f"{p}.in.")
+    topics = TopicSettings.under(p, partitions=2)
     settings = Settings(kafka=KafkaSettings(bootstrap_servers=kafka_bootstrap, linger_ms=2,
                                             poll_timeout_s=0.1), topics=topics)
     cfg = ServiceConfig(plan, topics, make_codec(settings), (0, 1), "test")

@@ -35,11 +35,7 @@ def test_dead_letters_keep_key_and_headers_and_a_1mb_record_is_cut_not_a_crash_l
               for t in range(300)]
     plan = two_context_plan(topic=unique_name("pos"))
     p = unique_name("dl")
-    topics = TopicSettings(partitions=2, transactions=f"{p}.txn", context_changes=f"{p}.ctx",
-                           progress=f"{p}.progress", alerts=f"{p}.alerts",
-                           derived=f"{p}.derived", dead_letters=f"{p}.dead",
-                           checkpoints=f"{p}.ckpt", changelog_prefix=f"{p}.cl.",
-                           plans=f"{p}.plans", input_prefix=f"{p}.in.")
+    topics = TopicSettings.under(p, partitions=2, changelog_prefix=f"{p}.cl.")
     cfg = ServiceConfig(plan, topics, make_codec(), (0, 1), "t", engine_factory=ReferenceEngine)
     expected = EmbeddedPipeline(plan, engine_factory=ReferenceEngine).run_values(events)
     pipe = BusPipeline(cfg, kafka_bus, commit_interval_s=0.1, poll_timeout_s=0.05)

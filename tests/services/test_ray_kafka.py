@@ -29,11 +29,7 @@ def stream(n, segs=4, seed=3):
 def setup(kafka_bootstrap, unique_name, partitions):
     plan = two_context_plan(topic=unique_name("pos"))
     p = unique_name("caesar")
-    topics = TopicSettings(partitions=partitions, transactions=f"{p}.txn",
-                           context_changes=f"{p}.ctx", progress=f"{p}.progress",
-                           alerts=f"{p}.alerts", derived=f"{p}.derived",
-                           dead_letters=f"{p}.dead", checkpoints=f"{p}.ckpt",
-                           changelog_prefix=f"{p}.changelog.", input_prefix=f"{p}.in.")
+    topics = TopicSettings.under(p, partitions=partitions)
     settings = Settings(kafka=KafkaSettings(bootstrap_servers=kafka_bootstrap, linger_ms=2,
                                             poll_timeout_s=0.1), topics=topics)
     cfg = ServiceConfig(plan, topics, make_codec(settings), tuple(range(partitions)), "test")

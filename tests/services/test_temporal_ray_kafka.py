@@ -62,11 +62,7 @@ def test_temporal_queries_on_kafka_and_ray_equal_embedded(
                    matcher_stages=tuple(replace(s, output_topic=out_topic)
                                         if s.output_topic and "Aggressive" in s.output_topic
                                         else s for s in plan.matcher_stages))
-    topics = TopicSettings(partitions=2, transactions=f"{p}.txn", context_changes=f"{p}.ctx",
-                           progress=f"{p}.progress", alerts=f"{p}.alerts",
-                           derived=f"{p}.derived", dead_letters=f"{p}.dead",
-                           checkpoints=f"{p}.ckpt", changelog_prefix=f"{p}.changelog.",
-                           input_prefix=f"{p}.in.")
+    topics = TopicSettings.under(p, partitions=2)
     settings = Settings(kafka=KafkaSettings(bootstrap_servers=kafka_bootstrap, linger_ms=2,
                                             poll_timeout_s=0.1), topics=topics)
     cfg = ServiceConfig(plan, topics, make_codec(settings), (0, 1), "test")

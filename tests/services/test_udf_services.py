@@ -131,11 +131,7 @@ def test_functions_on_kafka_and_ray_equal_embedded(kafka_bootstrap, kafka_bus, r
     p = unique_name("udf")
     plan = replace(model.plan, event_types=tuple(
         replace(t, topic=unique_name("pos")) if t.topic else t for t in model.plan.event_types))
-    topics = TopicSettings(partitions=2, transactions=f"{p}.txn", context_changes=f"{p}.ctx",
-                           progress=f"{p}.progress", alerts=f"{p}.alerts",
-                           derived=f"{p}.derived", dead_letters=f"{p}.dead",
-                           checkpoints=f"{p}.ckpt", changelog_prefix=f"{p}.changelog.",
-                           input_prefix=f"{p}.in.")
+    topics = TopicSettings.under(p, partitions=2)
     settings = Settings(kafka=KafkaSettings(bootstrap_servers=kafka_bootstrap, linger_ms=2,
                                             poll_timeout_s=0.1), topics=topics)
     cfg = ServiceConfig(plan, topics, make_codec(settings), (0, 1), "test")

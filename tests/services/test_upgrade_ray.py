@@ -46,11 +46,7 @@ def test_update_a_running_deployment_while_input_flows(kafka_bootstrap, kafka_bu
     topic = unique_name("pos")
     v1, v2 = _on_topic(compile_model(V1), topic), _on_topic(compile_model(V2), topic)
     p = unique_name("up")
-    topics = TopicSettings(partitions=2, transactions=f"{p}.txn", context_changes=f"{p}.ctx",
-                           progress=f"{p}.progress", alerts=f"{p}.alerts",
-                           derived=f"{p}.derived", dead_letters=f"{p}.dead",
-                           checkpoints=f"{p}.ckpt", changelog_prefix=f"{p}.changelog.",
-                           plans=f"{p}.plans")
+    topics = TopicSettings.under(p, partitions=2)
     settings = Settings(kafka=KafkaSettings(bootstrap_servers=kafka_bootstrap, linger_ms=2,
                                             poll_timeout_s=0.05), topics=topics)
     cfg = ServiceConfig(v1, topics, make_codec(settings), (0, 1), "test")
