@@ -17,7 +17,7 @@ from caesar.services.common.config import ServiceConfig
 from caesar.services.common.loop import Handler, ServiceLoop
 from caesar.services.common.plans import PlanBook, plan_loader
 from caesar.services.deriver.runner import DeriverHandler
-from caesar.services.matcher.runner import MatcherHandler, matcher_plan
+from caesar.services.matcher.runner import MatcherHandler
 from caesar.services.router.runner import RouterHandler
 from caesar.services.scheduler.acep.runner import AcepHandler
 from caesar.services.scheduler.runner import SchedulerHandler
@@ -35,11 +35,6 @@ SERVICES: dict[str, Callable[[ServiceConfig], ServiceHandler]] = {
     "router": RouterHandler, "matcher": MatcherHandler}
 # Services only some models need: "acep" for a model with shared tables.
 OPTIONAL: dict[str, Callable[[ServiceConfig], ServiceHandler]] = {"acep": AcepHandler}
-
-
-def service_plan(service: str, plan: ExecutionPlan) -> ExecutionPlan:
-    """The plan a service runs (see matcher_plan)."""
-    return matcher_plan(plan) if service == "matcher" else plan
 
 
 def services_of(plan: ExecutionPlan) -> list[str]:
