@@ -31,8 +31,9 @@ from caesar.services.matcher.column_eval import (
     INT64_MAX,
     INT64_MIN,
     ColumnEvaluator,
-    attributes,
     columns_from_records,
+    having_holds,
+    plan_attributes,
 )
 
 STATE_FORMAT = 2  # layout of snapshot(); 2: exact integer accumulators
@@ -64,12 +65,7 @@ class AggregateExecutor:
             raise PlanError(f"{plan.plan_id}: window size and slide must be positive")
         self.plan = plan
         self.evaluator = ColumnEvaluator(strings or StringPool())
-        needed: set[str] = set(plan.group_by)
-        for spec in plan.aggregates:
-            needed |= attributes(spec.arg)
-        for cond in plan.where:
-            needed |= attributes(cond)
-        self._needed = sorted(needed)
+        self._needed = plan_attributes(plan)
         self._windows_per_event = -(-plan.size // plan.slide)
         na = len(plan.aggregates)
         self._distinct_aggs = [i for i, s in enumerate(plan.aggregates)
@@ -376,14 +372,7 @@ class AggregateExecutor:
         raise PlanError(f"aggregate function {func} not supported in windowed aggregation")
 
     def _having(self, row: dict[str, Any]) -> bool:
-        if not self.plan.having:
-            return True
-        names = set()
-        for cond in self.plan.having:
-            names |= attributes(cond)
-        cols, missing = columns_from_records([row], sorted(names), self.strings)
-        return all(bool(self.evaluator.eval(c, cols, missing, 1)[0][0])
-                   for c in self.plan.having)
+        return having_holds(self.plan.having, row, self.evaluator)
 
     def take_failures(self) -> list[FunctionFailure]:
         """Failed user-defined function calls since the last take."""

@@ -19,6 +19,7 @@ import numpy as np
 
 from caesar.errors import PlanError
 from caesar.events.batch import StringPool
+from caesar.plans.aggregate import AggregatePlan
 from caesar.plans.expr import Attr, Binary, Call, Const, Expr, Unary
 from caesar.plans.functions import Function, FunctionFailure
 
@@ -228,6 +229,28 @@ def columns_from_records(records: Sequence[Mapping[str, Any]], names: Sequence[s
         if mask.any():
             missing[name] = mask
     return cols, missing
+
+
+def plan_attributes(plan: AggregatePlan) -> list[str]:
+    """The source attributes an aggregation reads (GROUP BY, arguments, WHERE)."""
+    needed: set[str] = set(plan.group_by)
+    for spec in plan.aggregates:
+        needed |= attributes(spec.arg)
+    for cond in plan.where:
+        needed |= attributes(cond)
+    return sorted(needed)
+
+
+def having_holds(having: Sequence[Expr], row: Mapping[str, Any],
+                 evaluator: ColumnEvaluator) -> bool:
+    """HAVING on one result row of an aggregation."""
+    if not having:
+        return True
+    names: set[str] = set()
+    for cond in having:
+        names |= attributes(cond)
+    cols, missing = columns_from_records([row], sorted(names), evaluator.strings)
+    return all(bool(evaluator.eval(c, cols, missing, 1)[0][0]) for c in having)
 
 
 def attributes(expr: Expr | None) -> set[str]:

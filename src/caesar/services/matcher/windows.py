@@ -34,7 +34,12 @@ from caesar.errors import PlanError
 from caesar.events.batch import StringPool, TypeColumns
 from caesar.plans.aggregate import AggregatePlan
 from caesar.plans.functions import FunctionFailure
-from caesar.services.matcher.column_eval import ColumnEvaluator, attributes, columns_from_records
+from caesar.services.matcher.column_eval import (
+    ColumnEvaluator,
+    columns_from_records,
+    having_holds,
+    plan_attributes,
+)
 from caesar.services.matcher.expr_eval import MISSING, aggregate, overflows
 from caesar.services.store import tagged
 
@@ -65,12 +70,7 @@ class WindowExecutor:
                             "slide <= size")
         self.plan = plan
         self.evaluator = ColumnEvaluator(strings or StringPool())
-        needed: set[str] = set(plan.group_by)
-        for spec in plan.aggregates:
-            needed |= attributes(spec.arg)
-        for cond in plan.where:
-            needed |= attributes(cond)
-        self._needed = sorted(needed)
+        self._needed = plan_attributes(plan)
         self.watermark = -(2**62)
         self._keys: dict[int, str] = {}
         # count: per group, its last `size` events (ts, values) and its count
@@ -205,14 +205,7 @@ class WindowExecutor:
         return row
 
     def _having(self, row: dict[str, Any]) -> bool:
-        if not self.plan.having:
-            return True
-        names: set[str] = set()
-        for cond in self.plan.having:
-            names |= attributes(cond)
-        cols, missing = columns_from_records([row], sorted(names), self.strings)
-        return all(bool(self.evaluator.eval(c, cols, missing, 1)[0][0])
-                   for c in self.plan.having)
+        return having_holds(self.plan.having, row, self.evaluator)
 
     # -- state for the store
     def snapshot(self) -> dict[str, Any]:
