@@ -46,10 +46,12 @@ def _drive(engine, plans, rows, cuts, actives, pool, snapshot_at=None):
 
 
 @st.composite
-def scenario(draw, strategy):
-    plans = [dataclasses.replace(draw(patterns(strategy)), plan_id=f"q{i}")
+def scenario(draw, strategy, plans_of=patterns, rows=None):
+    """1-2 plans drawn by `plans_of(strategy)`, a tape (`rows`, default
+    tapes()), batch cuts and per-batch active plan sets."""
+    plans = [dataclasses.replace(draw(plans_of(strategy)), plan_id=f"q{i}")
              for i in range(draw(st.integers(1, 2)))]
-    rows = draw(tapes())
+    rows = draw(tapes() if rows is None else rows)
     cuts = sorted(draw(st.lists(st.integers(0, len(rows)), max_size=2)))
     ids = [p.plan_id for p in plans]
     actives = draw(st.lists(st.one_of(st.none(), st.sets(st.sampled_from(ids))),
@@ -57,15 +59,21 @@ def scenario(draw, strategy):
     return plans, rows, cuts, actives
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
-@SETTINGS
-@given(data=st.data())
-def test_cython_equals_reference(strategy, data):
-    plans, rows, cuts, actives = data.draw(scenario(strategy))
+def assert_cython_equals_reference(data, drawn) -> None:
+    """Both engines over the drawn scenario, the Cython one moved to a fresh
+    engine through snapshots at a drawn point (or never)."""
+    plans, rows, cuts, actives = drawn
     snap = data.draw(st.sampled_from([None, 0, 1]))
     expected = _drive(ReferenceEngine(plans), plans, rows, cuts, actives, StringPool())
     got = _drive(CythonEngine(plans), plans, rows, cuts, actives, StringPool(), snap)
     assert multiset(got) == multiset(expected)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@SETTINGS
+@given(data=st.data())
+def test_cython_equals_reference(strategy, data):
+    assert_cython_equals_reference(data, data.draw(scenario(strategy)))
 
 
 @SETTINGS
@@ -98,8 +106,4 @@ def discard_halfway(engine, rows, plan_ids) -> list:
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_cython_equals_reference_many(strategy, data):
-    plans, rows, cuts, actives = data.draw(scenario(strategy))
-    snap = data.draw(st.sampled_from([None, 0, 1]))
-    expected = _drive(ReferenceEngine(plans), plans, rows, cuts, actives, StringPool())
-    got = _drive(CythonEngine(plans), plans, rows, cuts, actives, StringPool(), snap)
-    assert multiset(got) == multiset(expected)
+    assert_cython_equals_reference(data, data.draw(scenario(strategy)))

@@ -7,8 +7,6 @@ reference for every strategy."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -22,8 +20,8 @@ from caesar.services.matcher.expr_eval import MISSING, evaluate
 from caesar.services.matcher.reference import ReferenceEngine
 
 from .strategies import I64_MAX, I64_MIN, P53, patterns, tapes
-from .tapes import attr, cmp, comp, multiset, plan, run, seqs, tape
-from .test_equivalence import _drive
+from .tapes import attr, cmp, comp, plan, run, seqs, tape
+from .test_equivalence import assert_cython_equals_reference, scenario
 
 ENGINES = [ReferenceEngine, CythonEngine]
 END = 10**9
@@ -163,24 +161,10 @@ SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-@st.composite
-def wide_scenario(draw, strategy):
-    plans = [dataclasses.replace(draw(patterns(strategy, wide=True)), plan_id=f"q{i}")
-             for i in range(draw(st.integers(1, 2)))]
-    rows = draw(tapes(wide=True))
-    cuts = sorted(draw(st.lists(st.integers(0, len(rows)), max_size=2)))
-    ids = [p.plan_id for p in plans]
-    actives = draw(st.lists(st.one_of(st.none(), st.sets(st.sampled_from(ids))),
-                            min_size=1, max_size=3))
-    return plans, rows, cuts, actives
-
-
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @SETTINGS
 @given(data=st.data())
 def test_cython_equals_reference_over_int64(strategy, data):
-    plans, rows, cuts, actives = data.draw(wide_scenario(strategy))
-    snap = data.draw(st.sampled_from([None, 0, 1]))
-    expected = _drive(ReferenceEngine(plans), plans, rows, cuts, actives, StringPool())
-    got = _drive(CythonEngine(plans), plans, rows, cuts, actives, StringPool(), snap)
-    assert multiset(got) == multiset(expected)
+    drawn = data.draw(scenario(strategy, plans_of=lambda s: patterns(s, wide=True),
+                               rows=tapes(wide=True)))
+    assert_cython_equals_reference(data, drawn)
