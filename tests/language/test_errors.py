@@ -111,8 +111,14 @@ CASES = [
 @pytest.mark.parametrize(("body", "cls", "line", "column", "words"),
                          [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_error(body: str, cls: type, line: int, column: int, words: list[str]) -> None:
+    assert_model_error(HEAD + body, cls, line, column, words)
+
+
+def assert_model_error(text: str, cls: type, line: int, column: int, words: list[str]) -> None:
+    """Compiling `text` fails with `cls` at line:column, the message holds
+    `words`, and the rendering shows the place and a caret under it."""
     with pytest.raises(cls) as info:
-        compile_model(HEAD + body, "model.caesar")
+        compile_model(text, "model.caesar")
     err = info.value
     assert isinstance(err, ModelError)
     assert err.position is not None

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from caesar.errors import ModelError
-from caesar.language import compile_model, errors
+from caesar.language import errors
+
+from .test_errors import assert_model_error
 
 HEAD = """MODEL m
 TIME UNIT SECONDS
@@ -72,10 +73,4 @@ CASES = [
 @pytest.mark.parametrize(("body", "cls", "line", "column", "words"),
                          [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_error(body: str, cls: type, line: int, column: int, words: list[str]) -> None:
-    with pytest.raises(cls) as info:
-        compile_model(HEAD + body, "model.caesar")
-    err = info.value
-    assert isinstance(err, ModelError) and err.position is not None
-    assert (err.position.line, err.position.column) == (line, column), str(err)
-    for word in words:
-        assert word in err.message, err.message
+    assert_model_error(HEAD + body, cls, line, column, words)
