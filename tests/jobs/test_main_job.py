@@ -24,10 +24,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_linear_road_main_job_has_zero_differences(tmp_path: Path) -> None:
     out = tmp_path / "alerts"
-    # Smaller than the README default, but long enough for congestion (non-zero
-    # tolls) and accidents; replayed at full speed.
-    cmd = [sys.executable, "-m", "caesar.cli.main", "demo", "--duration", "600",
-           "--cars", "300", "--seed", "3", "--speed", "0", "--idle-stop", "15",
+    # Smaller than the README default (a 4-segment slice of the standard load,
+    # 15 simulated minutes), but with positive tolls and an accident (detected at
+    # 663 s in this seed); replayed at full speed.
+    cmd = [sys.executable, "-m", "caesar.cli.main", "demo", "--duration", "900",
+           "--segments", "84:88", "--seed", "5", "--speed", "0", "--idle-stop", "15",
            "--out", str(out), "--broker-port", "29192", "--ray-port", "26479"]
     # Not the Ray settings a session fixture's ray.init() left in this process's
     # environment (token auth of that local cluster): the demo runs its own head.

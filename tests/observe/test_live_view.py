@@ -4,6 +4,7 @@ headless Chromium, which must show the contexts the model derived."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -19,8 +20,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from caesar.codecs import make_codec
 from caesar.examples import model_path
-from caesar.examples.linear_road.partitioning import wire_records
-from caesar.examples.linear_road.records import read_lr
+from caesar.examples.linear_road.partitioning import model_inputs
+from caesar.examples.linear_road.records import position_reports, read_lr
 from caesar.language import compile_model
 from caesar.observe import observe
 from caesar.plans.execution import ExecutionPlan
@@ -32,7 +33,7 @@ from caesar.services.ray_runtime.deployment import Deployment
 from caesar.settings import KafkaSettings, Settings, TopicSettings
 
 pytestmark = pytest.mark.integration
-SAMPLE = model_path("linear_road").parent / "data" / "sample-L1-480s-seed1.lr"
+SAMPLE = model_path("linear_road").parent / "data" / "sample-L1-1200s-seed14-seg78-82.lr"
 DOC_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "live-context-view.png"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # Flags for a headless Chromium on a machine without network beyond localhost.
@@ -42,15 +43,8 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 
 
 def _reports(plan: ExecutionPlan, until_s: int) -> list[dict]:
-    fields = set(plan.event_types[0].fields)
-    out = []
-    for report in read_lr(SAMPLE):
-        if report.time >= until_s:
-            break
-        for _, record in wire_records(report, "pseg" in plan.partition_by):
-            out.append({"type": "PositionReport",
-                        **{k: v for k, v in record.items() if k in fields}})
-    return out
+    return model_inputs(plan, itertools.takewhile(lambda r: r.time < until_s,
+                                                  position_reports(read_lr(SAMPLE))))
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -72,13 +66,14 @@ def _chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess[str
 def test_metrics_readiness_and_live_view_of_linear_road(
         kafka_bootstrap, kafka_bus, ray_session, unique_name, tmp_path: Path) -> None:
     lr = compile_model(model_path("linear_road"))
-    events = _reports(lr, until_s=420)  # contexts change from second 349 on
+    events = _reports(lr, until_s=600)  # the sample's accident is detected at 520 s
     expected = EmbeddedPipeline(lr).run_values(events)
     derived = {c for change in expected.context_changes for c in change.contexts}
     assert {"congestion", "accident"} <= derived  # the sample derives both
     p = unique_name("obs")
     topic = unique_name("lr")
-    outputs = {name: unique_name(name) for name in ("lr-tolls", "lr-accident-alerts")}
+    outputs = {name: unique_name(name)
+               for name in ("lr-tolls", "lr-accident-alerts", "lr-toll-charges")}
     lr = replace(lr, event_types=tuple(replace(t, topic=topic) if t.topic else t
                                        for t in lr.event_types),
                  matcher_stages=tuple(replace(s, output_topic=outputs.get(s.output_topic))

@@ -120,7 +120,8 @@ def test_packaged_example_and_schemas_are_package_data(user: dict[str, Path]) ->
     site = user["python"].parents[1]
     for key in ("model", "schemas", "fetch"):
         assert Path(out[key]).is_relative_to(site) and Path(out[key]).exists(), out[key]
-    assert out["with_schema"] == ["AccidentAlert", "PositionReport", "TollNotification"]
+    assert out["with_schema"] == ["AccidentAlert", "PositionReport", "TollCharge",
+                                  "TollNotification"]
 
 
 def test_caesar_up_runs_from_the_installed_package(user: dict[str, Path],

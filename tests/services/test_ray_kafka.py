@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 
@@ -120,7 +121,7 @@ def test_linear_road_model_embedded_equals_kafka_ray(
 
     root = Path(__file__).resolve().parents[2]
     lr = compile_model(root / "src/caesar/examples/linear_road/model.caesar")
-    events = lr_events(lr, root / "src/caesar/examples/linear_road/data/sample-L1-480s-seed1.lr",
+    events = lr_events(lr, root / "src/caesar/examples/linear_road/data/sample-L1-1200s-seed14-seg78-82.lr",
                        until_s=240)
     expected = EmbeddedPipeline(lr).run_values(events)
     assert len(expected.alerts) > 100 and not expected.dead_letters
@@ -153,17 +154,9 @@ def test_linear_road_model_embedded_equals_kafka_ray(
 
 
 def lr_events(plan, path, until_s):
-    """Position reports as the Linear Road producer sends them (fanned out to
-    segment partitions when the model partitions by `pseg`)."""
-    from caesar.examples.linear_road.partitioning import wire_records
-    from caesar.examples.linear_road.records import read_lr
+    """The model's input events as the Linear Road producer sends them."""
+    from caesar.examples.linear_road.partitioning import model_inputs
+    from caesar.examples.linear_road.records import position_reports, read_lr
 
-    fields = set(plan.event_types[0].fields) | {plan.event_types[0].ts_field}
-    fanout = "pseg" in plan.partition_by
-    out = []
-    for report in read_lr(path):
-        if report.time >= until_s:
-            break
-        for _, record in wire_records(report, fanout):
-            out.append({"type": "PositionReport", **{k: v for k, v in record.items() if k in fields}})
-    return out
+    return model_inputs(plan, itertools.takewhile(lambda r: r.time < until_s,
+                                                  position_reports(read_lr(path))))

@@ -29,6 +29,7 @@ import numpy as np
 
 from caesar.errors import CaesarError
 from caesar.examples.linear_road.records import SEGMENTS, PositionReport
+from caesar.plans.execution import ExecutionPlan
 
 NEIGHBOURHOOD = 5
 NO_PSEG = -1  # the schema default: a report that was not fanned out
@@ -112,3 +113,13 @@ def ms_timestamps(time: np.ndarray, keys: Sequence[np.ndarray], pos: np.ndarray)
     rank = np.empty(n, dtype=np.int64)
     rank[order] = rank_sorted
     return np.asarray(time, dtype=np.int64) * MS_PER_S + rank
+
+
+def model_inputs(plan: ExecutionPlan, reports: Iterable[PositionReport]) -> list[dict[str, Any]]:
+    """The input events of the LR model `plan` for time-ordered `reports`, as the
+    producer sends them (fanned out to segment partitions when the model
+    partitions by `pseg`), with the fields the model declares."""
+    event_type = plan.event_types[0]
+    fields = set(event_type.fields) | {event_type.ts_field}
+    return [{"type": event_type.name, **{k: v for k, v in record.items() if k in fields}}
+            for _, record in wire_records(reports, "pseg" in plan.partition_by)]
