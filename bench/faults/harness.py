@@ -35,6 +35,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
@@ -47,7 +48,7 @@ from caesar.examples import model_path
 from caesar.examples.linear_road.avro import POSITION_REPORT, encode
 from caesar.examples.linear_road.generator import GeneratorConfig, generate
 from caesar.examples.linear_road.partitioning import wire_records
-from caesar.examples.linear_road.records import position_reports
+from caesar.examples.linear_road.records import PositionReport, position_reports
 from caesar.language import compile_model
 from caesar.plans.execution import ExecutionPlan
 from caesar.runtime.broker import BrokerConfig, LocalBroker
@@ -75,23 +76,40 @@ class Stream:
     reports: int
 
     @classmethod
-    def make(cls, duration_s: int, seed: int, segments: tuple[int, int] = (80, 90)) -> Stream:
-        """The first `duration_s` of the standard load on one expressway, the
-        reports of `segments` only (the pipeline need not keep up with a whole
-        road here: what counts is what a fault does to the outputs)."""
-        config = GeneratorConfig(xways=1, duration_s=duration_s, seed=seed, segments=segments)
-        reports = list(position_reports(generate(config)))
+    def make(cls, duration_s: int, seed: int, segments: tuple[int, int] = (80, 90),
+             start_s: int = 0) -> Stream:
+        """`duration_s` of the standard load on one expressway from simulated
+        second `start_s` on (the road as the generator has filled it by then),
+        the reports of `segments` only (the pipeline need not keep up with a
+        whole road here: what counts is what a fault does to the outputs)."""
+        config = GeneratorConfig(xways=1, duration_s=start_s + duration_s, seed=seed,
+                                 segments=segments)
         seconds = []
-        events: list[dict[str, Any]] = []
-        wire = list(wire_records(reports, fanout=True))
-        for t, group in groupby(wire, key=lambda pair: pair[1]["time"]):
-            pairs = list(group)
-            values = encode(POSITION_REPORT, [rec for _, rec in pairs])
-            seconds.append((t, [(k.encode(), v) for (k, _), v in zip(pairs, values, strict=True)]))
-            events += [{"type": "PositionReport", **rec} for _, rec in pairs]
+        count = 0
+
+        def reports() -> Iterator[PositionReport]:
+            nonlocal count
+            for r in position_reports(generate(config)):
+                if r.time >= start_s:
+                    count += 1
+                    yield r
+
+        def events() -> Iterator[dict[str, Any]]:
+            """The wire records second by second: encoded into `seconds` and
+            decoded for the clean run as they go (a long stream is never
+            held whole in its decoded form)."""
+            wire = wire_records(reports(), fanout=True)
+            for t, group in groupby(wire, key=lambda pair: pair[1]["time"]):
+                pairs = list(group)
+                values = encode(POSITION_REPORT, [rec for _, rec in pairs])
+                seconds.append((t, [(k.encode(), v)
+                                    for (k, _), v in zip(pairs, values, strict=True)]))
+                for _, rec in pairs:
+                    yield {"type": "PositionReport", **rec}
+
         plan = compile_model(model_path("linear_road"))
-        expected = Counter(a.identity() for a in EmbeddedPipeline(plan).run_values(events).alerts)
-        return cls(seconds, expected, len(reports))
+        expected = Counter(a.identity() for a in EmbeddedPipeline(plan).run_values(events()).alerts)
+        return cls(seconds, expected, count)
 
 
 @dataclass
@@ -181,49 +199,71 @@ class FaultLab:
     def run(self, run: int, kind: str | None, stream: Stream, *, speed: float, seed: int,
             fault_at_s: float, pause_s: float = 14.0, drain_timeout_s: float = 240.0
             ) -> RunResult:
-        prefix = f"f{run}-{uuid.uuid4().hex[:6]}"
-        settings = self.settings(prefix)
-        model = self.model_file(prefix)
-        plan = compile_model(model)
-        driver = Driver(self, model, settings, prefix)
-        bus = KafkaBus(settings.kafka)
-        tail = AlertTail(bus, settings, make_codec(settings))
         result = RunResult(run, kind or "none", seed, fault_at_s, 0.0, None,
                            sum(stream.expected.values()), 0, 0, 0)
-        try:
-            driver.start()
-            driver.wait_ready()
-            tail.start()
+        with self.deployed(f"f{run}-{uuid.uuid4().hex[:6]}") as d:
             fault_end: float | None = None
-            producer = InputProducer(bus, f"{prefix}.{INPUT}", stream, speed)
+            producer = InputProducer(d.bus, d.input_topic, stream, speed)
             producer.start()
             if kind is not None:
                 while time.monotonic() - producer.started < fault_at_s and producer.alive():
                     time.sleep(0.05)
                 self.log(f"run {run}: {kind} at {time.monotonic() - producer.started:.1f} s")
                 began = time.monotonic()
-                fault_end = self.inject(kind, driver, prefix, pause_s)
+                fault_end = self.inject(kind, d.driver, d.prefix, pause_s)
                 result.fault_s = round(fault_end - began, 2)
             producer.join()
-            ended = time.monotonic()
-            want = result.expected
-            while tail.count() < want and time.monotonic() - ended < drain_timeout_s:
-                time.sleep(0.5)
-            result.drain_s = round(time.monotonic() - ended, 2)
-            time.sleep(3.0)  # stragglers (duplicates) would show up by now
-            got = Counter(a.identity() for a in read_alerts(bus, settings))
-            result.got = sum(got.values())
-            result.lost = sum((stream.expected - got).values())
-            result.duplicated = sum((got - stream.expected).values())
+            self.judge(d, stream, result, time.monotonic(), drain_timeout_s)
             if fault_end is not None:
-                result.recovery_s = tail.recovery(fault_end)
-            result.stuck = stuck_partitions(bus, settings, plan)
-            result.restarts = driver.restarts()
-        finally:
-            tail.stop()
-            driver.stop()
-            bus.close()
+                result.recovery_s = d.tail.recovery(fault_end)
         return result
+
+    @contextlib.contextmanager
+    def deployed(self, prefix: str) -> Iterator[Deployed]:
+        """The LR model deployed under `prefix` (every actor ready) and the
+        tail of its alerts; stopped on the way out."""
+        settings = self.settings(prefix)
+        model = self.model_file(prefix)
+        bus = KafkaBus(settings.kafka)
+        d = Deployed(prefix, settings, compile_model(model), Driver(self, model, settings, prefix),
+                     bus, AlertTail(bus, settings, make_codec(settings)))
+        try:
+            d.driver.start()
+            d.driver.wait_ready()
+            d.tail.start()
+            yield d
+        finally:
+            d.tail.stop()
+            d.driver.stop()
+            bus.close()
+
+    def judge(self, d: Deployed, stream: Stream, result: RunResult, ended: float,
+              drain_timeout_s: float) -> None:
+        """After the input `ended`: wait for the expected alerts (or the
+        timeout), then compare the committed alerts with the clean run's and
+        look for stuck partitions; into `result`."""
+        while d.tail.count() < result.expected and time.monotonic() - ended < drain_timeout_s:
+            time.sleep(0.5)
+        result.drain_s = round(time.monotonic() - ended, 2)
+        time.sleep(3.0)  # stragglers (duplicates) would show up by now
+        got = Counter(a.identity() for a in read_alerts(d.bus, d.settings))
+        result.got = sum(got.values())
+        result.lost = sum((stream.expected - got).values())
+        result.duplicated = sum((got - stream.expected).values())
+        result.stuck = stuck_partitions(d.bus, d.settings, d.plan)
+        result.restarts = d.driver.restarts()
+
+    def topic_bytes(self, prefix: str) -> dict[str, int]:
+        """Bytes on the broker's disk per topic under `prefix`: the log
+        segments (*.log) of every partition; segments compaction or retention
+        has replaced (*.deleted, awaiting removal) do not count."""
+        sizes: dict[str, int] = {}
+        for folder in self.broker.data_dir.glob(f"{prefix}.*-*"):
+            topic = folder.name.rsplit("-", 1)[0]
+            with contextlib.suppress(FileNotFoundError):  # the cleaner swaps files
+                size = sum(f.stat().st_size for f in folder.glob("*.log"))
+                sizes[topic] = sizes.get(topic, 0) + size
+        return sizes
 
     def inject(self, kind: str, driver: Driver, prefix: str, pause_s: float) -> float:
         """Apply the fault; returns the monotonic time it ended."""
@@ -236,16 +276,16 @@ class FaultLab:
             driver.wait_actors_gone()
             driver.start()
             return time.monotonic()
-        pid = self.broker.pid
-        assert pid is not None
+        broker = self.broker.pid
+        assert broker is not None
         if kind == "broker-kill":
-            os.kill(pid, signal.SIGKILL)
+            os.kill(broker, signal.SIGKILL)
             self._restart_broker()
             return time.monotonic()
         if kind == "broker-pause":
-            os.kill(pid, signal.SIGSTOP)
+            os.kill(broker, signal.SIGSTOP)
             time.sleep(pause_s)
-            os.kill(pid, signal.SIGCONT)
+            os.kill(broker, signal.SIGCONT)
             return time.monotonic()
         raise ValueError(f"unknown fault {kind!r}")
 
@@ -265,6 +305,22 @@ class FaultLab:
         self.broker.pid_file.unlink(missing_ok=True)
         self.broker._process = None
         self.broker.start(timeout_s=120)
+
+
+@dataclass
+class Deployed:
+    """One run's deployment (FaultLab.deployed): its topics are under `prefix`."""
+
+    prefix: str
+    settings: Settings
+    plan: ExecutionPlan
+    driver: Driver
+    bus: KafkaBus
+    tail: AlertTail
+
+    @property
+    def input_topic(self) -> str:
+        return f"{self.prefix}.{INPUT}"
 
 
 class Driver:
@@ -312,6 +368,13 @@ class Driver:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
+
+    def stats(self) -> dict[str, dict[str, Any]]:
+        """Each service's actor's stats (ServiceActor.stats: pid, state_bytes, lag...)."""
+        import ray
+
+        found = ray.get([self._actor(s).stats.remote() for s in SERVICES], timeout=60)
+        return dict(zip(SERVICES, found, strict=True))
 
     def actor_pid(self, service: str) -> int:
         import ray
@@ -375,6 +438,9 @@ class InputProducer(threading.Thread):
         self.bus, self.topic, self.stream, self.speed = bus, topic, stream, speed
         self.started = time.monotonic()
         self.error: BaseException | None = None
+        self.produced_t: int | None = None  # the last simulated second sent
+        self.late_s = 0.0  # how far behind its schedule that second went out
+        self.late_max_s = 0.0
 
     def alive(self) -> bool:
         return self.is_alive()
@@ -391,6 +457,9 @@ class InputProducer(threading.Thread):
                 producer.produce(watermark_record(self.topic, j, t + 1)
                                  for j in range(PARTITIONS))
                 producer.flush(timeout_s=300)  # a paused or restarting broker: wait it out
+                self.produced_t = t
+                self.late_s = max(0.0, time.monotonic() - due)
+                self.late_max_s = max(self.late_max_s, self.late_s)
             producer.produce(watermark_record(self.topic, j, END_OF_TIME)
                              for j in range(PARTITIONS))
             producer.flush(timeout_s=300)
@@ -407,6 +476,7 @@ class AlertTail(threading.Thread):
         super().__init__(daemon=True, name="alert-tail")
         self.bus, self.settings, self.codec = bus, settings, codec
         self.seen: list[tuple[float, int]] = []  # (monotonic arrival, ingest_ms)
+        self.newest_ts = 0  # the latest event time (end_ts, ms) of an alert seen
         self._done = threading.Event()
         self._lock = threading.Lock()
 
@@ -429,6 +499,7 @@ class AlertTail(threading.Thread):
                         continue
                     alert = alert_from(self.codec.decode_as(DERIVED, r.value))
                     rows.append((now, alert.ingest_ms - int(offset * 1000)))
+                    self.newest_ts = max(self.newest_ts, alert.end_ts)
                 with self._lock:
                     self.seen.extend(rows)
         finally:
@@ -437,6 +508,12 @@ class AlertTail(threading.Thread):
     def count(self) -> int:
         with self._lock:
             return len(self.seen)
+
+    def latencies(self, since: float) -> list[float]:
+        """Seconds from input to committed alert, of the alerts that became
+        visible after `since` (monotonic)."""
+        with self._lock:
+            return [arrived - ingest / 1000 for arrived, ingest in self.seen if arrived > since]
 
     def recovery(self, fault_end: float) -> float | None:
         """Fault end -> first alert of an input produced after it (monotonic

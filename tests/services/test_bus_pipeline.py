@@ -108,3 +108,31 @@ def test_state_is_keyed_by_partition_so_actors_can_be_regrouped():
     pipe.run_until_quiet(quiet_s=0.5)
     got = read_alerts(bus, cfg)
     assert identities(got) == identities(expected.alerts)
+
+
+def test_state_bytes_is_the_newest_checkpoint_of_every_partition():
+    """stats.state_bytes: what a restore would read now, summed over the
+    loop's partitions (not just those its last commit wrote)."""
+    from caesar.bus.reading import read_all
+    from caesar.bus.records import TopicPartition
+    from caesar.services.store.checkpoint import CHANGELOG
+    from caesar.services.store.state_format import unpack
+
+    events = stream(400, segs=6, seed=13)
+    cfg = config(2)
+    bus = InMemoryBus()
+    pipe = BusPipeline(cfg, bus, commit_interval_s=0.0, poll_timeout_s=0.01, batch_size=40)
+    produce_inputs(bus, cfg, events)
+    for _ in range(8):
+        for loop in pipe.loops.values():
+            loop.run_once()
+    for service, loop in pipe.loops.items():
+        newest = {}
+        topic = cfg.topics.changelog_topic(service)
+        for rec in read_all(bus, [TopicPartition(topic, j) for j in (0, 1)]):
+            if rec.key in (b"0", b"1") and rec.value is not None:
+                meta = unpack(cfg.codec.decode_as(CHANGELOG, rec.value)["state"])
+                newest[rec.key] = meta["bytes"]
+        assert len(newest) == 2, service
+        assert loop.stats.state_bytes == sum(newest.values()) > 0, service
+    pipe.close()

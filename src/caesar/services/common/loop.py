@@ -65,7 +65,9 @@ class LoopStats:
     commits: int = 0
     aborts: int = 0
     recoveries: int = 0
-    state_bytes: int = 0  # size of the last checkpoint (all partitions)
+    # The newest checkpoint of each partition this loop owns, summed (compressed
+    # bytes as written to the changelog): the state it would restore now.
+    state_bytes: int = 0
     restore_s: float = 0.0  # how long the last restore took
     restored_from: dict[str, int] = field(default_factory=dict)
     # How long the oldest record of each batch waited between the previous hop
@@ -104,6 +106,7 @@ class ServiceLoop:
         self._failed_commits = 0
         self._positions_seen: dict[TopicPartition, int | None] = {}
         self._positions_at = 0.0
+        self._state_sizes: dict[int, int] = {}  # partition -> its newest checkpoint
 
     def transactional_id(self, j: int) -> str:
         return f"{self.transactional_prefix}-{j}"
@@ -234,21 +237,20 @@ class ServiceLoop:
         assert self.consumer is not None
         try:
             ts = self.handler.event_time()
-            size = 0
             for j in sorted(self._dirty):
                 producer = self._begin(j)
                 inputs = self.handler.partition_inputs(j)
                 covers = {tp: self.positions[tp] for tp in inputs if tp in self.positions}
                 if self.store is not None:  # 2. changelog: partition j's state
-                    size += self.store.write(producer, j, self.handler.snapshot_partition(j),
-                                             covers, ts)
+                    self._state_sizes[j] = self.store.write(
+                        producer, j, self.handler.snapshot_partition(j), covers, ts)
                 # 3. its input offsets, in the same transaction
                 producer.send_offsets_to_transaction(covers, self.consumer, timeout_s=10.0)
                 # 4. all of it visible at once
                 producer.commit_transaction()
                 self._open.discard(j)
                 self._dirty.discard(j)
-            self.stats.state_bytes = size
+            self.stats.state_bytes = sum(self._state_sizes.values())
         except ProducerFencedError as exc:
             log.warning("%s: %s", self.transactional_prefix, exc)
             self._failed(fatal=True)
