@@ -123,7 +123,7 @@ class Sampler:
         # How far the committed outputs trail the input, in event time: the
         # second last produced - the newest alert's (an alert for second t
         # needs the watermark past t, so ~1-2 s when the pipeline keeps up).
-        row["output_behind_s"] = (self.producer.produced_t - newest / 1000
+        row["output_behind_s"] = (round(self.producer.produced_t - newest / 1000, 1)
                                   if newest and self.producer.produced_t is not None else None)
         self.last = now
         return row

@@ -71,3 +71,23 @@ def test_a_transaction_call_that_never_returns_gives_the_producer_up():
         producer._bounded(fails, what="sending offsets", within_s=5)
     assert not isinstance(caught.value, ProducerStuckError)
     producer._producer.flush(0)
+
+
+def test_closing_a_fenced_producer_does_not_raise():
+    """Seen in the soak (bench/faults/soak.py): a matcher's producer was fenced
+    (its transaction had outlived the timeout); replacing it called close(),
+    whose flush raised the fatal error, and the actor died instead of
+    restoring its last commit in-process."""
+    from caesar.bus.kafka import KafkaProducer
+
+    producer = KafkaProducer({"bootstrap.servers": "127.0.0.1:9"})
+    real = producer._producer
+
+    class _Fenced:
+        def flush(self, timeout: float) -> int:
+            raise KafkaException(KafkaError(KafkaError._FENCED, "fenced", fatal=True))
+
+    producer._producer = _Fenced()
+    producer.transactional = True
+    producer.close()
+    real.flush(0)

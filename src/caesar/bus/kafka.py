@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
@@ -341,8 +342,11 @@ class KafkaProducer:
     def close(self) -> None:
         if self.transactional:
             # Whatever is still open dies with the producer (its transaction is
-            # aborted by the next producer with this id, or by its timeout).
-            self._producer.flush(0)
+            # aborted by the next producer with this id, or by its timeout). A
+            # fenced producer (fatal error) raises on flush: nothing of it can
+            # be delivered any more, and its replacement must go on.
+            with contextlib.suppress(KafkaException):
+                self._producer.flush(0)
             return
         self.flush()
 
