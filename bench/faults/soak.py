@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
+import json
 import math
 import os
 import shutil
@@ -53,7 +55,7 @@ from bench.faults.harness import (
 RESULTS = Path(__file__).parent / "results"
 PLATEAU_S = 4500  # 75 minutes into the standard load: its curve peaks at 90
 WINDOW_S = 300.0  # first / last 5 minutes compared
-FLAT = 0.10  # last / first within +-10 %: flat
+FLAT = 0.10  # last / first within +-10 %: flat; above: grows; below: lower
 
 
 def rss_mb(pid: int | None) -> tuple[float, float]:
@@ -169,7 +171,7 @@ def summary(rows: list[dict[str, Any]], warmup_s: float, result: RunResult,
              f"{window:.0f} s after it ({warmup_s:.0f}-{warmup_s + window:.0f} s) vs the last "
              f"{window:.0f} s of input ({end - window:.0f}-{end:.0f} s); slope by least squares "
              f"over {warmup_s:.0f}-{end:.0f} s, per 10 minutes, as % of the overall mean. "
-             f"Flat: last/first within +-{FLAT:.0%}.", ""]
+             f"Flat: last/first within +-{FLAT:.0%}; GROWS above, lower below.", ""]
     verdicts = []
     for group, columns in series().items():
         lines.append(f"{group}:")
@@ -186,10 +188,11 @@ def summary(rows: list[dict[str, Any]], warmup_s: float, result: RunResult,
             ratio = la / f if f else math.nan
             mean = sum(v for _, v in judged) / len(judged)
             slope = 100 * slope_per_10min(judged) / mean if mean else math.nan
-            flat = abs(ratio - 1) <= FLAT
-            verdicts.append(flat)
+            grows = ratio > 1 + FLAT
+            verdicts.append(not grows)
+            verdict = "GROWS" if grows else "flat" if ratio >= 1 - FLAT else "lower"
             lines.append(f"  {c:<26} {f:>12,.1f} {la:>12,.1f} {ratio:>10.3f} {slope:>13.2f}  "
-                         f"{'flat' if flat else 'NOT FLAT'}")
+                         f"{verdict}")
         lines.append("")
     lags = {s: [r[f"lag_{s}"] for r in inputs if r["t_s"] >= warmup_s
                 and r.get(f"lag_{s}") not in (None, "")] for s in SERVICES}
@@ -208,7 +211,7 @@ def summary(rows: list[dict[str, Any]], warmup_s: float, result: RunResult,
                  f"{result.lost}, duplicated {result.duplicated}, stuck partitions "
                  f"{len(result.stuck)}, drained {result.drain_s:.1f} s after the input "
                  f"ended: {'EXACT' if result.ok else 'NOT EXACT'}.")
-    lines.append(f"{sum(verdicts)} of {len(verdicts)} series flat.")
+    lines.append(f"{sum(verdicts)} of {len(verdicts)} series do not grow (flat or lower).")
     return "\n".join(lines)
 
 
@@ -334,8 +337,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--logs", type=Path, default=None,
                     help="where the driver's and Ray's logs are kept (default: a temp dir)")
+    ap.add_argument("--report-only", action="store_true",
+                    help="no run: soak.png and soak.txt again from OUT/soak.csv and soak.json")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.report_only:
+        saved = json.loads((args.out / "soak.json").read_text())
+        with open(args.out / "soak.csv", newline="") as fh:
+            table = [{k: _number(v) for k, v in r.items()} for r in csv.DictReader(fh)]
+        return report(table, RunResult(**saved["result"]), saved["header"], args.warmup,
+                      saved["restarts"], args.out)
     lo, hi = (int(v) for v in args.segments.split(":"))
     duration = int(args.minutes * 60 * args.speed)
     began = time.monotonic()
@@ -368,14 +379,35 @@ def main(argv: list[str] | None = None) -> int:
         if rows:
             write_csv(rows, csv_path)
         shutil.rmtree(work, ignore_errors=True)
-    plot(rows, args.warmup, args.out / "soak.png",
-         header[0][:header[0].index(";")] + f"; warm-up ({args.warmup:.0f} s) shaded")
-    text = summary(rows, args.warmup, result, header)
+    (args.out / "soak.json").write_text(json.dumps(
+        {"header": header, "restarts": sampler.restarts, "result": dataclasses.asdict(result)},
+        indent=1))
+    return report(rows, result, header, args.warmup, sampler.restarts, args.out)
+
+
+def _number(text: str) -> Any:
+    """A CSV cell back as what the run wrote: int, float, None or text."""
+    if text == "":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def report(rows: list[dict[str, Any]], result: RunResult, header: list[str], warmup_s: float,
+           restarts: int, out: Path) -> int:
+    """soak.png and soak.txt (printed too); 0 when the outputs were exact."""
+    plot(rows, warmup_s, out / "soak.png",
+         header[0][:header[0].index(";")] + f"; warm-up ({warmup_s:.0f} s) shaded")
+    text = summary(rows, warmup_s, result, header)
     if result.stuck:
         text += "\nstuck: " + "; ".join(result.stuck)
-    if sampler.restarts:
-        text += f"\n{sampler.restarts} actor process(es) replaced during the run."
-    (args.out / "soak.txt").write_text(text + "\n")
+    if restarts:
+        text += f"\n{restarts} actor process(es) replaced during the run."
+    (out / "soak.txt").write_text(text + "\n")
     print(text)
     return 0 if result.ok else 1
 
