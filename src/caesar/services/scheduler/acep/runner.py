@@ -22,7 +22,6 @@ of the actor's partitions would close it).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -31,13 +30,11 @@ from caesar.bus.records import OutRecord, Record, TopicPartition
 from caesar.plans.execution import ExecutionPlan
 from caesar.plans.pattern import PatternPlan
 from caesar.plans.serialize import plan_version
-from caesar.services.common.columnar import routed_from
 from caesar.services.common.config import ServiceConfig
-from caesar.services.common.messages import Alert, DeadLetter, Progress, RoutedBatch
+from caesar.services.common.messages import PlanSwitch
 from caesar.services.common.replay import SeqFilter
-from caesar.services.common.wire import DEAD, PROGRESS, ROUTED_BATCH, dead_record, progress_from
 from caesar.services.matcher.processor import MatcherProcessor
-from caesar.services.matcher.runner import OutputEncoder
+from caesar.services.matcher.runner import OutputEncoder, dead_records, decode_routed
 from caesar.services.matcher.stage_graph import default_engine_factory
 from caesar.services.scheduler.acep.processor import AcepProcessor
 
@@ -70,36 +67,26 @@ class AcepHandler:
         return [TopicPartition(self.cfg.routed_topic, j)]
 
     def handle(self, records: Sequence[Record]) -> dict[int, list[OutRecord]]:
-        # Decoded like the matcher's input (matcher/runner.py).
-        by_partition: dict[int, list[RoutedBatch | Progress]] = defaultdict(list)
-        for r in records:
-            if r.value is None:
-                continue
-            schema, value = self.codec.decode(r.value)
-            if schema == ROUTED_BATCH:
-                if self.seen.fresh(r.partition, value["batch"]["seq"]):
-                    batch, _ = routed_from(value, self.matchers[r.partition].graph.strings)
-                    by_partition[r.partition].append(batch)
-            elif schema == PROGRESS:
-                by_partition[r.partition].append(progress_from(value))
+        # Decoded like the matcher's input; model switches are not followed
+        # (plan_versions).
+        decoded = decode_routed(self.codec, records, self.seen,
+                                lambda j: self.matchers[j].graph.strings)
         matches = []
-        for j, items in by_partition.items():
-            matches += self.matchers[j].process(items).alerts
+        for j, items in decoded.items():
+            matches += self.matchers[j].process(
+                [i for i in items if not isinstance(i, PlanSwitch)]).alerts
         watermark = min(m.watermark for m in self.matchers.values())
-        out = self._encode(*self.acep.process(matches, watermark))
-        # every partition it read is dirty (its offsets commit); the outputs
-        # ride with the lowest partition, whose checkpoint holds the tables
+        alerts, dead = self.acep.process(matches, watermark)
+        out = self.outputs.encode(alerts) + dead_records(self.cfg, dead, "matcher")
+        # Every partition it read changed (its offsets commit). The lowest is
+        # always named, read or not: its checkpoint holds the tables and the
+        # held-back matches, and the outputs go out in its transaction, so it
+        # must commit too (else what partition 1's last watermark released
+        # would wait in partition 0's open transaction for input never coming).
         first = min(self.cfg.partitions)
-        result: dict[int, list[OutRecord]] = {j: [] for j in by_partition}
+        result: dict[int, list[OutRecord]] = {j: [] for j in decoded}
         result.setdefault(first, []).extend(out)
         return result
-
-    def _encode(self, alerts: list[Alert], dead: list[DeadLetter]) -> list[OutRecord]:
-        out = self.outputs.encode(alerts)
-        out += [OutRecord(self.cfg.topics.dead_letters,
-                          self.codec.encode(DEAD, dead_record(d, "matcher")), None)
-                for d in dead]
-        return out
 
     def plan_versions(self) -> dict[int, str]:
         """The model version it runs (model upgrades do not reach the acep
