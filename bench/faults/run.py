@@ -85,14 +85,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=21)
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--duration", type=int, default=240, help="simulated seconds of LR input")
-    ap.add_argument("--cars", type=int, default=150, help="car trips per direction")
+    ap.add_argument("--segments", default="84:88",
+                    help="LO:HI, the segments of the standard load kept")
     ap.add_argument("--speed", type=float, default=6.0, help="simulated s per wall s")
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--resume", action="store_true",
                     help="keep the runs already in OUT/faults.json, run the rest")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    stream = Stream.make(args.duration, args.cars, args.seed)
+    lo, hi = (int(v) for v in args.segments.split(":"))
+    stream = Stream.make(args.duration, args.seed, segments=(lo, hi))
     input_s = args.duration / args.speed
     print(f"stream: {stream.reports:,} reports, {sum(stream.expected.values()):,} expected "
           f"alerts, {input_s:.0f} s of input per run", flush=True)

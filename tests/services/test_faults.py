@@ -23,7 +23,7 @@ SPEED = 6.0  # simulated seconds per wall second: 60 s of input in 10 s
 
 @pytest.fixture(scope="module")
 def stream() -> Stream:
-    return Stream.make(duration_s=60, cars=60, seed=11)
+    return Stream.make(duration_s=60, seed=11)
 
 
 @pytest.fixture(scope="module")
