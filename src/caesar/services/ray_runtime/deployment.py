@@ -32,8 +32,7 @@ from caesar.settings import Settings
 
 @dataclass(frozen=True)
 class TablesAt:
-    """The shared tables at timestamp `ts` (None: their initial rows, or a
-    scheduler that keeps no versions showing its current rows)."""
+    """The shared tables at timestamp `ts` (None: their initial rows)."""
 
     ts: int | None
     tables: dict[str, list[dict[str, Any]]]

@@ -42,7 +42,7 @@ from caesar.services.matcher.processor import MatcherProcessor
 from caesar.services.matcher.runner import OutputEncoder, dead_records, decode_routed
 from caesar.services.matcher.stage_graph import default_engine_factory
 from caesar.services.scheduler.acep.processor import AcepProcessor
-from caesar.services.scheduler.acep.tables import TOP, VersionedTables
+from caesar.services.scheduler.acep.tables import TOP
 
 
 def acep_stages_plan(plan: ExecutionPlan) -> ExecutionPlan:
@@ -134,17 +134,11 @@ class AcepHandler:
         """The tables' rows (each table's in key order) as of the newest
         checkpoint written, or (`as_of`) after the s-transactions up to that
         timestamp, if it is older and still kept: {"ts": the timestamp shown
-        (None: the initial rows, or a scheduler without versions showing its
-        current rows), "tables": {name: [row, ...]}}. HistoryError when
-        `as_of` is no longer kept."""
+        (None: the initial rows), "tables": {name: [row, ...]}}. HistoryError
+        when `as_of` is no longer kept."""
         with self.lock:
-            if not isinstance(self.acep.executor.store, VersionedTables):
-                if as_of is not None:
-                    self.acep.tables(as_of)  # raises: one version only
-                at, rows = None, self.acep.tables()
-            else:
-                at = self.committed if as_of is None else min(as_of, self.committed)
-                rows = self.acep.tables(at)
+            at = self.committed if as_of is None else min(as_of, self.committed)
+            rows = self.acep.tables(at)
         return {"ts": None if at == -TOP else at,
                 "tables": {name: [dict(row) for _, row in sorted(table.items())]
                            for name, table in rows.items()}}
