@@ -68,7 +68,8 @@ def test_no_deployment_names_the_namespace(ray_session: None) -> None:
     from caesar.cli.main import _register_all, app
 
     _register_all()
-    namespace = ray.get_runtime_context().namespace
+    namespace = "elsewhere"
+    assert ray.get_runtime_context().namespace != namespace
     result = CliRunner().invoke(app, ["tables", str(WITH_TABLES), "--prefix", "nobody",
                                       "--ray-address", "unused"],
                                 env={"CAESAR_RAY__NAMESPACE": namespace})

@@ -136,7 +136,7 @@ def test_caesar_tables_shows_the_deployments_tables(
         deadline = time.monotonic() + 60  # the checkpoint after the last batch
         while dep.tables() != final and time.monotonic() < deadline:
             time.sleep(0.5)
-        env = dict(os.environ, CAESAR_RAY__NAMESPACE=ray.get_runtime_context().namespace)
+        env = dict(os.environ)  # the deployment's namespace: the settings' default, as here
         env.setdefault("RAY_AUTH_MODE", "disabled")  # the session's Ray has no token
         cli = subprocess.run(
             [sys.executable, "-m", "caesar.cli.main", "tables", str(model), "--format", "json",
@@ -156,8 +156,7 @@ def test_caesar_tables_shows_the_deployments_tables(
 
         _register_all()
         view = CliRunner().invoke(app, ["tables", str(model), "--table", "violations",
-                                        "--prefix", prefix, "--ray-address", "unused"],
-                                  env={"CAESAR_RAY__NAMESPACE": env["CAESAR_RAY__NAMESPACE"]})
+                                        "--prefix", prefix, "--ray-address", "unused"])
         assert view.exit_code == 0, view.output
         assert f"violations ({len(final['violations'])} rows)" in view.stdout
         assert "hygiene (" not in view.stdout

@@ -40,7 +40,8 @@ def print_tables(console: Console, tables: TableRows, columns: Mapping[str, Sequ
                                          default=str),
                               markup=False, highlight=False, soft_wrap=True)
             continue
-        view = Table(title=f"{name} ({len(rows)} rows)")
+        title = f"{name} ({len(rows)} rows)"
+        view = Table(title=title, min_width=len(title) + 4)  # a narrow table: one-line title
         for c in cols:
             view.add_column(c)
         for row in rows:

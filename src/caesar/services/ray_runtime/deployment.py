@@ -100,8 +100,11 @@ class Deployment:
             # One ACEP actor owns every partition: the tables are shared by all.
             owned = [tuple(range(self.settings.topics.partitions))] if service == "acep" \
                 else groups
+            # Named in the settings' namespace (not the driver's): `attach`
+            # and `caesar tables` look them up there.
             self.actors[service] = [
-                RemoteServiceActor.options(name=f"{prefix}-{service}-{i}").remote(
+                RemoteServiceActor.options(name=f"{prefix}-{service}-{i}",
+                                           namespace=self.settings.ray.namespace).remote(
                     service, self.plan, settings_json, group, f"{service}-{i}", self.options)
                 for i, group in enumerate(owned)]
 
