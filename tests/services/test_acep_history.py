@@ -65,5 +65,5 @@ def test_tables_as_of_a_kept_timestamp_equal_the_serial_reference(
         else:
             event("collected")
             assert ts not in kept, f"{ts} was to be kept, but versions before {floor} are gone"
-            with pytest.raises(HistoryError, match=f"before timestamp {floor}"):
+            with pytest.raises(HistoryError, match=f"before event time {floor}"):
                 proc.tables(ts)

@@ -18,6 +18,8 @@ from caesar.services.common.config import ServiceConfig
 from caesar.services.embedded.bus_pipeline import produce_end, produce_inputs, read_alerts
 from caesar.services.embedded.pipeline import EmbeddedPipeline
 from caesar.services.ray_runtime.deployment import Deployment
+from caesar.services.scheduler.acep.processor import AcepProcessor
+from caesar.services.scheduler.acep.runner import TABLE_HISTORY
 from caesar.settings import KafkaSettings, Settings, TopicSettings
 
 pytestmark = pytest.mark.integration
@@ -36,6 +38,8 @@ def _setup(kafka_bootstrap, unique_name, embedded=None):
     events = list(generate(HygieneConfig(workers=12, hours=3, seed=3, sanitize_before=0.6,
                                          sanitize_after=0.6)))
     pipe = EmbeddedPipeline(plan)
+    # the versions the acep service keeps, here too (the oracle of --as-of)
+    pipe.acep = AcepProcessor(plan.acep, history=TABLE_HISTORY)
     expected = pipe.run_values(events)
     if embedded is not None:
         embedded.update(pipe=pipe, prefix=prefix)

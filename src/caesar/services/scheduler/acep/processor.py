@@ -28,7 +28,6 @@ from caesar.services.scheduler.acep.tables import TOP, Key, Row, VersionedTables
 
 SCHEDULER_NAMES = ("sei", "s2pl", "lwm")
 STATE_VERSION = 1  # of snapshot(): bump when its layout changes
-HISTORY = 1024  # timestamps whose table versions stay readable (`tables(as_of)`)
 
 
 class HistoryError(ValueError):
@@ -37,7 +36,7 @@ class HistoryError(ValueError):
 
 class AcepProcessor:
     def __init__(self, plan: AcepPlan, scheduler: str = "lwm", seed: int = 0,
-                 history: int = HISTORY) -> None:
+                 history: int = 1) -> None:
         if scheduler not in SCHEDULER_NAMES:
             raise ValueError(f"unknown ACEP scheduler {scheduler!r}; "
                              f"choose one of {', '.join(SCHEDULER_NAMES)}")
@@ -51,6 +50,7 @@ class AcepProcessor:
         self.done_ts: int | None = None  # newest timestamp executed
         # Versions readable by `tables(as_of)`: those of the last `history`
         # timestamps run, and from the pinned one on (the newest committed).
+        # Each kept timestamp costs memory for the versions written at it.
         self.stamps: deque[int] = deque(maxlen=max(1, history))
         self.pinned: int | None = None
 
@@ -82,12 +82,11 @@ class AcepProcessor:
         store = self.executor.store
         if as_of is None:
             return store.snapshot()
-        if not isinstance(store, VersionedTables):
-            raise HistoryError(f"the {self.executor.scheduler.name} scheduler keeps one "
-                               "version of the tables: only the current rows can be shown")
+        assert isinstance(store, VersionedTables)  # SEI, S2PL and LWM all keep versions
         if store.floor is not None and as_of < store.floor:
-            raise HistoryError(f"the tables before timestamp {store.floor} are no longer "
-                               f"kept (the last {self.stamps.maxlen} timestamps are)")
+            raise HistoryError(f"the tables before event time {store.floor} are no longer "
+                               f"kept (the versions of the last {self.stamps.maxlen} "
+                               "timestamps are, none from before a restart)")
         return store.snapshot(as_of)
 
     def pin(self, ts: int | None) -> None:

@@ -44,6 +44,9 @@ from caesar.services.matcher.stage_graph import default_engine_factory
 from caesar.services.scheduler.acep.processor import AcepProcessor
 from caesar.services.scheduler.acep.tables import TOP
 
+# Timestamps whose table versions the service keeps for `caesar tables --as-of`.
+TABLE_HISTORY = 1024
+
 
 def acep_stages_plan(plan: ExecutionPlan) -> ExecutionPlan:
     """The plan with only the matcher stages deriving `_acep_*` matches."""
@@ -62,7 +65,7 @@ class AcepHandler:
         plan = acep_stages_plan(cfg.plan)
         factory = cfg.engine_factory or default_engine_factory
         self.matchers = {j: MatcherProcessor(plan, factory) for j in cfg.partitions}
-        self.acep = AcepProcessor(cfg.plan.acep, scheduler)
+        self.acep = AcepProcessor(cfg.plan.acep, scheduler, history=TABLE_HISTORY)
         self.seen = SeqFilter()
         self.outputs = OutputEncoder(cfg)
         self.lock = threading.Lock()  # the loop's thread vs `tables()` callers
