@@ -45,7 +45,11 @@ class Handler(Protocol):
     def inputs(self) -> list[TopicPartition]: ...
 
     def handle(self, records: Sequence[Record]) -> Mapping[int, list[OutRecord]]:
-        """Outputs by the partition j whose inputs caused them."""
+        """Outputs by the partition j whose transaction they go out in. Every
+        partition named (even with no outputs) has changed state and commits,
+        whether or not it read anything in `records`: a handler whose state
+        for all partitions lives with one of them (the acep service's tables)
+        names that one too."""
         ...
 
     def partition_inputs(self, j: int) -> list[TopicPartition]: ...
@@ -198,6 +202,10 @@ class ServiceLoop:
                 self._dirty.add(self._owner.get(tp, r.partition))
             self.stats.records_in += len(records)
             self.stats.batches += 1
+            # A partition named may have read nothing (its state or transaction
+            # took another's work): it commits all the same, else its open
+            # transaction, and what went out in it, would stay invisible.
+            self._dirty.update(outputs)
             for j, out in outputs.items():
                 if out and not self._produce(j, out):
                     return len(records)  # rewound to the last commit: the rest is void

@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
 import numpy as np
 
 from caesar.bus.records import OutRecord, Record, TopicPartition
-from caesar.codecs import SingleObjectCodec
+from caesar.codecs import Codec, SingleObjectCodec
 from caesar.codecs.flat import FlatCodec, flat_fields
+from caesar.events.batch import StringPool
 from caesar.plans.execution import ExecutionPlan
 from caesar.plans.pattern import PatternPlan
 from caesar.services.common.columnar import routed_from
@@ -136,6 +137,27 @@ def dead_records(cfg: ServiceConfig, letters: list[DeadLetter], service: str
                       None) for d in letters]
 
 
+def decode_routed(codec: Codec, records: Sequence[Record], seen: SeqFilter,
+                  strings: Callable[[int], StringPool]
+                  ) -> dict[int, list[RoutedBatch | Progress | PlanSwitch]]:
+    """The fresh inputs of a routed topic per Kafka partition j, in order
+    (replayed batches dropped by `seen`; strings interned in `strings(j)`)."""
+    by_partition: dict[int, list[RoutedBatch | Progress | PlanSwitch]] = defaultdict(list)
+    for r in records:
+        if r.value is None:  # a tombstone: the services never write one here
+            continue
+        schema, value = codec.decode(r.value)
+        if schema == ROUTED_BATCH:
+            if seen.fresh(r.partition, value["batch"]["seq"]):
+                batch, _ = routed_from(value, strings(r.partition))
+                by_partition[r.partition].append(batch)
+        elif schema == PROGRESS:
+            by_partition[r.partition].append(progress_from(value))
+        elif schema == SWITCH:
+            by_partition[r.partition].append(switch_from(value))
+    return by_partition
+
+
 def matcher_plan(plan: ExecutionPlan) -> ExecutionPlan:
     """The plan the matcher runs: the `_acep_*` stages of a model with tables
     stay internal (the acep service runs them and publishes what the rules
@@ -185,21 +207,8 @@ class MatcherHandler:
 
     def _decode(self, records: Sequence[Record]
                 ) -> dict[int, list[RoutedBatch | Progress | PlanSwitch]]:
-        """The fresh inputs per Kafka partition (replayed batches dropped)."""
-        by_partition: dict[int, list[RoutedBatch | Progress | PlanSwitch]] = defaultdict(list)
-        for r in records:
-            if r.value is None:  # a tombstone: the services never write one here
-                continue
-            schema, value = self.codec.decode(r.value)
-            if schema == ROUTED_BATCH:
-                if self.seen.fresh(r.partition, value["batch"]["seq"]):
-                    batch, _ = routed_from(value, self.procs[r.partition].graph.strings)
-                    by_partition[r.partition].append(batch)
-            elif schema == PROGRESS:
-                by_partition[r.partition].append(progress_from(value))
-            elif schema == SWITCH:
-                by_partition[r.partition].append(switch_from(value))
-        return by_partition
+        return decode_routed(self.codec, records, self.seen,
+                             lambda j: self.procs[j].graph.strings)
 
     def plan_versions(self) -> dict[int, str]:
         return dict(self.plans.versions)

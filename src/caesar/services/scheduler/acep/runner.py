@@ -10,6 +10,10 @@ One actor owns all partitions (the tables are shared by all of them). Reading
 the routed topic, rather than the matcher's alerts, keeps each partition's
 matches and its progress in one ordered stream.
 
+`tables(as_of)` answers `caesar tables` from another thread of the actor
+(a lock keeps it out of a batch): the rows of the newest checkpoint written,
+or of an older timestamp still kept.
+
 State: per partition its matcher state; the tables, the newest timestamp
 run and the held-back matches ride with the lowest partition's checkpoint
 (the store's changelog), so a restarted actor goes on from the last commit.
@@ -22,7 +26,7 @@ of the actor's partitions would close it).
 
 from __future__ import annotations
 
-from collections import defaultdict
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -31,15 +35,17 @@ from caesar.bus.records import OutRecord, Record, TopicPartition
 from caesar.plans.execution import ExecutionPlan
 from caesar.plans.pattern import PatternPlan
 from caesar.plans.serialize import plan_version
-from caesar.services.common.columnar import routed_from
 from caesar.services.common.config import ServiceConfig
-from caesar.services.common.messages import Alert, DeadLetter, Progress, RoutedBatch
+from caesar.services.common.messages import PlanSwitch
 from caesar.services.common.replay import SeqFilter
-from caesar.services.common.wire import DEAD, PROGRESS, ROUTED_BATCH, dead_record, progress_from
 from caesar.services.matcher.processor import MatcherProcessor
-from caesar.services.matcher.runner import OutputEncoder
+from caesar.services.matcher.runner import OutputEncoder, dead_records, decode_routed
 from caesar.services.matcher.stage_graph import default_engine_factory
 from caesar.services.scheduler.acep.processor import AcepProcessor
+from caesar.services.scheduler.acep.tables import TOP
+
+# Timestamps whose table versions the service keeps for `caesar tables --as-of`.
+TABLE_HISTORY = 1024
 
 
 def acep_stages_plan(plan: ExecutionPlan) -> ExecutionPlan:
@@ -59,9 +65,13 @@ class AcepHandler:
         plan = acep_stages_plan(cfg.plan)
         factory = cfg.engine_factory or default_engine_factory
         self.matchers = {j: MatcherProcessor(plan, factory) for j in cfg.partitions}
-        self.acep = AcepProcessor(cfg.plan.acep, scheduler)
+        self.acep = AcepProcessor(cfg.plan.acep, scheduler, history=TABLE_HISTORY)
         self.seen = SeqFilter()
         self.outputs = OutputEncoder(cfg)
+        self.lock = threading.Lock()  # the loop's thread vs `tables()` callers
+        # The newest timestamp in a checkpoint written (-TOP: the initial rows).
+        self.committed = -TOP
+        self.acep.pin(self.committed)
 
     def inputs(self) -> list[TopicPartition]:
         return [tp for j in self.cfg.partitions for tp in self.partition_inputs(j)]
@@ -70,36 +80,30 @@ class AcepHandler:
         return [TopicPartition(self.cfg.routed_topic, j)]
 
     def handle(self, records: Sequence[Record]) -> dict[int, list[OutRecord]]:
-        # Decoded like the matcher's input (matcher/runner.py).
-        by_partition: dict[int, list[RoutedBatch | Progress]] = defaultdict(list)
-        for r in records:
-            if r.value is None:
-                continue
-            schema, value = self.codec.decode(r.value)
-            if schema == ROUTED_BATCH:
-                if self.seen.fresh(r.partition, value["batch"]["seq"]):
-                    batch, _ = routed_from(value, self.matchers[r.partition].graph.strings)
-                    by_partition[r.partition].append(batch)
-            elif schema == PROGRESS:
-                by_partition[r.partition].append(progress_from(value))
+        with self.lock:
+            return self._handle(records)
+
+    def _handle(self, records: Sequence[Record]) -> dict[int, list[OutRecord]]:
+        # Decoded like the matcher's input; model switches are not followed
+        # (plan_versions).
+        decoded = decode_routed(self.codec, records, self.seen,
+                                lambda j: self.matchers[j].graph.strings)
         matches = []
-        for j, items in by_partition.items():
-            matches += self.matchers[j].process(items).alerts
+        for j, items in decoded.items():
+            matches += self.matchers[j].process(
+                [i for i in items if not isinstance(i, PlanSwitch)]).alerts
         watermark = min(m.watermark for m in self.matchers.values())
-        out = self._encode(*self.acep.process(matches, watermark))
-        # every partition it read is dirty (its offsets commit); the outputs
-        # ride with the lowest partition, whose checkpoint holds the tables
+        alerts, dead = self.acep.process(matches, watermark)
+        out = self.outputs.encode(alerts) + dead_records(self.cfg, dead, "matcher")
+        # Every partition it read changed (its offsets commit). The lowest is
+        # always named, read or not: its checkpoint holds the tables and the
+        # held-back matches, and the outputs go out in its transaction, so it
+        # must commit too (else what partition 1's last watermark released
+        # would wait in partition 0's open transaction for input never coming).
         first = min(self.cfg.partitions)
-        result: dict[int, list[OutRecord]] = {j: [] for j in by_partition}
+        result: dict[int, list[OutRecord]] = {j: [] for j in decoded}
         result.setdefault(first, []).extend(out)
         return result
-
-    def _encode(self, alerts: list[Alert], dead: list[DeadLetter]) -> list[OutRecord]:
-        out = self.outputs.encode(alerts)
-        out += [OutRecord(self.cfg.topics.dead_letters,
-                          self.codec.encode(DEAD, dead_record(d, "matcher")), None)
-                for d in dead]
-        return out
 
     def plan_versions(self) -> dict[int, str]:
         """The model version it runs (model upgrades do not reach the acep
@@ -111,7 +115,11 @@ class AcepHandler:
         state: dict[str, Any] = {"proc": self.matchers[j].snapshot(),
                                  "seen": self.seen.last.get(j, -1)}
         if j == min(self.cfg.partitions):
-            state["acep"] = self.acep.snapshot()
+            with self.lock:
+                state["acep"] = self.acep.snapshot()
+                if self.acep.done_ts is not None:
+                    self.committed = self.acep.done_ts
+                    self.acep.pin(self.committed)
         return state
 
     def restore_partition(self, j: int, state: Any) -> None:
@@ -119,7 +127,24 @@ class AcepHandler:
         if isinstance(state["seen"], int):
             self.seen.last[j] = state["seen"]
         if "acep" in state:
-            self.acep.restore(state["acep"])
+            with self.lock:
+                self.acep.restore(state["acep"])
+                if self.acep.done_ts is not None:
+                    self.committed = self.acep.done_ts
+                    self.acep.pin(self.committed)
+
+    def tables(self, as_of: int | None = None) -> dict[str, Any]:
+        """The tables' rows (each table's in key order) as of the newest
+        checkpoint written, or (`as_of`) after the s-transactions up to that
+        timestamp, if it is older and still kept: {"ts": the timestamp shown
+        (None: the initial rows), "tables": {name: [row, ...]}}. HistoryError
+        when `as_of` is no longer kept."""
+        with self.lock:
+            at = self.committed if as_of is None else min(as_of, self.committed)
+            rows = self.acep.tables(at)
+        return {"ts": None if at == -TOP else at,
+                "tables": {name: [dict(row) for _, row in sorted(table.items())]
+                           for name, table in rows.items()}}
 
     def event_time(self) -> int:
         return max((m.watermark for m in self.matchers.values()), default=0)

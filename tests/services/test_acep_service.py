@@ -1,0 +1,210 @@
+"""The acep service's runner on the exactly-once loop without Kafka (the
+in-memory bus has Kafka's transactions): its tables and outputs live with its
+lowest partition, so that partition must commit whenever any partition's
+input moved them, also when it read nothing itself. The Kafka + Ray version
+of these is test_acep_ray_kafka.py."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import caesar
+from caesar.bus.memory import InMemoryBus
+from caesar.bus.reading import read_all
+from caesar.bus.records import OutRecord, Record, TopicPartition, TopicSpec
+from caesar.codecs import make_codec
+from caesar.examples.hospital_hygiene.generator import HygieneConfig, generate
+from caesar.language import compile_model
+from caesar.services.common.config import ServiceConfig
+from caesar.services.common.loop import ServiceLoop
+from caesar.services.embedded.bus_pipeline import (
+    BusPipeline,
+    produce_end,
+    produce_inputs,
+    read_alerts,
+)
+from caesar.services.embedded.pipeline import EmbeddedPipeline
+from caesar.services.store.checkpoint import StateStore
+from caesar.services.wiring import make_loop
+from caesar.settings import TopicSettings
+
+MODEL = Path(caesar.__file__).parent / "examples" / "hospital_hygiene" / "hyreminder.caesar"
+IN = "in"
+OUT = "out"
+
+
+class SharedCount:
+    """The acep handler's shape in small: one count over both partitions'
+    input, kept in partition 0's checkpoint, each new value going out in
+    partition 0's transaction."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def inputs(self) -> list[TopicPartition]:
+        return [TopicPartition(IN, 0), TopicPartition(IN, 1)]
+
+    def partition_inputs(self, j: int) -> list[TopicPartition]:
+        return [TopicPartition(IN, j)]
+
+    def handle(self, records: Sequence[Record]) -> dict[int, list[OutRecord]]:
+        self.count += len(records)
+        result: dict[int, list[OutRecord]] = {r.partition: [] for r in records}
+        result[0] = [OutRecord(OUT, str(self.count).encode(), None, partition=0)]
+        return result
+
+    def snapshot_partition(self, j: int) -> Any:
+        return {"count": self.count} if j == 0 else {}
+
+    def restore_partition(self, j: int, state: Any) -> None:
+        self.count = state.get("count", self.count)
+
+    def event_time(self) -> int:
+        return 0
+
+
+def shared_count_loop(bus: InMemoryBus) -> ServiceLoop:
+    store = StateStore(bus, make_codec(), changelog_topic="changelog",
+                       checkpoints_topic="checkpoints", service="shared")
+    loop = ServiceLoop(bus=bus, group_id="shared", transactional_prefix="shared",
+                       handler_factory=SharedCount, partitions=(0, 1), store=store,
+                       poll_timeout_s=0.0, commit_interval_s=0.0)
+    loop.start()
+    return loop
+
+
+def committed_outputs(bus: InMemoryBus) -> list[bytes]:
+    return [r.value for r in read_all(bus, [TopicPartition(OUT, 0)], timeout_s=5.0)
+            if r.value is not None]
+
+
+def test_a_partition_named_without_input_commits_its_outputs_and_state():
+    bus = InMemoryBus()
+    bus.create_topics([TopicSpec(IN, 2), TopicSpec(OUT, 1), TopicSpec("changelog", 2),
+                       TopicSpec("checkpoints", 1)])
+    loop = shared_count_loop(bus)
+    bus.producer().produce([OutRecord(IN, b"x", None, partition=1) for _ in range(3)])
+    while loop.run_once():
+        pass
+    loop.commit()
+    # partition 0 read nothing, yet its transaction holds the output: committed
+    assert committed_outputs(bus) == [b"3"]
+    assert not loop.pending()
+    loop.close()
+    # ... and so does its checkpoint: a new owner goes on from 3 without replay
+    again = shared_count_loop(bus)
+    assert again.handler.count == 3  # type: ignore[attr-defined]
+    bus.producer().produce([OutRecord(IN, b"x", None, partition=1)])
+    while again.run_once():
+        pass
+    again.commit()
+    assert committed_outputs(bus) == [b"3", b"4"]
+    again.close()
+
+
+@pytest.fixture(scope="module")
+def hyreminder() -> tuple[ServiceConfig, list[dict[str, Any]], list[tuple]]:
+    plan = compile_model(MODEL.read_text(encoding="utf-8"))
+    events = list(generate(HygieneConfig(workers=12, hours=3, seed=3, sanitize_before=0.6,
+                                         sanitize_after=0.6)))
+    want = sorted(a.identity() for a in EmbeddedPipeline(plan).run_values(events).alerts)
+    assert len(want) > 10
+    cfg = ServiceConfig(plan, TopicSettings(partitions=2), make_codec(), (0, 1), "t")
+    return cfg, events, want
+
+
+def test_hyreminder_over_two_partitions_in_small_batches_equals_embedded(hyreminder):
+    """Small batches: the last watermarks reach the acep service in a batch of
+    partition 1 alone, and what they release must still go out."""
+    cfg, events, want = hyreminder
+    bus = InMemoryBus()
+    pipe = BusPipeline(cfg, bus, poll_timeout_s=0.0, commit_interval_s=0.0, batch_size=50)
+    produce_inputs(bus, cfg, events, end=True)
+    pipe.run_until_quiet(quiet_s=0.3)
+    assert sorted(a.identity() for a in read_alerts(bus, cfg)) == want
+    pipe.close()
+
+
+def test_a_restarted_acep_loop_restores_tables_moved_by_either_partition(hyreminder):
+    cfg, events, want = hyreminder
+    bus = InMemoryBus()
+    options = {"poll_timeout_s": 0.0, "commit_interval_s": 0.0, "batch_size": 50}
+    pipe = BusPipeline(cfg, bus, **options)
+    half = len(events) // 2
+    produce_inputs(bus, cfg, events[:half])
+    # ShiftEnd has not spoken yet and holds the release back: a watermark at
+    # the cut releases the first half (the input is in time order)
+    produce_end(bus, cfg, events[half]["ts"])
+    pipe.run_until_quiet(quiet_s=0.3)
+    assert read_alerts(bus, cfg)
+    # the acep service "crashes" after its last commit; a new loop restores it
+    old = pipe.loops["acep"]
+    assert old.consumer is not None
+    old.consumer.close()
+    scfg = ServiceConfig(**{**cfg.__dict__, "actor_id": "acep-t"})
+    pipe.loops["acep"] = make_loop("acep", scfg, bus, **options)
+    pipe.loops["acep"].start()
+    assert set(pipe.loops["acep"].stats.restored_from) == {
+        f"{cfg.routed_topic}[0]", f"{cfg.routed_topic}[1]"}
+    produce_inputs(bus, cfg, events[half:], end=True)
+    pipe.run_until_quiet(quiet_s=0.3)
+    # exactly once: every commit was complete, so nothing repeats or is lost
+    assert sorted(a.identity() for a in read_alerts(bus, cfg)) == want
+    pipe.close()
+
+
+def test_the_acep_handler_shows_the_tables_of_its_last_checkpoint(hyreminder):
+    """`caesar tables` asks AcepHandler.tables(): the rows of the newest
+    checkpoint written, not those of batches run since (they may still be
+    rolled back), the same rows again after a restore, and at the end the
+    embedded pipeline's final tables."""
+    from caesar.cli.tables_view import rows_in_key_order
+
+    cfg, events, _ = hyreminder
+    embedded = EmbeddedPipeline(cfg.plan)
+    embedded.run_values(events)
+    assert embedded.acep is not None
+    final = rows_in_key_order(embedded.acep.tables())
+    bus = InMemoryBus()
+    options = {"poll_timeout_s": 0.0, "commit_interval_s": 0.0, "batch_size": 50}
+    pipe = BusPipeline(cfg, bus, **options)
+    acep = pipe.loops["acep"]
+    fresh = acep.handler.tables()  # type: ignore[attr-defined]
+    assert fresh["ts"] is None and fresh["tables"] == {"hygiene": [], "violations": []}
+    half = len(events) // 2
+    produce_inputs(bus, cfg, events[:half])
+    produce_end(bus, cfg, events[half]["ts"])
+    pipe.run_until_quiet(quiet_s=0.3)
+    handler: Any = acep.handler
+    first = handler.tables()
+    assert first["ts"] == handler.acep.done_ts is not None
+    assert first["tables"] == rows_in_key_order(handler.acep.tables()) != fresh["tables"]
+    # The rest runs through the acep service without a commit: not shown yet.
+    acep.commit_interval_s = 3600.0
+    produce_inputs(bus, cfg, events[half:], end=True)
+    others = [loop for name, loop in pipe.loops.items() if name != "acep"]
+    for _ in range(1000):
+        moved = sum(loop.run_once() for loop in others) + acep.run_once()
+        for loop in others:
+            if loop.pending():
+                loop.commit()
+                moved += 1
+        if not moved:
+            break
+    assert acep.pending() and rows_in_key_order(handler.acep.tables()) == final
+    assert handler.tables() == first
+    acep.commit()
+    assert handler.tables()["tables"] == final and handler.tables()["ts"] > first["ts"]
+    # A restarted acep service shows what its checkpoint holds.
+    assert acep.consumer is not None
+    acep.consumer.close()
+    scfg = ServiceConfig(**{**cfg.__dict__, "actor_id": "acep-t"})
+    again = make_loop("acep", scfg, bus, **options)
+    again.start()
+    assert again.handler.tables() == handler.tables()  # type: ignore[attr-defined]
+    again.close()
+    pipe.close()
