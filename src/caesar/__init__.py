@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from caesar.api import Model, Output, Session, compile, deploy, update
+from caesar.api import Model, Output, Session, attach, compile, deploy, update
 from caesar.errors import CaesarError, ModelError, SourcePosition
 from caesar.plans.functions import function
 from caesar.services.common.messages import Alert, ContextChange, DeadLetter
@@ -24,5 +24,5 @@ except PackageNotFoundError:  # running from a checkout without an install
     __version__ = "0+unknown"
 
 __all__ = ["Alert", "CaesarError", "ContextChange", "DeadLetter", "Model", "ModelError",
-           "Output", "Session", "SourcePosition", "__version__", "compile", "deploy", "function",
-           "update"]
+           "Output", "Session", "SourcePosition", "__version__", "attach", "compile", "deploy",
+           "function", "update"]

@@ -223,7 +223,8 @@ def deploy(model: Model, settings: Settings | None = None,
     """Start the model's services as Ray actors reading and writing Kafka
     (`caesar deploy` from Python). Connects to Ray at `settings.ray.address`
     (or starts a local one) unless `ray.init` was called; returns the running
-    deployment: `stats()`, `stop()`. Options: `allowance`, `group_prefix`."""
+    deployment: `stats()`, `tables()`, `stop()`. Options: `allowance`,
+    `group_prefix`."""
     from caesar.runtime.ray_local import use_token_auth
 
     use_token_auth()
@@ -249,6 +250,14 @@ def update(model: Model, settings: Settings | None = None, *,
     empty; UpgradeError names a query whose state cannot carry over. Returns
     what happened to the queries. (`deployment.update(model.plan)` does the
     same on a Deployment this process started.)"""
+    return attach(settings, prefix=prefix).update(model.plan)
+
+
+def attach(settings: Settings | None = None, *, prefix: str = "caesar") -> Deployment:
+    """The deployment running as `prefix` (`caesar deploy --prefix`) in the
+    settings' Ray namespace, started by another process: `stats()`,
+    `tables()`, `update(plan)`. Connects like `deploy` unless `ray.init` was
+    called; RuntimeEnvironmentError when no such deployment runs."""
     from caesar.runtime.ray_local import use_token_auth
 
     use_token_auth()
@@ -261,7 +270,7 @@ def update(model: Model, settings: Settings | None = None, *,
     if not ray.is_initialized():
         ray.init(address=settings.ray.address, namespace=settings.ray.namespace,
                  include_dashboard=False, log_to_driver=False)
-    return Deployment.attach(settings, prefix).update(model.plan)
+    return Deployment.attach(settings, prefix)
 
 
 def _engine_factory(engine: Engine) -> EngineFactory:

@@ -1,6 +1,6 @@
 """Every ```python block of docs/python.md runs, in order, in one namespace
-(the doc is the API's specification). The deploy example needs a broker and
-Ray, so it runs in the integration test below with the session fixtures."""
+(the doc is the API's specification). The deploy examples need a broker and
+Ray, so they run in the integration test below with the session fixtures."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def _run(blocks: list[str], namespace: dict[str, object]) -> None:
 
 
 def test_the_doc_has_examples() -> None:
-    assert len(LOCAL) >= 6 and len(DEPLOY) == 1
+    assert len(LOCAL) >= 6 and len(DEPLOY) == 2
 
 
 def test_local_examples_run() -> None:
@@ -33,5 +33,6 @@ def test_local_examples_run() -> None:
 @pytest.mark.integration
 def test_deploy_example_runs(kafka_bootstrap: str, ray_session: None) -> None:
     namespace: dict[str, object] = {"BOOTSTRAP": kafka_bootstrap}
-    _run(LOCAL[:1], namespace)  # the model
+    # the models they deploy: `model`, and `rules` (shared tables)
+    _run([LOCAL[0], *(b for b in LOCAL if "rules = caesar.compile(" in b)], namespace)
     _run(DEPLOY, namespace)

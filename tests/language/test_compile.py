@@ -248,3 +248,8 @@ CONTEXT b {
     optimized = _stages(compiled.execution)
     assert set(optimized) == {"q3", "q4"}
     assert all(s.contexts == ("b",) for s in optimized.values())
+
+
+def test_a_model_from_text_without_a_model_line_gets_a_topic_safe_name() -> None:
+    # The name prefixes Kafka topics (`<name>.<EventType>`): "<model>" is not one.
+    assert compile_model("EVENT A(ts INT, x INT)\n").model == "model"

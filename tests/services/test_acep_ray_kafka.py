@@ -18,6 +18,8 @@ from caesar.services.common.config import ServiceConfig
 from caesar.services.embedded.bus_pipeline import produce_end, produce_inputs, read_alerts
 from caesar.services.embedded.pipeline import EmbeddedPipeline
 from caesar.services.ray_runtime.deployment import Deployment
+from caesar.services.scheduler.acep.processor import AcepProcessor
+from caesar.services.scheduler.acep.runner import TABLE_HISTORY
 from caesar.settings import KafkaSettings, Settings, TopicSettings
 
 pytestmark = pytest.mark.integration
@@ -25,13 +27,22 @@ pytestmark = pytest.mark.integration
 MODEL = Path(caesar.__file__).parent / "examples" / "hospital_hygiene" / "hyreminder.caesar"
 
 
-def _setup(kafka_bootstrap, unique_name):
+def _model_text(prefix: str) -> str:
+    return MODEL.read_text(encoding="utf-8").replace('"hh-', f'"{prefix}-')
+
+
+def _setup(kafka_bootstrap, unique_name, embedded=None):
     prefix = unique_name("hh")
-    plan = compile_model(MODEL.read_text(encoding="utf-8").replace('"hh-', f'"{prefix}-'))
+    plan = compile_model(_model_text(prefix))
     assert plan.acep is not None
     events = list(generate(HygieneConfig(workers=12, hours=3, seed=3, sanitize_before=0.6,
                                          sanitize_after=0.6)))
-    expected = EmbeddedPipeline(plan).run_values(events)
+    pipe = EmbeddedPipeline(plan)
+    # the versions the acep service keeps, here too (the oracle of --as-of)
+    pipe.acep = AcepProcessor(plan.acep, history=TABLE_HISTORY)
+    expected = pipe.run_values(events)
+    if embedded is not None:
+        embedded.update(pipe=pipe, prefix=prefix)
     assert {a.event_type for a in expected.alerts} >= {"HygieneAlert", "WardStatus"}
     p = unique_name("caesar")
     topics = TopicSettings.under(p, partitions=2)
@@ -95,3 +106,67 @@ def test_a_killed_acep_actor_restores_its_tables(
         assert dep.stats()["acep"][0]["restored_from"], "the acep actor restored a checkpoint"
     finally:
         dep.stop()
+
+
+def test_caesar_tables_shows_the_deployments_tables(
+        kafka_bootstrap, kafka_bus, ray_session, unique_name, tmp_path):
+    """`caesar tables MODEL` (its own process, connecting to the session's
+    Ray) prints the rows the embedded pipeline ends with; `--as-of` and the
+    Python API read an older version the same as the embedded tables'."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import ray
+
+    from caesar.cli.tables_view import rows_in_key_order
+
+    embedded: dict = {}
+    events, want, cfg, dep = _setup(kafka_bootstrap, unique_name, embedded)
+    acep = embedded["pipe"].acep
+    final = rows_in_key_order(acep.tables())
+    assert final["hygiene"] and final["violations"], "the input leaves rows in both tables"
+    older = list(acep.stamps)[len(acep.stamps) // 2]
+    at_older = rows_in_key_order(acep.tables(older))
+    assert at_older != final
+    model = tmp_path / "hh.caesar"
+    model.write_text(_model_text(embedded["prefix"]), encoding="utf-8")
+    prefix = dep.prefix
+    dep.start()
+    try:
+        produce_inputs(kafka_bus, cfg, events, end=True)
+        assert _wait(kafka_bus, cfg, want) == want
+        deadline = time.monotonic() + 60  # the checkpoint after the last batch
+        while dep.tables() != final and time.monotonic() < deadline:
+            time.sleep(0.5)
+        env = dict(os.environ)  # the deployment's namespace: the settings' default, as here
+        env.setdefault("RAY_AUTH_MODE", "disabled")  # the session's Ray has no token
+        cli = subprocess.run(
+            [sys.executable, "-m", "caesar.cli.main", "tables", str(model), "--format", "json",
+             "--prefix", prefix, "--ray-address", ray.get_runtime_context().gcs_address],
+            capture_output=True, text=True, env=env, timeout=180)
+        assert cli.returncode == 0, cli.stderr
+        printed: dict[str, list] = {name: [] for name in final}
+        for line in cli.stdout.splitlines():
+            item = json.loads(line)
+            printed[item["table"]].append(item["row"])
+        assert printed == final
+        assert f"deployment {prefix!r}" in cli.stderr
+        # The rich rendering, one table (in this process: its Ray is the session's).
+        from typer.testing import CliRunner
+
+        from caesar.cli.main import _register_all, app
+
+        _register_all()
+        view = CliRunner().invoke(app, ["tables", str(model), "--table", "violations",
+                                        "--prefix", prefix, "--ray-address", "unused"])
+        assert view.exit_code == 0, view.output
+        assert f"violations ({len(final['violations'])} rows)" in view.stdout
+        assert "hygiene (" not in view.stdout
+        shown = dep.tables_at(older)
+        assert (shown.ts, shown.tables) == (older, at_older)
+        assert dep.tables_at(10**12).tables == final  # later than committed: the newest
+    finally:
+        stats = dep.stop()
+    assert all(s["error"] is None for ss in stats.values() for s in ss)

@@ -155,3 +155,56 @@ def test_a_restarted_acep_loop_restores_tables_moved_by_either_partition(hyremin
     # exactly once: every commit was complete, so nothing repeats or is lost
     assert sorted(a.identity() for a in read_alerts(bus, cfg)) == want
     pipe.close()
+
+
+def test_the_acep_handler_shows_the_tables_of_its_last_checkpoint(hyreminder):
+    """`caesar tables` asks AcepHandler.tables(): the rows of the newest
+    checkpoint written, not those of batches run since (they may still be
+    rolled back), the same rows again after a restore, and at the end the
+    embedded pipeline's final tables."""
+    from caesar.cli.tables_view import rows_in_key_order
+
+    cfg, events, _ = hyreminder
+    embedded = EmbeddedPipeline(cfg.plan)
+    embedded.run_values(events)
+    assert embedded.acep is not None
+    final = rows_in_key_order(embedded.acep.tables())
+    bus = InMemoryBus()
+    options = {"poll_timeout_s": 0.0, "commit_interval_s": 0.0, "batch_size": 50}
+    pipe = BusPipeline(cfg, bus, **options)
+    acep = pipe.loops["acep"]
+    fresh = acep.handler.tables()  # type: ignore[attr-defined]
+    assert fresh["ts"] is None and fresh["tables"] == {"hygiene": [], "violations": []}
+    half = len(events) // 2
+    produce_inputs(bus, cfg, events[:half])
+    produce_end(bus, cfg, events[half]["ts"])
+    pipe.run_until_quiet(quiet_s=0.3)
+    handler: Any = acep.handler
+    first = handler.tables()
+    assert first["ts"] == handler.acep.done_ts is not None
+    assert first["tables"] == rows_in_key_order(handler.acep.tables()) != fresh["tables"]
+    # The rest runs through the acep service without a commit: not shown yet.
+    acep.commit_interval_s = 3600.0
+    produce_inputs(bus, cfg, events[half:], end=True)
+    others = [loop for name, loop in pipe.loops.items() if name != "acep"]
+    for _ in range(1000):
+        moved = sum(loop.run_once() for loop in others) + acep.run_once()
+        for loop in others:
+            if loop.pending():
+                loop.commit()
+                moved += 1
+        if not moved:
+            break
+    assert acep.pending() and rows_in_key_order(handler.acep.tables()) == final
+    assert handler.tables() == first
+    acep.commit()
+    assert handler.tables()["tables"] == final and handler.tables()["ts"] > first["ts"]
+    # A restarted acep service shows what its checkpoint holds.
+    assert acep.consumer is not None
+    acep.consumer.close()
+    scfg = ServiceConfig(**{**cfg.__dict__, "actor_id": "acep-t"})
+    again = make_loop("acep", scfg, bus, **options)
+    again.start()
+    assert again.handler.tables() == handler.tables()  # type: ignore[attr-defined]
+    again.close()
+    pipe.close()

@@ -74,7 +74,7 @@ def test_update_a_running_deployment_while_input_flows(kafka_bootstrap, kafka_bu
                if isinstance(v, str)}
         env["CAESAR_TOPICS__PARTITIONS"] = "2"
         env["CAESAR_KAFKA__BOOTSTRAP_SERVERS"] = kafka_bootstrap
-        env["CAESAR_RAY__NAMESPACE"] = "caesar-tests"
+        # the actors are named in the settings' Ray namespace (the default here)
         result = CliRunner().invoke(app, ["deploy", path, "--update", "--prefix", p], env=env)
         assert result.exit_code == 0, result.output
         assert "renamed pairs -> pairs2" in " ".join(result.output.split())

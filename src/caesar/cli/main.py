@@ -60,6 +60,7 @@ COMMAND_MODULES = (
     "caesar.cli.explain_cmd",  # explain
     "caesar.cli.runtime_cmd",  # up, down, status, topics
     "caesar.cli.run_cmd",  # run, deploy
+    "caesar.cli.tables_cmd",  # tables
     "caesar.cli.spark_cmd",  # spark produce | consume | replay
 )
 # More commands come from installed packages (the examples' demos among them):

@@ -214,19 +214,6 @@ def _printer(as_json: bool) -> Callable[[Sequence[Alert]], None]:
     return show
 
 
-def _print_tables(tables: dict[str, dict[Any, dict[str, Any]]]) -> None:
-    from rich.table import Table
-
-    for name, rows in tables.items():
-        view = Table(title=f"{name} ({len(rows)} rows)")
-        columns = list(next(iter(rows.values()))) if rows else []
-        for c in columns:
-            view.add_column(c)
-        for _, row in sorted(rows.items()):
-            view.add_row(*(str(row[c]) for c in columns))
-        out.print(view)
-
-
 def _report(pipe: EmbeddedPipeline, count: int, elapsed: float, tables: bool) -> None:
     res = pipe.result
     for dl in res.dead_letters[:MAX_DEAD_SHOWN]:
@@ -239,4 +226,6 @@ def _report(pipe: EmbeddedPipeline, count: int, elapsed: float, tables: bool) ->
     err.print(f"{count} events, {len(res.alerts)} alerts, {len(res.context_changes)} "
               f"context changes, {len(res.dead_letters)} dead letters in {elapsed:.2f}s")
     if tables and pipe.acep is not None:
-        _print_tables(pipe.acep.tables())
+        from caesar.cli.tables_view import columns_of, print_tables, rows_in_key_order
+
+        print_tables(out, rows_in_key_order(pipe.acep.tables()), columns_of(pipe.acep.plan))

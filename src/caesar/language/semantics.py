@@ -11,6 +11,7 @@ Errors are LanguageError subclasses with position, found and expected.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -92,7 +93,7 @@ class ModelChecker:
         query_identities(checked, m.source)  # duplicate @name: an error here, with its position
         self.situations.check_all(types)
         self.partition(types)
-        return CheckedModel(name=m.name or Path(self.file).stem or "model",
+        return CheckedModel(name=m.name or _file_model_name(self.file),
                             time_unit=self.time_unit, partition_by=m.partition_by,
                             context_key=m.context_key,
                             event_types=types, contexts=contexts, queries=checked, source=m,
@@ -473,3 +474,12 @@ def _field_checks(decl: ast.EventDecl, schema_json: str | None) -> dict[str, Fie
 
 def check(model: ast.Model, functions: Mapping[str, Function] | None = None) -> CheckedModel:
     return ModelChecker(model, functions).run()
+
+
+def _file_model_name(file: str) -> str:
+    """A model without a MODEL line is named after its file; text compiled
+    without one (file "<model>") is "model": the name prefixes Kafka topics,
+    which allow only [A-Za-z0-9._-]."""
+    stem = Path(file).stem
+    return stem if re.fullmatch(r"[A-Za-z0-9._-]+", stem) else "model"
+

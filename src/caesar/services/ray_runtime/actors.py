@@ -112,6 +112,20 @@ class ServiceActor:
         counts = Counter(self.plan_versions().values())
         return plan_json(self.loop.plan_book.get(counts.most_common(1)[0][0]))
 
+    def tables(self, as_of: int | None = None) -> dict[str, Any]:
+        """The acep service's shared tables (AcepHandler.tables); a request
+        it cannot answer comes back as {"error": reason}."""
+        from caesar.services.scheduler.acep.processor import HistoryError
+
+        handler = self.loop.handler  # read anew: a restore replaces it
+        if not hasattr(handler, "tables"):
+            return {"error": f"the {self.service} service holds no tables"}
+        try:
+            answer: dict[str, Any] = handler.tables(as_of)
+        except HistoryError as exc:
+            return {"error": str(exc)}
+        return answer
+
     def stop(self) -> dict[str, Any]:
         self._stop.set()
         self._thread.join(timeout=30)

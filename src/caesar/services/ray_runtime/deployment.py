@@ -16,17 +16,26 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from caesar.errors import ConfigError, RuntimeEnvironmentError
+from caesar.errors import CaesarError, ConfigError, RuntimeEnvironmentError
 from caesar.logs import settings_from_env
 from caesar.plans.execution import ExecutionPlan
 from caesar.runtime.ray_local import use_token_auth
 from caesar.services.common.config import RunnerOptions, ServiceConfig
 from caesar.services.common.plans import UpgradeError, UpgradePlan, check_upgrade, publish_plan
-from caesar.services.wiring import SERVICES, service_topics, services_of
+from caesar.services.wiring import OPTIONAL, SERVICES, service_topics, services_of
 from caesar.settings import Settings
+
+
+@dataclass(frozen=True)
+class TablesAt:
+    """The shared tables at timestamp `ts` (None: their initial rows)."""
+
+    ts: int | None
+    tables: dict[str, list[dict[str, Any]]]
 
 
 def partition_groups(partitions: int, actors: int) -> list[tuple[int, ...]]:
@@ -91,8 +100,11 @@ class Deployment:
             # One ACEP actor owns every partition: the tables are shared by all.
             owned = [tuple(range(self.settings.topics.partitions))] if service == "acep" \
                 else groups
+            # Named in the settings' namespace (not the driver's): `attach`
+            # and `caesar tables` look them up there.
             self.actors[service] = [
-                RemoteServiceActor.options(name=f"{prefix}-{service}-{i}").remote(
+                RemoteServiceActor.options(name=f"{prefix}-{service}-{i}",
+                                           namespace=self.settings.ray.namespace).remote(
                     service, self.plan, settings_json, group, f"{service}-{i}", self.options)
                 for i, group in enumerate(owned)]
 
@@ -112,7 +124,7 @@ class Deployment:
         from caesar.plans.serialize import plan_from_json
 
         actors: dict[str, list[Any]] = {}
-        for service in SERVICES:
+        for service in [*SERVICES, *OPTIONAL]:
             found: list[Any] = []
             while True:
                 try:
@@ -120,16 +132,38 @@ class Deployment:
                                                namespace=settings.ray.namespace))
                 except ValueError:
                     break
-            if not found:
+            if found:
+                actors[service] = found
+            elif service in SERVICES:
                 raise RuntimeEnvironmentError(
                     f"no running deployment {group_prefix!r} in Ray namespace "
-                    f"{settings.ray.namespace!r} (no actor {group_prefix}-{service}-0)")
-            actors[service] = found
+                    f"{settings.ray.namespace!r} (no actor {group_prefix}-{service}-0); "
+                    "start one with `caesar deploy MODEL` (same settings and --prefix)")
         plan = plan_from_json(ray.get(actors["matcher"][0].plan_json.remote(), timeout=60))
         dep = cls(plan, settings, actors_per_service=len(actors["matcher"]),
                   options={"group_prefix": group_prefix})
         dep.actors = actors
         return dep
+
+    def tables_at(self, as_of: int | None = None) -> TablesAt:
+        """The shared tables (ACEP) of the running model as the acep actor
+        holds them: the newest checkpointed version, or (`as_of`) the one
+        after the s-transactions up to that timestamp while it is kept."""
+        import ray
+
+        actors = self.actors.get("acep")
+        if not actors:
+            raise ConfigError(f"deployment {self.prefix!r} runs model {self.plan.model!r}, "
+                              "which declares no TABLE (it has no acep service)")
+        answer = ray.get(actors[0].tables.remote(as_of), timeout=60)
+        if "error" in answer:
+            raise CaesarError(f"deployment {self.prefix!r}: {answer['error']}")
+        return TablesAt(answer["ts"], answer["tables"])
+
+    def tables(self, as_of: int | None = None) -> dict[str, list[dict[str, Any]]]:
+        """Each shared table's rows in key order (like `Session.tables()`),
+        as of the newest checkpoint or of timestamp `as_of` (`tables_at`)."""
+        return self.tables_at(as_of).tables
 
     def update(self, plan: ExecutionPlan, timeout_s: float = 300.0,
                progress: Callable[[str], None] | None = None) -> UpgradePlan:

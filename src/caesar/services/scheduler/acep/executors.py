@@ -37,6 +37,7 @@ from caesar.services.scheduler.acep.steps import (
     run_step,
 )
 from caesar.services.scheduler.acep.tables import (
+    TOP,
     Key,
     PlainTables,
     Position,
@@ -138,6 +139,9 @@ class Simulator:
         self.store: VersionedTables | PlainTables = (
             VersionedTables(plan.tables) if self.scheduler.versioned else PlainTables(plan.tables))
         self.gc_every = gc_every
+        # Versions from this position on are kept even below the low-water
+        # mark (the versions a reader outside the run may still ask for).
+        self.keep_from: Position = (TOP, TOP)
         self.lanes: dict[str, _Lane] = {a.name: _Lane() for a in plan.actors}
         self.result = StepResult()
         self.out = RunResult()
@@ -211,7 +215,8 @@ class Simulator:
         self.finished += 1
         if isinstance(self.store, VersionedTables) and self.finished % self.gc_every == 0:
             self.out.max_versions = max(self.out.max_versions, self.store.version_count())
-            self.out.collected += self.store.gc(self.scheduler.low_water_mark())
+            self.out.collected += self.store.gc(min(self.scheduler.low_water_mark(),
+                                                    self.keep_from))
 
 
 def _chooser(choose: Chooser | random.Random | int) -> Chooser:

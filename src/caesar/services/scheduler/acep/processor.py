@@ -16,6 +16,7 @@ takes effect at the oldest timestamp still open.
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,8 +30,13 @@ SCHEDULER_NAMES = ("sei", "s2pl", "lwm")
 STATE_VERSION = 1  # of snapshot(): bump when its layout changes
 
 
+class HistoryError(ValueError):
+    """The tables at that timestamp are not kept (collected, or before a restore)."""
+
+
 class AcepProcessor:
-    def __init__(self, plan: AcepPlan, scheduler: str = "lwm", seed: int = 0) -> None:
+    def __init__(self, plan: AcepPlan, scheduler: str = "lwm", seed: int = 0,
+                 history: int = 1) -> None:
         if scheduler not in SCHEDULER_NAMES:
             raise ValueError(f"unknown ACEP scheduler {scheduler!r}; "
                              f"choose one of {', '.join(SCHEDULER_NAMES)}")
@@ -42,6 +48,11 @@ class AcepProcessor:
         self.seed = seed
         self.pending: dict[int, list[Alert]] = {}
         self.done_ts: int | None = None  # newest timestamp executed
+        # Versions readable by `tables(as_of)`: those of the last `history`
+        # timestamps run, and from the pinned one on (the newest committed).
+        # Each kept timestamp costs memory for the versions written at it.
+        self.stamps: deque[int] = deque(maxlen=max(1, history))
+        self.pinned: int | None = None
 
     def process(self, alerts: Sequence[Alert], watermark: int | None = None
                 ) -> tuple[list[Alert], list[DeadLetter]]:
@@ -64,9 +75,24 @@ class AcepProcessor:
     def flush(self) -> tuple[list[Alert], list[DeadLetter]]:
         return self._run(sorted(self.pending), [])
 
-    def tables(self) -> dict[str, dict[Key, Row]]:
-        """The tables' content after everything executed so far."""
-        return self.executor.store.snapshot()
+    def tables(self, as_of: int | None = None) -> dict[str, dict[Key, Row]]:
+        """The tables' content after everything executed so far, or after
+        the s-transactions up to timestamp `as_of` (HistoryError when those
+        versions are no longer kept)."""
+        store = self.executor.store
+        if as_of is None:
+            return store.snapshot()
+        assert isinstance(store, VersionedTables)  # SEI, S2PL and LWM all keep versions
+        if store.floor is not None and as_of < store.floor:
+            raise HistoryError(f"the tables before event time {store.floor} are no longer "
+                               f"kept (the versions of the last {self.stamps.maxlen} "
+                               "timestamps are, none from before a restart)")
+        return store.snapshot(as_of)
+
+    def pin(self, ts: int | None) -> None:
+        """Keep the versions from `ts` on readable (a committed state others
+        may ask for) until a later pin."""
+        self.pinned = ts
 
     def snapshot(self) -> dict[str, Any]:
         """Between calls no step is open: the tables' current rows, the
@@ -90,6 +116,8 @@ class AcepProcessor:
             for key, row in rows:
                 store.write(name, tuple(key), (-TOP, 0, 0), dict(row))
         self.done_ts = state["done_ts"]
+        # Older versions are gone: the restored rows are those at done_ts.
+        store.floor = self.done_ts
         self.pending = {ts: [Alert(**a) for a in alerts] for ts, alerts in state["pending"]}
 
     def _run(self, stamps: list[int], passed: list[Alert]) -> tuple[list[Alert],
@@ -107,6 +135,9 @@ class AcepProcessor:
                 origin.setdefault((ts, actor), []).append(a)
             workload.append((ts, per))
         self.done_ts = stamps[-1]
+        self.stamps.extend(stamps)
+        keep = self.stamps[0] if self.pinned is None else min(self.stamps[0], self.pinned)
+        self.executor.keep_from = (keep, 0)
         result = self.executor.run(workload, self.seed, snapshot=False)
         out = passed + [self._alert(o, origin) for o in result.outputs]
         return out, [self._dead_letter(e) for e in result.errors]

@@ -10,6 +10,10 @@ One actor owns all partitions (the tables are shared by all of them). Reading
 the routed topic, rather than the matcher's alerts, keeps each partition's
 matches and its progress in one ordered stream.
 
+`tables(as_of)` answers `caesar tables` from another thread of the actor
+(a lock keeps it out of a batch): the rows of the newest checkpoint written,
+or of an older timestamp still kept.
+
 State: per partition its matcher state; the tables, the newest timestamp
 run and the held-back matches ride with the lowest partition's checkpoint
 (the store's changelog), so a restarted actor goes on from the last commit.
@@ -22,6 +26,7 @@ of the actor's partitions would close it).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -37,6 +42,10 @@ from caesar.services.matcher.processor import MatcherProcessor
 from caesar.services.matcher.runner import OutputEncoder, dead_records, decode_routed
 from caesar.services.matcher.stage_graph import default_engine_factory
 from caesar.services.scheduler.acep.processor import AcepProcessor
+from caesar.services.scheduler.acep.tables import TOP
+
+# Timestamps whose table versions the service keeps for `caesar tables --as-of`.
+TABLE_HISTORY = 1024
 
 
 def acep_stages_plan(plan: ExecutionPlan) -> ExecutionPlan:
@@ -56,9 +65,13 @@ class AcepHandler:
         plan = acep_stages_plan(cfg.plan)
         factory = cfg.engine_factory or default_engine_factory
         self.matchers = {j: MatcherProcessor(plan, factory) for j in cfg.partitions}
-        self.acep = AcepProcessor(cfg.plan.acep, scheduler)
+        self.acep = AcepProcessor(cfg.plan.acep, scheduler, history=TABLE_HISTORY)
         self.seen = SeqFilter()
         self.outputs = OutputEncoder(cfg)
+        self.lock = threading.Lock()  # the loop's thread vs `tables()` callers
+        # The newest timestamp in a checkpoint written (-TOP: the initial rows).
+        self.committed = -TOP
+        self.acep.pin(self.committed)
 
     def inputs(self) -> list[TopicPartition]:
         return [tp for j in self.cfg.partitions for tp in self.partition_inputs(j)]
@@ -67,6 +80,10 @@ class AcepHandler:
         return [TopicPartition(self.cfg.routed_topic, j)]
 
     def handle(self, records: Sequence[Record]) -> dict[int, list[OutRecord]]:
+        with self.lock:
+            return self._handle(records)
+
+    def _handle(self, records: Sequence[Record]) -> dict[int, list[OutRecord]]:
         # Decoded like the matcher's input; model switches are not followed
         # (plan_versions).
         decoded = decode_routed(self.codec, records, self.seen,
@@ -98,7 +115,11 @@ class AcepHandler:
         state: dict[str, Any] = {"proc": self.matchers[j].snapshot(),
                                  "seen": self.seen.last.get(j, -1)}
         if j == min(self.cfg.partitions):
-            state["acep"] = self.acep.snapshot()
+            with self.lock:
+                state["acep"] = self.acep.snapshot()
+                if self.acep.done_ts is not None:
+                    self.committed = self.acep.done_ts
+                    self.acep.pin(self.committed)
         return state
 
     def restore_partition(self, j: int, state: Any) -> None:
@@ -106,7 +127,24 @@ class AcepHandler:
         if isinstance(state["seen"], int):
             self.seen.last[j] = state["seen"]
         if "acep" in state:
-            self.acep.restore(state["acep"])
+            with self.lock:
+                self.acep.restore(state["acep"])
+                if self.acep.done_ts is not None:
+                    self.committed = self.acep.done_ts
+                    self.acep.pin(self.committed)
+
+    def tables(self, as_of: int | None = None) -> dict[str, Any]:
+        """The tables' rows (each table's in key order) as of the newest
+        checkpoint written, or (`as_of`) after the s-transactions up to that
+        timestamp, if it is older and still kept: {"ts": the timestamp shown
+        (None: the initial rows), "tables": {name: [row, ...]}}. HistoryError
+        when `as_of` is no longer kept."""
+        with self.lock:
+            at = self.committed if as_of is None else min(as_of, self.committed)
+            rows = self.acep.tables(at)
+        return {"ts": None if at == -TOP else at,
+                "tables": {name: [dict(row) for _, row in sorted(table.items())]
+                           for name, table in rows.items()}}
 
     def event_time(self) -> int:
         return max((m.watermark for m in self.matchers.values()), default=0)

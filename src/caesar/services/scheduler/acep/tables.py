@@ -90,6 +90,9 @@ class VersionedTables:
 
     def __init__(self, schemas: tuple[TableSchema, ...]) -> None:
         self.schemas = {s.name: s for s in schemas}
+        # Reads at a timestamp >= floor are exact; older versions may have
+        # been collected (None: nothing collected yet).
+        self.floor: int | None = None
         self.data: dict[str, dict[Key, tuple[list[Version], list[Row | None]]]] = {
             s.name: {} for s in schemas}
         for s in schemas:
@@ -118,6 +121,7 @@ class VersionedTables:
         """Drop the versions no step at or after `below` can read (all but
         the newest one before it, per key); returns how many were dropped."""
         bound = (below[0], below[1], -1)
+        self.floor = below[0] if self.floor is None else max(self.floor, below[0])
         dropped = 0
         for table in self.data.values():
             for key in list(table):
@@ -135,8 +139,10 @@ class VersionedTables:
     def version_count(self) -> int:
         return sum(len(v) for t in self.data.values() for v, _ in t.values())
 
-    def snapshot(self) -> dict[str, dict[Key, Row]]:
-        top = (TOP, TOP, TOP)
+    def snapshot(self, ts: int = TOP) -> dict[str, dict[Key, Row]]:
+        """The rows every step up to timestamp `ts` wrote (default: all);
+        exact for `ts` >= `floor`."""
+        top = (ts, TOP, TOP)
         out: dict[str, dict[Key, Row]] = {}
         for name, table in self.data.items():
             out[name] = {}
