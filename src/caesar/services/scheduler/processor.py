@@ -29,6 +29,17 @@ progress marker W. Undecodable records,
 records of an unknown or undeclared event type, and values that break their
 type or its checks (NOT NULL, BETWEEN, 64-bit integers) are dead-lettered
 with the reason. Nothing is dropped silently.
+
+The decisions are record by record, the work is columnar: a batch of one
+topic and one event type whose values have exactly their declared Python
+types (the common case: a producer's batch) is checked a column at a time,
+and its lateness decided with a running maximum over its ts column (W only
+moves forward, so record i's watermark is a function of the records before
+it); any other batch (input watermarks, mixed topics or types, a value that
+needs a closer look, far-ahead records) takes the record-by-record path,
+which is the reference the fast path is tested against. Accepted events wait
+as columns (`_Chunk`) and a release is a sort of those columns, not one
+Python object per event.
 """
 
 from __future__ import annotations
@@ -39,7 +50,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from caesar.events.batch import StringPool
+import numpy as np
+
+from caesar.events.batch import NUMPY_DTYPES, EventBatch, StringPool, TypeColumns, group_rows
 from caesar.plans.execution import EventTypeDef, ExecutionPlan
 from caesar.services.common.messages import (
     END_OF_TIME,
@@ -48,7 +61,6 @@ from caesar.services.common.messages import (
     InputColumns,
     InputRecord,
     Progress,
-    Transaction,
     TxnBatch,
     dead_letter_of,
     partition_id,
@@ -115,6 +127,36 @@ def _field_problem(etype: EventTypeDef, attr: str, kind: str, v: Any,
     return ""
 
 
+# The one Python type a column of this kind holds on the fast path (an int in
+# a float column, a None or a subclass sends the batch the record-by-record way).
+_STRICT: dict[str, type] = {"int": int, "float": float, "string": str, "bool": bool}
+
+
+@dataclass
+class _Chunk:
+    """Accepted events of one type, not released yet, in arrival order."""
+
+    cols: TypeColumns  # `seq` holds the arrival number (ties within a transaction)
+    topics: np.ndarray  # int64: index into SchedulerProcessor._topics
+    offsets: np.ndarray  # int64
+    has_ingest: np.ndarray  # bool: the value carried INGEST
+    events: list[Mapping[str, Any]]  # the values as received (snapshots)
+
+    def take(self, rows: np.ndarray) -> _Chunk:
+        return _Chunk(self.cols.take(rows), self.topics[rows], self.offsets[rows],
+                      self.has_ingest[rows], [self.events[i] for i in rows.tolist()])
+
+    @staticmethod
+    def concat(parts: Sequence[_Chunk]) -> _Chunk:
+        if len(parts) == 1:
+            return parts[0]
+        return _Chunk(TypeColumns.concat([p.cols for p in parts]),
+                      np.concatenate([p.topics for p in parts]),
+                      np.concatenate([p.offsets for p in parts]),
+                      np.concatenate([p.has_ingest for p in parts]),
+                      [e for p in parts for e in p.events])
+
+
 @dataclass
 class SchedulerOutput:
     transactions: list[TxnBatch | Progress] = field(default_factory=list)
@@ -159,8 +201,16 @@ class SchedulerProcessor:
         # embedded mode, are their own sources).
         self.source_wm: dict[str, int] = {}
         self.source_max: dict[str, int] = {}
-        # ts -> partition id -> (key, [(topic, offset, event)])
-        self.buffer: dict[int, dict[int, tuple[str, list[tuple[str, int, dict[str, Any]]]]]] = {}
+        # Accepted, not released: columns per event type, plus the events
+        # the record-by-record path accepted since the last release
+        # (type, ts, partition id, topic, offset, arrival, event).
+        self.pending: dict[str, list[_Chunk]] = {}
+        self._staged: list[tuple[str, int, int, str, int, int, dict[str, Any]]] = []
+        self._arrival = 0  # arrival number of the next accepted event
+        self._topics: list[str] = []
+        self._topic_index: dict[str, int] = {}
+        self._pids: dict[str, int] = {}  # partition key -> id
+        self._key_of: dict[int, str] = {}  # partition id -> key
         # far-ahead records waiting for a decision, with their event time
         self.ahead: list[tuple[InputRecord, int]] = []
         self.released = 0
@@ -171,10 +221,131 @@ class SchedulerProcessor:
     # ------------------------------------------------------------ input
     def process(self, records: Sequence[InputRecord]) -> SchedulerOutput:
         out = SchedulerOutput()
-        for rec in records:
-            self._accept(rec, out)
+        if not self._process_fast(records, out):
+            for rec in records:
+                self._accept(rec, out)
         self._release(out)
         return out
+
+    def _process_fast(self, records: Sequence[InputRecord], out: SchedulerOutput) -> bool:
+        """The whole batch at once, when it is one topic and one event type
+        with clean values and nothing far ahead: the same decisions as
+        `_accept` record by record. False (and nothing changed) otherwise."""
+        n = len(records)
+        if n < 2 or self.ahead or self.allowance >= 2**62:
+            return False
+        topic = records[0].topic
+        if any(r.value is None or r.topic != topic or r.error is not None
+               or r.watermark is not None for r in records):
+            return False
+        values = [r.value for r in records if r.value is not None]
+        etype = self._one_type(topic, values)
+        if etype is None or any(a not in etype.fields for a in self.plan.transaction_key):
+            return False
+        clean = _clean_columns(etype, values)
+        if clean is None:
+            return False
+        lists, ts_list, ts, arrays = clean
+        # Record i's watermark: the highest accepted event time before it
+        # less the allowance, or W (a late record is below W, so counting it
+        # in the running maximum changes no decision).
+        floor = max(self.watermark, self._wm(topic))
+        m0 = self.source_max.get(topic, NEVER)
+        before = np.empty(n, dtype=np.int64)
+        before[0] = m0
+        np.maximum(np.maximum.accumulate(ts[:-1]), m0, out=before[1:])
+        wm = np.maximum(before - self.allowance, floor)
+        late = ts < wm
+        if self.max_ahead is not None:
+            reference = np.maximum(before, wm)
+            limit = min(self.max_ahead, 2**63 - 1)
+            if bool((~late & (reference > NEVER) & (ts - reference > limit)).any()):
+                return False
+        # From here on the batch is taken.
+        for i in np.flatnonzero(late).tolist():
+            self._dead(out, records[i], "late",
+                       f"ts {ts_list[i]} is below the partition's watermark {int(wm[i])} "
+                       f"(allowed out-of-orderness {self.allowance})")
+        keep = np.flatnonzero(~late)
+        if len(keep):
+            self._accept_rows(records, etype, lists, ts, arrays, keep)
+        return True
+
+    def _accept_rows(self, records: Sequence[InputRecord], etype: EventTypeDef,
+                     lists: Mapping[str, list[Any]], ts: np.ndarray,
+                     arrays: Mapping[str, np.ndarray], keep: np.ndarray) -> None:
+        """Buffer the rows `keep` of a clean batch (`_buffer`, a batch at once)."""
+        n, m = len(records), len(keep)
+        topic, schema = records[0].topic, etype.fields
+        values = [r.value or {} for r in records]
+        columns = {}
+        for a, kind in schema.items():
+            if kind == "string":
+                col = lists[a]
+                columns[a] = self.strings.codes(col if m == n else [col[i] for i in keep.tolist()])
+            else:
+                columns[a] = arrays[a] if m == n else arrays[a][keep]
+        accepted = values if m == n else [values[i] for i in keep.tolist()]
+        ts = ts if m == n else ts[keep]
+        partition = self._partition_ids(self.plan.transaction_key, schema, columns, accepted)
+        has_ingest = np.fromiter((INGEST in v for v in accepted), dtype=bool, count=m)
+        cols = TypeColumns(ts=ts, seq=np.arange(self._arrival, self._arrival + m, dtype=np.int64),
+                           partition=partition, columns=columns)
+        if has_ingest.any():
+            cols.ingest = np.fromiter((v.get(INGEST, 0) for v in accepted), dtype=np.int64,
+                                      count=m)
+        self._arrival += m
+        offsets = np.fromiter((r.offset for r in records), dtype=np.int64, count=n)
+        self.pending.setdefault(etype.name, []).append(_Chunk(
+            cols, np.full(m, self._topic(topic), dtype=np.int64),
+            offsets if m == n else offsets[keep], has_ingest, accepted))
+        top = int(ts.max())
+        self.max_ts = max(self.max_ts, top)
+        self._source(topic, max_ts=top)
+
+    def _one_type(self, topic: str, values: Sequence[Mapping[str, Any]]
+                  ) -> EventTypeDef | None:
+        """The event type of every value, if they name one and the same valid
+        type for `topic` (the first value checked in full)."""
+        try:
+            if len({v.get(self.type_field) for v in values}) != 1:
+                return None
+        except TypeError:  # an unhashable type name: the record path says why
+            return None
+        etype, _, _ = self.check(topic, values[0])
+        return etype
+
+    def _partition_ids(self, attrs: Sequence[str], schema: Mapping[str, str],
+                       columns: Mapping[str, np.ndarray],
+                       values: Sequence[Mapping[str, Any]]) -> np.ndarray:
+        """Stream partition id per row, the key text made once per distinct
+        key (each key column holds one Python type, so equal column values
+        are equal texts)."""
+        n = len(values)
+        if not attrs:
+            return np.full(n, self._pid(""), dtype=np.int64)
+        parts = []
+        for a in attrs:
+            col = columns[a]
+            parts.append(col.view(np.int64) if schema[a] == "float" else col.astype(np.int64))
+        first, inverse = group_rows(parts)
+        ids = np.array([self._pid(partition_key(values[row], attrs))
+                        for row in first.tolist()], dtype=np.int64)
+        return ids[inverse]
+
+    def _pid(self, key: str) -> int:
+        pid = self._pids.get(key)
+        if pid is None:
+            pid = self._pids[key] = partition_id(key)
+            self._key_of[pid] = key
+        return pid
+
+    def _topic(self, topic: str) -> int:
+        i = self._topic_index.get(topic)
+        if i is None:
+            i = self._topic_index[topic] = len(self._topics)
+            self._topics.append(topic)
+        return i
 
     def process_columns(self, batch: InputColumns) -> SchedulerOutput:
         """`process` for records decoded in bulk (caesar.codecs.flat): the
@@ -194,7 +365,7 @@ class SchedulerProcessor:
     @property
     def buffered(self) -> int:
         """Events accepted and not released yet."""
-        return sum(len(events) for slot in self.buffer.values() for _, events in slot.values())
+        return len(self._staged) + sum(len(c.cols) for cs in self.pending.values() for c in cs)
 
     def flush(self) -> SchedulerOutput:
         """End of a bounded input: release everything (an input watermark at
@@ -289,12 +460,9 @@ class SchedulerProcessor:
     def _buffer(self, rec: InputRecord, etype: EventTypeDef, ts: int) -> None:
         event = dict(rec.value or {})
         event[self.type_field] = etype.name
-        key = partition_key(event, self.plan.transaction_key)
-        slot = self.buffer.setdefault(ts, {})
-        pid = partition_id(key)
-        if pid not in slot:
-            slot[pid] = (key, [])
-        slot[pid][1].append((rec.topic, rec.offset, event))
+        pid = self._pid(partition_key(event, self.plan.transaction_key))
+        self._staged.append((etype.name, ts, pid, rec.topic, rec.offset, self._arrival, event))
+        self._arrival += 1
         self.max_ts = max(self.max_ts, ts)
         self._source(rec.topic, max_ts=ts)
 
@@ -331,23 +499,86 @@ class SchedulerProcessor:
         out.dead_letters.append(dead_letter_of(rec, reason, detail))
 
     # ------------------------------------------------------------ output
+    def _stage(self) -> None:
+        """The events the record-by-record path accepted, as columns."""
+        staged, self._staged = self._staged, []
+        by_type: dict[str, list[tuple[str, int, int, str, int, int, dict[str, Any]]]] = {}
+        for s in staged:
+            by_type.setdefault(s[0], []).append(s)
+        for name, rows in by_type.items():
+            events: list[Mapping[str, Any]] = [r[6] for r in rows]
+            cols = TypeColumns.from_values(
+                events, self.schemas[name], self.strings,
+                ts=np.array([r[1] for r in rows], dtype=np.int64),
+                seq=np.array([r[5] for r in rows], dtype=np.int64),
+                partition=np.array([r[2] for r in rows], dtype=np.int64))
+            has_ingest = np.array([INGEST in e for e in events], dtype=bool)
+            if has_ingest.any():
+                cols.ingest = np.array([e.get(INGEST, 0) for e in events], dtype=np.int64)
+            self.pending.setdefault(name, []).append(_Chunk(
+                cols, np.array([self._topic(r[3]) for r in rows], dtype=np.int64),
+                np.array([r[4] for r in rows], dtype=np.int64), has_ingest, list[Mapping[str, Any]](events)))
+
     def _release(self, out: SchedulerOutput) -> None:
+        """Every pending event below W, as one TxnBatch: transactions in ts
+        order, then partition key order; a transaction's events by input
+        topic, offset and arrival; `seq` numbers the events in that order."""
+        if self._staged:
+            self._stage()
         watermark = self.watermark
-        ready = sorted(ts for ts in self.buffer if ts < watermark)
-        txns = []
-        for ts in ready:
-            slot = self.buffer.pop(ts)
-            for pid in sorted(slot, key=lambda p: slot[p][0]):
-                key, events = slot[pid]
-                events.sort(key=lambda e: (e[0], e[1]))  # input topic, offset
-                txns.append(Transaction(pid, key, ts, tuple(e for _, _, e in events)))
-                self.released += len(events)
-        if txns:
-            out.transactions.append(TxnBatch.of(txns, self.schemas, self.strings,
-                                                self.type_field, first_seq=self.next_seq))
-            self.next_seq += sum(len(t.events) for t in txns)
+        ready: dict[str, _Chunk] = {}
+        for name in list(self.pending):
+            chunk = _Chunk.concat(self.pending[name])
+            is_ready = chunk.cols.ts < watermark
+            if not is_ready.any():
+                self.pending[name] = [chunk]
+                continue
+            if is_ready.all():
+                del self.pending[name]
+                ready[name] = chunk
+            else:
+                ready[name] = chunk.take(np.flatnonzero(is_ready))
+                self.pending[name] = [chunk.take(np.flatnonzero(~is_ready))]
+        if ready:
+            out.transactions.append(self._batch(ready))
         if watermark > NEVER:
             out.transactions.append(Progress(watermark, "scheduler"))
+
+    def _batch(self, ready: Mapping[str, _Chunk]) -> TxnBatch:
+        names = list(ready)
+        chunks = [ready[t] for t in names]
+        pids = np.concatenate([c.cols.partition for c in chunks])
+        uniq = np.unique(pids)
+        key_list = [self._key_of[p] for p in uniq.tolist()]
+        key_rank = np.empty(len(uniq), dtype=np.int64)
+        key_rank[sorted(range(len(uniq)), key=key_list.__getitem__)] = np.arange(len(uniq))
+        topic_rank = np.empty(len(self._topics), dtype=np.int64)
+        topic_rank[sorted(range(len(self._topics)), key=self._topics.__getitem__)] = \
+            np.arange(len(self._topics))
+        order = np.lexsort((
+            np.concatenate([c.cols.seq for c in chunks]),
+            np.concatenate([c.offsets for c in chunks]),
+            topic_rank[np.concatenate([c.topics for c in chunks])],
+            key_rank[np.searchsorted(uniq, pids)],
+            np.concatenate([c.cols.ts for c in chunks])))
+        total = len(order)
+        seq = np.empty(total, dtype=np.int64)
+        seq[order] = np.arange(self.next_seq, self.next_seq + total, dtype=np.int64)
+        by_type = {}
+        start = 0
+        for name, c in zip(names, chunks, strict=True):
+            mine = seq[start:start + len(c.cols)]
+            start += len(c.cols)
+            rows = np.argsort(mine, kind="stable")
+            cols = c.cols.take(rows)
+            cols.seq = mine[rows]
+            if not c.has_ingest.any():
+                cols.ingest = None
+            by_type[name] = cols
+        self.next_seq += total
+        self.released += total
+        return TxnBatch(EventBatch(by_type, self.strings),
+                        {p: self._key_of[p] for p in uniq.tolist()})
 
     # ------------------------------------------------------------ state
     def snapshot(self) -> dict[str, Any]:
@@ -355,9 +586,7 @@ class SchedulerProcessor:
         return {"watermark": self.watermark, "max_ts": self.max_ts,
                 "source_wm": [[t, w] for t, w in self.source_wm.items()],
                 "source_max": [[t, m] for t, m in self.source_max.items()],
-                "buffer": [[ts, [[pid, key, [list(e) for e in events]]
-                                 for pid, (key, events) in slot.items()]]
-                           for ts, slot in self.buffer.items()],
+                "buffer": self._buffer_state(),
                 "ahead": [[_record_state(r), ts] for r, ts in self.ahead],
                 "released": self.released, "dead": self.dead, "next_seq": self.next_seq}
 
@@ -366,13 +595,83 @@ class SchedulerProcessor:
         self.max_ts = int(state["max_ts"])
         self.source_wm.update({t: int(w) for t, w in state.get("source_wm", [])})
         self.source_max = {t: int(m) for t, m in state.get("source_max", [])}
-        self.buffer = {int(ts): {int(pid): (key, [(t, int(o), dict(e)) for t, o, e in events])
-                                 for pid, key, events in slot}
-                       for ts, slot in state["buffer"]}
+        self.pending, self._staged, self._arrival = {}, [], 0
+        for ts, slot in state["buffer"]:
+            for pid, key, events in slot:
+                self._pids[key] = int(pid)
+                self._key_of[int(pid)] = key
+                for t, o, e in events:
+                    event = dict(e)
+                    self._staged.append((event[self.type_field], int(ts), int(pid), t, int(o),
+                                         self._arrival, event))
+                    self._arrival += 1
+        self._stage()
         self.ahead = [(_record_from(r), int(ts)) for r, ts in state["ahead"]]
         self.released, self.dead = int(state["released"]), int(state["dead"])
         self.next_seq = int(state.get("next_seq", 0))
 
+    def _buffer_state(self) -> list[Any]:
+        """[[ts, [[pid, key, [[topic, offset, event]]]]]]: in arrival order."""
+        if self._staged:
+            self._stage()
+        rows = []
+        for name, chunks in self.pending.items():
+            for c in chunks:
+                for ts, pid, t, o, a, e in zip(c.cols.ts.tolist(), c.cols.partition.tolist(),
+                                               c.topics.tolist(), c.offsets.tolist(),
+                                               c.cols.seq.tolist(), c.events, strict=True):
+                    rows.append((a, ts, pid, self._topics[t], o,
+                                 {**e, self.type_field: name}))
+        rows.sort(key=lambda r: r[0])
+        slots: dict[int, dict[int, list[list[Any]]]] = {}
+        for _, ts, pid, t, o, e in rows:
+            slots.setdefault(ts, {}).setdefault(pid, []).append([t, o, e])
+        return [[ts, [[pid, self._key_of[pid], events] for pid, events in slot.items()]]
+                for ts, slot in slots.items()]
+
+
+
+def _clean_columns(etype: EventTypeDef, values: Sequence[Mapping[str, Any]]
+                   ) -> tuple[dict[str, list[Any]], list[Any], np.ndarray,
+                              dict[str, np.ndarray]] | None:
+    """(values per attribute, the ts values, ts as int64, numeric columns)
+    when every value passes `event_problem` by construction: each field holds
+    exactly its declared Python type (no None), ts and ints fit 64 bits, ts
+    is inside event time, floats are finite and within the type's checks.
+    None when some value needs the record-by-record look."""
+    schema = etype.fields
+    lists = {a: [v.get(a) for v in values] for a in schema}
+    ts_list = lists[etype.ts_field] if etype.ts_field in lists else \
+        [v.get(etype.ts_field) for v in values]
+    if set(map(type, ts_list)) != {int}:
+        return None
+    arrays: dict[str, np.ndarray] = {}
+    try:
+        ts = np.array(ts_list, dtype=np.int64)
+        for a, kind in schema.items():
+            if set(map(type, lists[a])) != {_STRICT.get(kind)}:
+                return None
+            if kind != "string":  # strings are coded once accepted
+                arrays[a] = np.array(lists[a], dtype=NUMPY_DTYPES[kind])
+    except OverflowError:  # an int beyond 64 bits
+        return None
+    if int(ts.min()) <= NEVER or int(ts.max()) >= END_OF_TIME:
+        return None
+    for a, arr in arrays.items():
+        if not _within(etype, a, arr):
+            return None
+    return lists, ts_list, ts, arrays
+
+
+def _within(etype: EventTypeDef, attr: str, arr: np.ndarray) -> bool:
+    kind = etype.fields[attr]
+    if kind == "float" and not bool(np.isfinite(arr).all()):
+        return False
+    check = etype.checks.get(attr)
+    if check is None or kind == "bool":
+        return True
+    return not (check.low is not None and arr.min().item() < check.low
+                or check.high is not None and arr.max().item() > check.high)
 
 def _record_state(r: InputRecord) -> list[Any]:
     return [r.topic, r.partition, r.offset, dict(r.value or {}), r.raw, r.key,

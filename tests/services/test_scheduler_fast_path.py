@@ -1,0 +1,215 @@
+"""The scheduler's columnar fast path (a clean batch of one topic and one type
+decided at once with a running maximum over its ts column) against its
+record-by-record path, the reference: the same transactions (columns, seq,
+keys), progress, dead letters (reason, detail, offset) and state, for any
+input and any cut into batches."""
+
+from dataclasses import replace
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from service_plans import two_context_plan
+
+from caesar.services.common.messages import (
+    INGEST,
+    InputRecord,
+    Progress,
+    Transaction,
+    TxnBatch,
+    partition_id,
+    partition_key,
+)
+from caesar.services.scheduler.processor import SchedulerOutput, SchedulerProcessor
+from caesar.services.store.state_format import pack, unpack
+
+
+class RecordByRecord(SchedulerProcessor):
+    """The reference: every batch through `_accept`, one record at a time."""
+
+    def _process_fast(self, records, out):  # type: ignore[no-untyped-def]
+        return False
+
+
+class Original(RecordByRecord):
+    """Record by record, buffering dicts and releasing through
+    `TxnBatch.of` as the scheduler did before the columnar path (3f3e046):
+    the reference for the release order (ts, key text, topic, offset) and
+    `seq`."""
+
+    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.dicts = {}
+
+    def _buffer(self, rec, etype, ts):  # type: ignore[no-untyped-def]
+        event = dict(rec.value or {})
+        event[self.type_field] = etype.name
+        key = partition_key(event, self.plan.transaction_key)
+        slot = self.dicts.setdefault(ts, {})
+        slot.setdefault(partition_id(key), (key, []))[1].append((rec.topic, rec.offset, event))
+        self.max_ts = max(self.max_ts, ts)
+        self._source(rec.topic, max_ts=ts)
+
+    def _release(self, out):  # type: ignore[no-untyped-def]
+        txns = []
+        for ts in sorted(t for t in self.dicts if t < self.watermark):
+            slot = self.dicts.pop(ts)
+            for pid in sorted(slot, key=lambda p: slot[p][0]):
+                key, events = slot[pid]
+                events.sort(key=lambda e: (e[0], e[1]))
+                txns.append(Transaction(pid, key, ts, tuple(e for _, _, e in events)))
+        if txns:
+            out.transactions.append(TxnBatch.of(txns, self.schemas, self.strings,
+                                                self.type_field, first_seq=self.next_seq))
+            self.next_seq += sum(len(t.events) for t in txns)
+        if self.watermark > -(2**62):
+            out.transactions.append(Progress(self.watermark, "scheduler"))
+
+
+def plan_for(key_kind):
+    """Pos on topics a and b (as Pos and Pos2), keyed by seg of `key_kind`."""
+    plan = two_context_plan()
+    pos = plan.event_types[0]
+    fields = {**pos.fields, "seg": key_kind}
+    return replace(plan, event_types=(replace(pos, fields=fields, topic="a"),
+                                      replace(pos, name="Pos2", fields=fields, topic="b")))
+
+
+def seg_value(kind, seg):
+    return {"int": seg, "string": f"s{seg}", "float": seg / 2 - 1.0}[kind]
+
+
+record = st.tuples(
+    st.sampled_from(["a", "a", "a", "b"]),           # topic
+    st.integers(0, 40),                               # ts
+    st.integers(0, 3),                                # seg
+    st.sampled_from(["ok"] * 12 + ["wm", "int_spd", "null", "far", "ingest"]))
+
+
+def values_of(kind, topic, ts, seg, what, vid=0):
+    v = {"type": "Pos" if topic == "a" else "Pos2", "ts": ts, "vid": vid,
+         "seg": seg_value(kind, seg), "spd": float(seg)}
+    if what == "int_spd":
+        v["spd"] = seg  # an int in a float column: valid, the record path's job
+    elif what == "null":
+        v["vid"] = None
+    elif what == "far":
+        v["ts"] = ts + 10**6
+    elif what == "ingest":
+        v[INGEST] = 1000 + ts
+    return v
+
+
+def batch_view(item, strings):
+    if isinstance(item, Progress):
+        return ("progress", item.watermark)
+    assert isinstance(item, TxnBatch)
+    types = {}
+    for name, c in sorted(item.events.by_type.items()):
+        types[name] = (c.ts.tolist(), c.seq.tolist(), c.partition.tolist(),
+                       c.values(strings), {k: v.tolist() for k, v in c.nulls.items()},
+                       None if c.ingest is None else c.ingest.tolist())
+    return ("batch", types, sorted(item.keys.items()))
+
+
+def view(out: SchedulerOutput, strings):
+    return ([batch_view(i, strings) for i in out.transactions],
+            [(d.reason, d.detail, d.topic, d.offset) for d in out.dead_letters])
+
+
+def drive(proc, kind, rows, cuts, advances, restore_at, state=True):
+    outs = []
+    offsets = {"a": 0, "b": 0}
+    bounds = sorted({c % (len(rows) + 1) for c in cuts} | {0, len(rows)})
+    for n, (lo, hi) in enumerate(zip(bounds, bounds[1:], strict=False)):
+        recs = []
+        for topic, ts, seg, what in rows[lo:hi]:
+            off = offsets[topic]
+            offsets[topic] += 1
+            if what == "wm":
+                recs.append(InputRecord(topic, 0, off, None, watermark=ts))
+            else:
+                recs.append(InputRecord(topic, 0, off,
+                                        values_of(kind, topic, ts, seg, what, off)))
+        outs.append(view(proc.process(recs), proc.strings))
+        if n in advances:
+            outs.append(view(proc.advance(advances[n]), proc.strings))
+        if n == restore_at:
+            state = proc.snapshot()
+            proc = type(proc)(proc.plan, proc.allowance, max_ahead=proc.max_ahead,
+                              ahead_confirm=proc.ahead_confirm)
+            proc.restore(unpack(pack(state)))
+    if state:
+        outs.append(("buffered", proc.buffered))
+        outs.append(("state", proc.snapshot()))
+    outs.append(view(proc.flush(), proc.strings))
+    return outs
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(["int", "string", "float"]), st.lists(record, max_size=60),
+       st.lists(st.integers(0, 60), max_size=8), st.integers(0, 6),
+       st.sampled_from([None, 10_000, 0]), st.integers(1, 4),
+       st.dictionaries(st.integers(0, 8), st.integers(0, 45), max_size=3), st.integers(-1, 8),
+       st.booleans())
+def test_fast_path_decides_exactly_as_record_by_record(kind, rows, cuts, allowance, max_ahead,
+                                                       confirm, advances, restore_at, one_topic):
+    if one_topic:
+        rows = [("a", ts, seg, what) for _, ts, seg, what in rows]
+    plan = plan_for(kind)
+    args = dict(max_ahead=max_ahead, ahead_confirm=confirm)
+    want = drive(RecordByRecord(plan, allowance, **args), kind, rows, cuts, advances, restore_at)
+    got = drive(SchedulerProcessor(plan, allowance, **args), kind, rows, cuts, advances,
+                restore_at)
+    assert got == want
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(["int", "string", "float"]), st.lists(record, max_size=60),
+       st.lists(st.integers(0, 60), max_size=8), st.integers(0, 6),
+       st.dictionaries(st.integers(0, 8), st.integers(0, 45), max_size=3), st.booleans())
+def test_columnar_release_matches_the_dict_release(kind, rows, cuts, allowance, advances,
+                                                   one_topic):
+    if one_topic:
+        rows = [("a", ts, seg, what) for _, ts, seg, what in rows]
+    plan = plan_for(kind)
+    want = drive(Original(plan, allowance, max_ahead=10_000), kind, rows, cuts, advances, -1,
+                 state=False)
+    got = drive(SchedulerProcessor(plan, allowance, max_ahead=10_000), kind, rows, cuts,
+                advances, -1, state=False)
+    assert got == want
+
+
+def test_a_clean_batch_takes_the_fast_path_and_late_records_are_dead_lettered():
+    plan = plan_for("int")
+    stamps = [5, 3, 9, 6, 7, 12, 2, 12]
+    recs = [InputRecord("a", 0, i, values_of("int", "a", t, t % 3, "ok"))
+            for i, t in enumerate(stamps)]
+    fast, ref = SchedulerProcessor(plan, allowance=2), RecordByRecord(plan, allowance=2)
+    out = SchedulerOutput()
+    assert fast._process_fast(recs, out)
+    fast._release(out)
+    want = ref.process(recs)
+    # 3 < 5-2? no; 6 < 9-2 = 7: late; 2 < 12-2: late
+    assert [(d.offset, d.detail) for d in out.dead_letters] == [
+        (3, "ts 6 is below the partition's watermark 7 (allowed out-of-orderness 2)"),
+        (6, "ts 2 is below the partition's watermark 10 (allowed out-of-orderness 2)")]
+    assert view(out, fast.strings) == view(want, ref.strings)
+    assert fast.snapshot() == ref.snapshot()
+    assert not [b for b in out.transactions if isinstance(b, TxnBatch)], "topic b is silent"
+    released = [b for b in fast.advance(10).transactions if isinstance(b, TxnBatch)]
+    assert np.array_equal(released[0].events.by_type["Pos"].ts, [3, 5, 7, 9])
+    assert released[0].events.by_type["Pos"].seq.tolist() == [0, 1, 2, 3]
+
+
+def test_a_batch_with_far_ahead_records_or_mixed_topics_goes_record_by_record():
+    plan = plan_for("int")
+    p = SchedulerProcessor(plan, allowance=0, max_ahead=100)
+    p.process([InputRecord("a", 0, 0, values_of("int", "a", 1, 1, "ok"))])
+    far = [InputRecord("a", 0, 1, values_of("int", "a", 2, 1, "far")),
+           InputRecord("a", 0, 2, values_of("int", "a", 3, 1, "ok"))]
+    assert not p._process_fast(far, SchedulerOutput())
+    mixed = [InputRecord("a", 0, 3, values_of("int", "a", 4, 1, "ok")),
+             InputRecord("b", 0, 0, values_of("int", "b", 4, 1, "ok"))]
+    assert not p._process_fast(mixed, SchedulerOutput())
+    assert p.buffered == 1 and p.dead == 0
