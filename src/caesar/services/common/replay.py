@@ -4,11 +4,18 @@ dropping records replayed from before the restored state."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TypeVar
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from caesar.bus.records import Record
+from caesar.codecs import Codec
+from caesar.services.common.messages import PlanSwitch, Progress
+from caesar.services.common.wire import PROGRESS, SWITCH, progress_from, switch_from
 
 K = TypeVar("K")
 V = TypeVar("V")
+B = TypeVar("B")
 
 
 def owned(mapping: Mapping[int, V], owner: Mapping[int, int], j: int) -> dict[int, V]:
@@ -36,3 +43,26 @@ class SeqFilter:
             return False
         self.last[partition] = seq
         return True
+
+
+def decode_fresh(codec: Codec, records: Sequence[Record], seen: SeqFilter, batch_schema: str,
+                 seq_of: Callable[[dict[str, Any]], int],
+                 batch_of: Callable[[int, dict[str, Any]], B]
+                 ) -> dict[int, list[B | Progress | PlanSwitch]]:
+    """A service's inputs per Kafka partition j, in order: its batches
+    (`batch_of(j, value)`, replayed ones dropped by `seen` on `seq_of(value)`),
+    progress marks and plan switches."""
+    by_partition: dict[int, list[B | Progress | PlanSwitch]] = defaultdict(list)
+    for r in records:
+        if r.value is None:  # a tombstone: the services never write one here
+            continue
+        schema, value = codec.decode(r.value)
+        if schema == batch_schema:
+            if seen.fresh(r.partition, seq_of(value)):
+                by_partition[r.partition].append(batch_of(r.partition, value))
+        elif schema == PROGRESS:
+            by_partition[r.partition].append(progress_from(value))
+        elif schema == SWITCH:
+            by_partition[r.partition].append(switch_from(value))
+    return by_partition
+

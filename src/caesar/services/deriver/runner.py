@@ -13,7 +13,7 @@ from caesar.bus.records import OutRecord, Record, TopicPartition
 from caesar.services.common.columnar import batch_from
 from caesar.services.common.config import ServiceConfig
 from caesar.services.common.messages import PlanSwitch, Progress, TxnBatch
-from caesar.services.common.replay import SeqFilter, owned
+from caesar.services.common.replay import SeqFilter, decode_fresh, owned
 from caesar.services.common.switching import PartitionPlans, segments
 from caesar.services.common.wire import (
     CHANGE,
@@ -22,9 +22,7 @@ from caesar.services.common.wire import (
     SWITCH_KEY,
     TXN_BATCH,
     change_record,
-    progress_from,
     progress_record,
-    switch_from,
     switch_record,
 )
 from caesar.services.deriver.processor import DeriverProcessor
@@ -71,20 +69,8 @@ class DeriverHandler:
     def _decode(self, records: Sequence[Record]
                 ) -> dict[int, list[TxnBatch | Progress | PlanSwitch]]:
         """The fresh inputs per Kafka partition (replayed batches dropped)."""
-        by_partition: dict[int, list[TxnBatch | Progress | PlanSwitch]] = defaultdict(list)
-        for r in records:
-            if r.value is None:  # a tombstone: the services never write one here
-                continue
-            schema, value = self.codec.decode(r.value)
-            if schema == TXN_BATCH:
-                if self.seen.fresh(r.partition, value["seq"]):
-                    batch, _ = batch_from(value, self.procs[r.partition].graph.strings)
-                    by_partition[r.partition].append(batch)
-            elif schema == PROGRESS:
-                by_partition[r.partition].append(progress_from(value))
-            elif schema == SWITCH:
-                by_partition[r.partition].append(switch_from(value))
-        return by_partition
+        return decode_fresh(self.codec, records, self.seen, TXN_BATCH, lambda v: v["seq"],
+                            lambda j, v: batch_from(v, self.procs[j].graph.strings)[0])
 
     def _derive(self, j: int, items: list[TxnBatch | Progress], out: list[OutRecord]) -> None:
         topic = self.cfg.topics.context_changes

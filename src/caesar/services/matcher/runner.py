@@ -22,21 +22,18 @@ from caesar.services.common.columnar import routed_from
 from caesar.services.common.config import ServiceConfig
 from caesar.services.common.latency import LatencyHistogram
 from caesar.services.common.messages import Alert, DeadLetter, PlanSwitch, Progress, RoutedBatch
-from caesar.services.common.replay import SeqFilter
+from caesar.services.common.replay import SeqFilter, decode_fresh
 from caesar.services.common.switching import PartitionPlans, segments
 from caesar.services.common.wire import (
     DEAD,
     DERIVED,
     PROGRESS,
     ROUTED_BATCH,
-    SWITCH,
     alert_record,
     dead_record,
     output_record,
-    progress_from,
     progress_record,
     register_model_schemas,
-    switch_from,
 )
 from caesar.services.matcher.processor import MatcherProcessor
 from caesar.services.matcher.stage_graph import default_engine_factory
@@ -142,20 +139,8 @@ def decode_routed(codec: Codec, records: Sequence[Record], seen: SeqFilter,
                   ) -> dict[int, list[RoutedBatch | Progress | PlanSwitch]]:
     """The fresh inputs of a routed topic per Kafka partition j, in order
     (replayed batches dropped by `seen`; strings interned in `strings(j)`)."""
-    by_partition: dict[int, list[RoutedBatch | Progress | PlanSwitch]] = defaultdict(list)
-    for r in records:
-        if r.value is None:  # a tombstone: the services never write one here
-            continue
-        schema, value = codec.decode(r.value)
-        if schema == ROUTED_BATCH:
-            if seen.fresh(r.partition, value["batch"]["seq"]):
-                batch, _ = routed_from(value, strings(r.partition))
-                by_partition[r.partition].append(batch)
-        elif schema == PROGRESS:
-            by_partition[r.partition].append(progress_from(value))
-        elif schema == SWITCH:
-            by_partition[r.partition].append(switch_from(value))
-    return by_partition
+    return decode_fresh(codec, records, seen, ROUTED_BATCH, lambda v: v["batch"]["seq"],
+                        lambda j, v: routed_from(v, strings(j))[0])
 
 
 def matcher_plan(plan: ExecutionPlan) -> ExecutionPlan:
