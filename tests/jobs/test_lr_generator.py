@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 
@@ -25,6 +24,7 @@ from caesar.examples.linear_road.partitioning import (
     wire_records,
 )
 from caesar.examples.linear_road.records import (
+    SAMPLE,
     BadLine,
     BalanceQuery,
     ExpenditureQuery,
@@ -33,8 +33,6 @@ from caesar.examples.linear_road.records import (
     read_lr,
 )
 
-DATA = Path(__file__).resolve().parents[2] / "src/caesar/examples/linear_road/data"
-SAMPLE = DATA / "sample-L1-1200s-seed14-seg78-82.lr"
 SAMPLE_CONFIG = GeneratorConfig(duration_s=1200, seed=14, segments=(78, 82))
 # The first 8 minutes of a standard run, whole road.
 START = GeneratorConfig(duration_s=480, seed=2)

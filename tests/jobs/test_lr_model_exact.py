@@ -13,8 +13,6 @@ x.5, accidents, third cars, cars that share a second, re-entrant cars).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -29,12 +27,9 @@ from caesar.examples.linear_road.check_model import (
 )
 from caesar.examples.linear_road.generator import GeneratorConfig, generate_with_history
 from caesar.examples.linear_road.oracle import expected_outputs
-from caesar.examples.linear_road.records import read_historical, read_lr
+from caesar.examples.linear_road.records import SAMPLE, read_historical, read_lr
 
 from .lr_scenarios import scenarios
-
-DATA = Path(__file__).resolve().parents[2] / "src/caesar/examples/linear_road/data"
-SAMPLE = DATA / "sample-L1-1200s-seed14-seg78-82.lr"
 
 
 # model.caesar fans every report out to the 6 segment partitions that need

@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from caesar.codecs import make_codec
 from caesar.examples import model_path
 from caesar.examples.linear_road.partitioning import model_inputs
-from caesar.examples.linear_road.records import position_reports, read_lr
+from caesar.examples.linear_road.records import SAMPLE, position_reports, read_lr
 from caesar.language import compile_model
 from caesar.observe import observe
 from caesar.plans.execution import ExecutionPlan
@@ -33,7 +33,6 @@ from caesar.services.ray_runtime.deployment import Deployment
 from caesar.settings import KafkaSettings, Settings, TopicSettings
 
 pytestmark = pytest.mark.integration
-SAMPLE = model_path("linear_road").parent / "data" / "sample-L1-1200s-seed14-seg78-82.lr"
 DOC_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "live-context-view.png"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # Flags for a headless Chromium on a machine without network beyond localhost.

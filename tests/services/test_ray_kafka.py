@@ -117,12 +117,12 @@ def test_linear_road_model_embedded_equals_kafka_ray(
     from dataclasses import replace
     from pathlib import Path
 
+    from caesar.examples.linear_road.records import SAMPLE
     from caesar.language import compile_model
 
     root = Path(__file__).resolve().parents[2]
     lr = compile_model(root / "src/caesar/examples/linear_road/model.caesar")
-    events = lr_events(lr, root / "src/caesar/examples/linear_road/data/sample-L1-1200s-seed14-seg78-82.lr",
-                       until_s=240)
+    events = lr_events(lr, SAMPLE, until_s=240)
     expected = EmbeddedPipeline(lr).run_values(events)
     assert len(expected.alerts) > 100 and not expected.dead_letters
     want = [a.identity() for a in expected.alerts]

@@ -23,6 +23,8 @@ ENTRANCE_LANE = 0
 LR_FIELDS = ("Type", "Time", "VID", "Spd", "XWay", "Lane", "Dir", "Seg", "Pos",
              "QID", "Sinit", "Send", "DOW", "TOD", "Day")
 MAX_XWAY = 1000  # far above any LR run (L is a few hundred at most)
+# 20 minutes of standard load, segments 78-82 (data/README.md says how it is made).
+SAMPLE = Path(__file__).parent / "data" / "sample-L1-1200s-seed14-seg78-82.lr"
 
 
 class PositionReport(NamedTuple):
