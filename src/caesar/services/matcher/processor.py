@@ -152,21 +152,24 @@ class MatcherProcessor:
 
     def _alerts(self, outputs: Iterable[StageOutput]) -> list[Alert]:
         alerts = []
+        graph, ingest = self.graph, self.ingest
         for o in outputs:
-            topic = o.stage.output_topic
-            timeout = o.stage.plan.timeout if isinstance(o.stage.plan, PatternPlan) else None
-            if timeout is not None and o.record["type"] == timeout.event_type:
-                topic = o.stage.timeout_topic  # ON TIMEOUT events have their own topic
+            stage, rec = o.stage, o.record
+            plan = stage.plan
+            topic = stage.output_topic
+            timeout = plan.timeout if isinstance(plan, PatternPlan) else None
+            if timeout is not None and rec["type"] == timeout.event_type:
+                topic = stage.timeout_topic  # ON TIMEOUT events have their own topic
             if topic is None:
                 continue
-            if o.stage.plan.plan_id in self.graph.muted_at(o.record["_p"], o.record["_ts"]):
+            part = rec["_p"]
+            if graph._muted and plan.plan_id in graph.muted_at(part, rec["_ts"]):
                 continue
-            fields = {k: v for k, v in o.record.items() if k != "type" and not k.startswith("_")}
+            fields = {k: v for k, v in rec.items() if k != "type" and k[:1] != "_"}
             # the query's stable identity: the same across model versions
-            alerts.append(Alert(plan_id=stage_identity(o.stage), event_type=o.record["type"],
-                                partition=o.record["_p"], key=o.record["_key"],
+            alerts.append(Alert(plan_id=stage_identity(stage), event_type=rec["type"],
+                                partition=part, key=rec["_key"],
                                 start_ts=o.start_ts, end_ts=o.end_ts, fields=fields,
-                                topic=topic,
-                                ingest_ms=self.ingest.get(o.record["_p"], 0)))
+                                topic=topic, ingest_ms=ingest.get(part, 0)))
         return alerts
 

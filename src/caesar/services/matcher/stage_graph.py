@@ -372,11 +372,14 @@ class StageGraph:
                        limiter.offer(o.record["_p"], o.record, o.start_ts, o.end_ts))
         return out
 
-    def _derived(self, ev: DerivedEvent, clamp: int | None = None) -> StageOutput:
+    def _derived(self, ev: DerivedEvent, clamp: int | None = None,
+                 home: int | None = None) -> StageOutput:
+        """`home`: its context partition, when the caller placed it already."""
         stage = self._by_id[ev.plan_id]
         ts = ev.end_ts if clamp is None else max(ev.end_ts, clamp)
         rec: Record = {"type": ev.event_type, **_decode(ev.fields, self.strings)}
-        home = self._home(ev.partition, rec)
+        if home is None:
+            home = self._home(ev.partition, rec)
         rec.update(_ts=ts, _p=home, _key=self._key_of(home))
         return StageOutput(stage, rec, ev.start_ts, ev.end_ts)
 
@@ -384,17 +387,20 @@ class StageGraph:
                     ) -> EventBatch:
         """Columns of derived events (type, fields, ts, partition) of the types
         a stage consumes; seq follows the order of `rows`."""
+        consumed = self._consumed
         by_type: dict[str, list[int]] = defaultdict(list)
-        for i, (t, *_) in enumerate(rows):
-            if t in self._consumed:
-                by_type[t].append(i)
+        for i, row in enumerate(rows):
+            if row[0] in consumed:
+                by_type[row[0]].append(i)
         out = {}
         for t, idx in by_type.items():
+            # one transpose in C: (types, records, ts, partitions)
+            _, values, ts, parts = zip(*(rows if len(idx) == len(rows) else
+                                         [rows[i] for i in idx]), strict=True)
             out[t] = TypeColumns.from_values(
-                [rows[i][1] for i in idx], self._schemas.get(t, {}), self.strings,
-                ts=np.fromiter((rows[i][2] for i in idx), np.int64, len(idx)),
-                seq=np.asarray(idx, dtype=np.int64),
-                partition=np.fromiter((rows[i][3] for i in idx), np.int64, len(idx)))
+                values, self._schemas.get(t, {}), self.strings,
+                ts=np.array(ts, dtype=np.int64), seq=np.asarray(idx, dtype=np.int64),
+                partition=np.array(parts, dtype=np.int64))
         return EventBatch(out, self.strings)
 
     def _run(self, events: EventBatch, active_now: Active) -> list[StageOutput]:
@@ -576,17 +582,44 @@ class StageGraph:
                      feed: list[tuple[str, Mapping[str, Any], int, int]]) -> list[StageOutput]:
         outputs: list[StageOutput] = []
         clock = self._clock
+        home_of = self._home_memo()
+        muted, consumed, emit = self._muted, self._consumed, self._emit
         for ev in derived:
             # results held back by the engine (after-match skip, timeouts)
             # carry older timestamps: they happen now
-            ts, home = max(ev.end_ts, clock), self._home(ev.partition, ev.fields)
-            if self._muted and ev.plan_id in self.muted_at(home, ts):
+            end = ev.end_ts
+            ts = end if end > clock else clock
+            home = home_of(ev.partition, ev.fields)
+            if muted and ev.plan_id in self.muted_at(home, ts):
                 continue  # context-independent plans: its context does not hold
-            if ev.event_type in self._consumed:
+            if ev.event_type in consumed:
                 feed.append((ev.event_type, ev.fields, ts, home))
-            if self._emit is None or ev.plan_id in self._emit:
-                outputs.append(self._derived(ev, clamp=clock))
+            if emit is None or ev.plan_id in emit:
+                outputs.append(self._derived(ev, clamp=clock, home=home))
         return outputs
+
+    def _home_memo(self) -> Callable[[int, Mapping[str, Any]], int]:
+        """`_home` remembering each (partition, key values) it placed, for
+        the results of one engine call (most share a few context partitions;
+        the memo lives no longer than the call, so it never sees a partition
+        learnt later)."""
+        parts = self.partitions
+        if parts is None or len(self.context_key) != 1:
+            return self._home
+        (attr,) = self.context_key
+        memo: dict[tuple[int, Any], int] = {}
+
+        def home(partition: int, fields: Mapping[str, Any]) -> int:
+            value = fields.get(attr, _ABSENT)
+            if value is _ABSENT:
+                return partition
+            key = (partition, value)
+            found = memo.get(key)
+            if found is None:
+                found = memo[key] = parts.context_of(parts.stream_id(partition), (value,))
+            return found
+
+        return home
 
     def _report_overflows(self) -> None:
         """Integer overflows (a value outside 64 bits, made missing) are
