@@ -73,6 +73,8 @@ class LoopStats:
     # bytes as written to the changelog): the state it would restore now.
     state_bytes: int = 0
     restore_s: float = 0.0  # how long the last restore took
+    restore_records: int = 0  # changelog records (and bytes) the last restore read
+    restore_bytes: int = 0
     restored_from: dict[str, int] = field(default_factory=dict)
     # How long the oldest record of each batch waited between the previous hop
     # producing it (its Kafka timestamp) and this loop handling it.
@@ -131,18 +133,8 @@ class ServiceLoop:
         assert self.consumer is not None
         started = time.monotonic()
         self.handler = self.handler_factory()
-        offsets: dict[TopicPartition, int] = {}
         self.stats.restored_from = {}
-        for j in self.partitions:
-            loaded = self.store.load(j) if self.store is not None else None
-            if loaded is None:
-                continue
-            state, covers = loaded
-            self.handler.restore_partition(j, state)
-            for tp in self.handler.partition_inputs(j):
-                if tp in covers:
-                    offsets[tp] = covers[tp]
-                    self.stats.restored_from[f"{tp.topic}[{tp.partition}]"] = covers[tp]
+        offsets = self._load_states()
         if len(offsets) < len(self.inputs):
             committed = self._committed()
             for tp in self.inputs:
@@ -157,6 +149,27 @@ class ServiceLoop:
         if self.stats.restored_from:
             log.info("%s restored in %.2f s; resuming at %s", self.transactional_prefix,
                      self.stats.restore_s, self.stats.restored_from)
+
+    def _load_states(self) -> dict[TopicPartition, int]:
+        """Each partition's last committed state into the handler; the input
+        offsets those states cover."""
+        offsets: dict[TopicPartition, int] = {}
+        if self.store is None:
+            return offsets
+        self.store.reset_read_counts()
+        for j in self.partitions:
+            loaded = self.store.load(j)
+            if loaded is None:
+                continue
+            state, covers = loaded
+            self.handler.restore_partition(j, state)
+            for tp in self.handler.partition_inputs(j):
+                if tp in covers:
+                    offsets[tp] = covers[tp]
+                    self.stats.restored_from[f"{tp.topic}[{tp.partition}]"] = covers[tp]
+        self.stats.restore_records = self.store.read_records
+        self.stats.restore_bytes = self.store.read_bytes
+        return offsets
 
     def lag(self) -> int:
         """Records in the inputs not handled yet (end offsets - positions; the
