@@ -17,7 +17,11 @@ plan_runtime.pyx); expressions run on the VM of vm.pyx.
   bound rows; the same definitions as src/caesar/services/matcher/reference.py.
 - negation: negated events are kept in their own stacks (start/middle) and
   probed by timestamp interval; results ending with a negation are held in
-  `pending` until the window after their first event has closed.
+  `pending` until the window after their first event has closed. With
+  skip_till_next_match, a middle negation whose checks read only earlier
+  events ends the runs waiting at it (compile.py's _kills_waiting): they are
+  dropped once time passes the negated event, which is kept only while a
+  run waits; rows no run reads and empty parts go too (_trim).
 - stacks are pruned by the window on every event of their part and on
   `advance`; empty parts are dropped, so state is bounded by the window.
 - repetition bounds and optional components bound the DFS over a Kleene
