@@ -41,6 +41,7 @@ import math
 import os
 import shutil
 import tempfile
+import textwrap
 import time
 import uuid
 from pathlib import Path
@@ -263,7 +264,7 @@ def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
     ax.plot(x, [r["recovery_s"] for r in rows], "v:",
             label="start -> first alert of input after the start")
     ax.set_ylabel("seconds")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(textwrap.fill(title, 100), fontsize=8)
     ax = axes[1]
     ax.plot(x, [r["restore_bytes"] / 2**20 for r in rows], "o-", label="read on restore")
     ax.plot(x, [r["probe_old_bytes"] / 2**20 for r in rows], "^:",
