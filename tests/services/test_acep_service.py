@@ -1,8 +1,10 @@
 """The acep service's runner on the exactly-once loop without Kafka (the
 in-memory bus has Kafka's transactions): its tables and outputs live with its
 lowest partition, so that partition must commit whenever any partition's
-input moved them, also when it read nothing itself. The Kafka + Ray version
-of these is test_acep_ray_kafka.py."""
+input moved them, also when it read nothing itself, and all its partitions
+commit in one transaction (a crash injected between or inside commits loses
+and repeats nothing). The Kafka + Ray version of these is
+test_acep_ray_kafka.py."""
 
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from caesar.services.embedded.bus_pipeline import (
     read_alerts,
 )
 from caesar.services.embedded.pipeline import EmbeddedPipeline
-from caesar.services.store.checkpoint import StateStore
+from caesar.services.store.checkpoint import StateStore, StoreError
 from caesar.services.wiring import make_loop
 from caesar.settings import TopicSettings
 
@@ -67,14 +69,131 @@ class SharedCount:
         return 0
 
 
-def shared_count_loop(bus: InMemoryBus) -> ServiceLoop:
+class SharedCountOne(SharedCount):
+    one_transaction = True
+
+
+def shared_count_loop(bus: Any, handler: type[SharedCount] = SharedCountOne,
+                      partitions: tuple[int, ...] = (0, 1)) -> ServiceLoop:
     store = StateStore(bus, make_codec(), changelog_topic="changelog",
                        checkpoints_topic="checkpoints", service="shared")
     loop = ServiceLoop(bus=bus, group_id="shared", transactional_prefix="shared",
-                       handler_factory=SharedCount, partitions=(0, 1), store=store,
+                       handler_factory=handler, partitions=partitions, store=store,
                        poll_timeout_s=0.0, commit_interval_s=0.0)
     loop.start()
     return loop
+
+
+class Crash(Exception):
+    """The process dies here (not a BusError: the loop does not handle it)."""
+
+
+class CrashingBus:
+    """An in-memory bus whose transactional producers die at the `at`-th
+    call of `method` (counted over all of them), before or after that call
+    took effect: a kill -9 at that point of a commit."""
+
+    def __init__(self, bus: InMemoryBus, method: str, at: int, after: bool) -> None:
+        self.bus, self.method, self.at, self.after = bus, method, at, after
+        self.calls = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.bus, name)
+
+    def producer(self, transactional_id: str | None = None) -> Any:
+        return _CrashingProducer(self.bus.producer(transactional_id), self)
+
+
+class _CrashingProducer:
+    def __init__(self, inner: Any, bus: CrashingBus) -> None:
+        self.inner, self.bus = inner, bus
+
+    def __getattr__(self, name: str) -> Any:
+        call = getattr(self.inner, name)
+        if name != self.bus.method:
+            return call
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.bus.calls += 1
+            if self.bus.calls == self.bus.at and not self.bus.after:
+                raise Crash(f"before {name} #{self.bus.at}")
+            result = call(*args, **kwargs)
+            if self.bus.calls == self.bus.at:
+                raise Crash(f"after {name} #{self.bus.at}")
+            return result
+        return counted
+
+
+def _crash_and_restart(handler: type[SharedCount], method: str, at: int, after: bool
+                       ) -> tuple[int, list[bytes]]:
+    """Two records on each partition per batch, four batches, a crash at the
+    given point, a restarted loop to the end: (its count, outputs seen)."""
+    bus = InMemoryBus()
+    bus.create_topics([TopicSpec(IN, 2), TopicSpec(OUT, 1), TopicSpec("changelog", 2),
+                       TopicSpec("checkpoints", 1)])
+    crashing = CrashingBus(bus, method, at, after)
+    loop = shared_count_loop(crashing, handler)
+    producer = bus.producer()
+    crashed = False
+    for _ in range(4):  # batches spanning both partitions
+        producer.produce([OutRecord(IN, b"x", None, partition=j) for j in (0, 1, 0, 1)])
+        if not crashed:
+            try:
+                loop.run_once()
+                loop.commit()
+            except Crash:
+                crashed = True
+    assert crashed, "no crash injected"
+    assert loop.consumer is not None
+    loop.consumer.close()
+    again = shared_count_loop(bus, handler)  # the restarted actor: fences, restores
+    while again.run_once():
+        pass
+    again.commit()
+    count = again.handler.count  # type: ignore[attr-defined]
+    again.close()
+    return count, committed_outputs(bus)
+
+
+CRASH_POINTS = [(method, at, after) for method in ("begin_transaction", "produce",
+                                                   "send_offsets_to_transaction",
+                                                   "commit_transaction")
+                for at in (1, 2, 3) for after in (False, True)]
+
+
+@pytest.mark.parametrize(("method", "at", "after"), CRASH_POINTS)
+def test_one_transaction_a_crash_anywhere_in_a_commit_loses_and_repeats_nothing(
+        method, at, after):
+    count, outputs = _crash_and_restart(SharedCountOne, method, at, after)
+    assert count == 16
+    # each committed output is a count after a committed batch: none repeats
+    values = [int(v) for v in outputs]
+    assert values == sorted(set(values)) and values[-1] == 16, values
+
+
+def test_per_partition_commits_replay_the_later_partition_into_shared_state():
+    """Why the acep service needs one transaction: with one transaction per
+    partition, a crash after partition 0's commit (tables and outputs in
+    it) and before partition 1's replays partition 1's input into state that
+    already counted it."""
+    count, outputs = _crash_and_restart(SharedCount, "commit_transaction", 1, True)
+    assert count > 16
+
+
+def test_a_group_checkpoint_is_not_restored_into_another_grouping():
+    bus = InMemoryBus()
+    bus.create_topics([TopicSpec(IN, 2), TopicSpec(OUT, 1), TopicSpec("changelog", 2),
+                       TopicSpec("checkpoints", 1)])
+    loop = shared_count_loop(bus)
+    bus.producer().produce([OutRecord(IN, b"x", None, partition=j) for j in (0, 1)])
+    while loop.run_once():
+        pass
+    loop.commit()
+    loop.close()
+    with pytest.raises(StoreError, match=r"owning partitions \[0, 1\], this one owns \[0\]"):
+        shared_count_loop(bus, partitions=(0,))
+    # the same grouping restores (and so does the per-partition handler: no group)
+    assert shared_count_loop(bus).handler.count == 2  # type: ignore[attr-defined]
 
 
 def committed_outputs(bus: InMemoryBus) -> list[bytes]:

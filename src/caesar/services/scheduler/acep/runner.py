@@ -17,11 +17,12 @@ or of an older timestamp still kept.
 State: per partition its matcher state; the tables, the newest timestamp
 run and the held-back matches ride with the lowest partition's checkpoint
 (the store's changelog), so a restarted actor goes on from the last commit.
-What the rules derive goes out in that partition's Kafka transaction too.
-Exactly once holds per partition: the partitions commit one after another,
-so a crash between two of those commits replays the later partitions' input
-into tables that already saw it (not yet covered: one transaction for all
-of the actor's partitions would close it).
+The tables see every partition's input, so the partitions must not commit
+one after another (a crash between two commits would replay the later
+partitions' input into tables that already saw it): `one_transaction` makes
+the loop commit the whole batch, i.e. the outputs, every partition's
+checkpoint and every input partition's offsets, in ONE Kafka transaction,
+and refuse to restore the checkpoints into another partition grouping.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ def acep_stages_plan(plan: ExecutionPlan) -> ExecutionPlan:
 
 
 class AcepHandler:
+    one_transaction = True  # ServiceLoop: the tables are shared by all partitions
+
     def __init__(self, cfg: ServiceConfig, scheduler: str = "lwm") -> None:
         assert cfg.plan.acep is not None
         self.cfg, self.codec = cfg, cfg.codec
