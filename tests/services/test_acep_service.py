@@ -201,11 +201,12 @@ def committed_outputs(bus: InMemoryBus) -> list[bytes]:
             if r.value is not None]
 
 
-def test_a_partition_named_without_input_commits_its_outputs_and_state():
+@pytest.mark.parametrize("handler", [SharedCount, SharedCountOne])
+def test_a_partition_named_without_input_commits_its_outputs_and_state(handler):
     bus = InMemoryBus()
     bus.create_topics([TopicSpec(IN, 2), TopicSpec(OUT, 1), TopicSpec("changelog", 2),
                        TopicSpec("checkpoints", 1)])
-    loop = shared_count_loop(bus)
+    loop = shared_count_loop(bus, handler)
     bus.producer().produce([OutRecord(IN, b"x", None, partition=1) for _ in range(3)])
     while loop.run_once():
         pass
@@ -215,7 +216,7 @@ def test_a_partition_named_without_input_commits_its_outputs_and_state():
     assert not loop.pending()
     loop.close()
     # ... and so does its checkpoint: a new owner goes on from 3 without replay
-    again = shared_count_loop(bus)
+    again = shared_count_loop(bus, handler)
     assert again.handler.count == 3  # type: ignore[attr-defined]
     bus.producer().produce([OutRecord(IN, b"x", None, partition=1)])
     while again.run_once():
@@ -397,3 +398,31 @@ def test_a_crash_inside_an_acep_commit_loses_and_repeats_nothing(counter, method
     handler: Any = pipe.loops["acep"].handler
     assert rows_in_key_order(handler.acep.tables()) == final
     pipe.close()
+
+
+def test_one_transaction_fences_the_owners_of_each_partition_and_of_the_group():
+    """The group's producer fences an earlier instance of the group (a zombie
+    of the restarted actor) and, opening the per-partition ids once, an
+    owner of a partition from a per-partition layout: their open
+    transactions are aborted and nothing of them becomes visible."""
+    from caesar.bus.errors import ProducerFencedError
+
+    bus = InMemoryBus()
+    bus.create_topics([TopicSpec(IN, 2), TopicSpec(OUT, 1), TopicSpec("changelog", 2),
+                       TopicSpec("checkpoints", 1)])
+    zombies = [bus.producer(transactional_id=tid) for tid in ("shared-1", "shared-g0")]
+    for z in zombies:
+        z.begin_transaction()
+        z.produce([OutRecord(OUT, b"zombie", None, partition=0)])
+    loop = shared_count_loop(bus)
+    assert set(loop.producers) == {0}
+    assert loop.transactional_id(0) == "shared-g0"
+    for z in zombies:
+        with pytest.raises(ProducerFencedError):
+            z.commit_transaction()
+    bus.producer().produce([OutRecord(IN, b"x", None, partition=j) for j in (0, 1)])
+    while loop.run_once():
+        pass
+    loop.commit()
+    assert committed_outputs(bus) == [b"2"]
+    loop.close()

@@ -100,9 +100,8 @@ class AcepHandler:
         out = self.outputs.encode(alerts) + dead_records(self.cfg, dead, "matcher")
         # Every partition it read changed (its offsets commit). The lowest is
         # always named, read or not: its checkpoint holds the tables and the
-        # held-back matches, and the outputs go out in its transaction, so it
-        # must commit too (else what partition 1's last watermark released
-        # would wait in partition 0's open transaction for input never coming).
+        # held-back matches, so it is written whenever they may have moved
+        # (all of them in the one transaction of the batch: one_transaction).
         first = min(self.cfg.partitions)
         result: dict[int, list[OutRecord]] = {j: [] for j in decoded}
         result.setdefault(first, []).extend(out)
