@@ -89,6 +89,8 @@ class LoopStats:
     # bytes as written to the changelog): the state it would restore now.
     state_bytes: int = 0
     restore_s: float = 0.0  # how long the last restore took
+    restore_records: int = 0  # changelog records (and bytes) the last restore read
+    restore_bytes: int = 0
     restored_from: dict[str, int] = field(default_factory=dict)
     # How long the oldest record of each batch waited between the previous hop
     # producing it (its Kafka timestamp) and this loop handling it.
@@ -161,20 +163,8 @@ class ServiceLoop:
         assert self.consumer is not None
         started = time.monotonic()
         self.handler = self.handler_factory()
-        offsets: dict[TopicPartition, int] = {}
         self.stats.restored_from = {}
-        for j in self.partitions:
-            loaded = self.store.load(j) if self.store is not None else None
-            if loaded is None:
-                continue
-            state, covers = loaded
-            if self.one_transaction:
-                self._check_group(j)
-            self.handler.restore_partition(j, state)
-            for tp in self.handler.partition_inputs(j):
-                if tp in covers:
-                    offsets[tp] = covers[tp]
-                    self.stats.restored_from[f"{tp.topic}[{tp.partition}]"] = covers[tp]
+        offsets = self._load_states()
         if len(offsets) < len(self.inputs):
             committed = self._committed()
             for tp in self.inputs:
@@ -203,6 +193,29 @@ class ServiceLoop:
             "merged. Deploy with the partition count (and grouping) it was written with, or "
             f"start from empty state: delete the topic {self.store.changelog_topic} and reset "
             f"the consumer group {self.group_id!r}")
+
+    def _load_states(self) -> dict[TopicPartition, int]:
+        """Each partition's last committed state into the handler; the input
+        offsets those states cover."""
+        offsets: dict[TopicPartition, int] = {}
+        if self.store is None:
+            return offsets
+        self.store.reset_read_counts()
+        for j in self.partitions:
+            loaded = self.store.load(j)
+            if loaded is None:
+                continue
+            state, covers = loaded
+            if self.one_transaction:
+                self._check_group(j)
+            self.handler.restore_partition(j, state)
+            for tp in self.handler.partition_inputs(j):
+                if tp in covers:
+                    offsets[tp] = covers[tp]
+                    self.stats.restored_from[f"{tp.topic}[{tp.partition}]"] = covers[tp]
+        self.stats.restore_records = self.store.read_records
+        self.stats.restore_bytes = self.store.read_bytes
+        return offsets
 
     def lag(self) -> int:
         """Records in the inputs not handled yet (end offsets - positions; the
