@@ -8,8 +8,10 @@ covers, so it becomes visible exactly when they do:
 
     "j/0" ... "j/n-1"   chunks of the state (msgpack, state_format.py), each
                         below the broker's message limit
-    "j"                 the header: format, chunk count, size, CRC, and the
-                        input offsets the state covers
+    "j"                 the header: format, chunk count, size, CRC, the input
+                        offsets the state covers, and the group of partitions
+                        whose shared state it holds (ServiceLoop's
+                        one_transaction; none for per-partition state)
     tombstones          for chunk keys of a bigger earlier checkpoint
 
 Keys repeat from checkpoint to checkpoint, so the compacted topic keeps one
@@ -24,7 +26,7 @@ from __future__ import annotations
 import logging
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from caesar.bus.errors import BusError
@@ -63,6 +65,8 @@ class StateStore:
         self.first_window = first_window  # offsets read first from the end (load)
         self._chunks: dict[int, int] = {}  # partition -> chunks of its last checkpoint
         self.epoch: dict[int, int] = {}
+        # partition -> the group named by its checkpoint last loaded (None: none named)
+        self.groups: dict[int, tuple[int, ...] | None] = {}
         self.bytes_written = 0
         self.last_bytes = 0  # size of the newest state written (compressed), for metrics
         # What restoring read from the changelog since reset_read_counts (the
@@ -72,9 +76,11 @@ class StateStore:
 
     # ------------------------------------------------------------ write
     def write(self, producer: BusProducer, j: int, state: Any,
-              covers: Mapping[TopicPartition, int], ts: int) -> int:
+              covers: Mapping[TopicPartition, int], ts: int,
+              group: Sequence[int] | None = None) -> int:
         """Queue partition j's checkpoint into the producer's open transaction;
-        returns its size in bytes."""
+        returns its size in bytes. `group`: the partitions whose shared state
+        it is written with (all committed in that one transaction)."""
         blob = zlib.compress(pack(state), 1)
         self.last_bytes = len(blob)
         chunks = [blob[i:i + CHUNK_BYTES] for i in range(0, len(blob), CHUNK_BYTES)] or [b""]
@@ -85,8 +91,12 @@ class StateStore:
                          self._record(f"{j}/{i}".encode(), chunk, [], ts, wall),
                          f"{j}/{i}".encode(), partition=j)
                for i, chunk in enumerate(chunks)]
-        header = pack({"format": STATE_FORMAT, "service": self.service, "partition": j,
-                       "chunks": len(chunks), "bytes": len(blob), "crc": zlib.crc32(blob)})
+        meta: dict[str, Any] = {"format": STATE_FORMAT, "service": self.service, "partition": j,
+                                "chunks": len(chunks), "bytes": len(blob),
+                                "crc": zlib.crc32(blob)}
+        if group is not None:
+            meta["group"] = list(group)
+        header = pack(meta)
         out.append(OutRecord(self.changelog_topic,
                              self._record(str(j).encode(), header, offsets, ts, wall),
                              str(j).encode(), partition=j))
@@ -176,6 +186,8 @@ class StateStore:
         except StateFormatError as exc:
             raise StoreError(f"{self.service}: checkpoint of {tp.topic}[{j}]: {exc}") from exc
         self._chunks[j] = int(meta["chunks"])
+        group = meta.get("group")
+        self.groups[j] = tuple(int(p) for p in group) if isinstance(group, list) else None
         covers = {TopicPartition(o["topic"], o["partition"]): o["offset"]
                   for o in record["covers"]}
         return state, covers
