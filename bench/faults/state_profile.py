@@ -5,7 +5,8 @@ seconds, compressed as the state store writes them.
 
     .venv/bin/python -m bench.faults.state_profile [--minutes 30] [--segments 86:87]
 
-Prints one line per step: each processor's total and its largest queries.
+Prints one line per step: each processor's total, its largest queries and
+the ones named by `--show` (default TollCharge).
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--every", type=int, default=120, help="simulated seconds between lines")
     ap.add_argument("--top", type=int, default=4, help="queries shown per processor")
+    ap.add_argument("--show", default="TollCharge",
+                    help="comma-separated queries shown whatever their size")
     args = ap.parse_args(argv)
     lo, hi = (int(v) for v in args.segments.split(":"))
     duration = int(args.minutes * 60)
@@ -60,8 +63,11 @@ def main(argv: list[str] | None = None) -> int:
         for name, proc in (("deriver", pipe.deriver), ("matcher", pipe.matcher)):
             snap = proc.snapshot()
             queries = snap["graph"]["queries"]
-            top = sorted(((size(q["state"]), ident) for ident, q in queries.items()),
-                         reverse=True)[:args.top]
+            ranked = sorted(((size(q["state"]), ident) for ident, q in queries.items()),
+                            reverse=True)
+            shown = set(args.show.split(","))
+            top = ranked[:args.top] + [r for r in ranked[args.top:]
+                                       if r[1].rsplit("-", 1)[0] in shown]
             line.append(f"{name} {size(snap) / 1024:,.0f} KiB (" +
                         ", ".join(f"{ident.rsplit('-', 1)[0]} {n / 1024:,.0f}" for n, ident in top)
                         + ")")

@@ -17,6 +17,17 @@ Consumers read committed data only, so a crash anywhere before step 4 leaves
 nothing behind: the next owner of j restores j's last committed state and
 resumes its inputs at the offsets that state covers. A failed commit does
 the same in-process (abort, rewind, go on) instead of restarting the actor.
+
+A handler whose state is shared by all its partitions (`one_transaction`:
+the acep service's tables) cannot commit them one after another: a crash
+between two of those commits would replay the later partitions' input into
+state that already saw it. Its loop commits the whole group in ONE
+transaction instead (one producer, id = service + "g" + the lowest
+partition): steps 1-4 with every changed partition's checkpoint and every
+input partition's offsets. Each checkpoint still goes to its partition's
+changelog and names the group it was written by; a restore by a different
+grouping is refused (StoreError), since the shared state covers the old
+group's inputs.
 """
 
 from __future__ import annotations
@@ -32,7 +43,7 @@ from caesar.bus.errors import BusError, ProducerFencedError
 from caesar.bus.protocol import Bus, BusConsumer, BusProducer
 from caesar.bus.records import OutRecord, Record, TopicPartition
 from caesar.services.common.latency import LatencyHistogram
-from caesar.services.store.checkpoint import StateStore
+from caesar.services.store.checkpoint import StateStore, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +51,12 @@ log = logging.getLogger(__name__)
 class Handler(Protocol):
     """State is kept per Kafka partition j of the service's inputs (a keyed
     store: key = service + j), so an actor owning other partitions after a
-    regrouping restores exactly the state of the partitions it got."""
+    regrouping restores exactly the state of the partitions it got.
+
+    A handler may set `one_transaction = True`: its partitions share state
+    (kept in the lowest one's checkpoint), so the loop commits all of them
+    in one Kafka transaction and refuses to restore them in another
+    grouping."""
 
     def inputs(self) -> list[TopicPartition]: ...
 
@@ -73,6 +89,8 @@ class LoopStats:
     # bytes as written to the changelog): the state it would restore now.
     state_bytes: int = 0
     restore_s: float = 0.0  # how long the last restore took
+    restore_records: int = 0  # changelog records (and bytes) the last restore read
+    restore_bytes: int = 0
     restored_from: dict[str, int] = field(default_factory=dict)
     # How long the oldest record of each batch waited between the previous hop
     # producing it (its Kafka timestamp) and this loop handling it.
@@ -98,12 +116,15 @@ class ServiceLoop:
         self.handler: Handler = handler_factory()
         self.plan_book: Any = None  # the actor's PlanBook (model upgrades), set by make_loop
         self.inputs = list(self.handler.inputs())
+        self.one_transaction = bool(getattr(self.handler, "one_transaction", False))
+        # Producers (and open transactions) by transaction key: the partition
+        # j, or with one_transaction the group's lowest partition for all.
         self.producers: dict[int, BusProducer] = {}
         self.consumer: BusConsumer | None = None
         self.positions: dict[TopicPartition, int] = {}
         self.stats = LoopStats()
         self._last_commit = time.monotonic()
-        self._open: set[int] = set()  # partitions with an open transaction
+        self._open: set[int] = set()  # transaction keys with an open transaction
         self._dirty: set[int] = set()  # partitions whose state changed since the commit
         self._owner = {tp: j for j in self.partitions
                        for tp in self.handler.partition_inputs(j)}
@@ -112,16 +133,27 @@ class ServiceLoop:
         self._positions_at = 0.0
         self._state_sizes: dict[int, int] = {}  # partition -> its newest checkpoint
 
-    def transactional_id(self, j: int) -> str:
-        return f"{self.transactional_prefix}-{j}"
+    def _key(self, j: int) -> int:
+        """The transaction partition j's outputs, state and offsets go in."""
+        return min(self.partitions) if self.one_transaction else j
+
+    def transactional_id(self, key: int) -> str:
+        if self.one_transaction:
+            return f"{self.transactional_prefix}-g{key}"
+        return f"{self.transactional_prefix}-{key}"
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
         # A transactional producer per partition fences any older owner of it
         # (a zombie of a restarted actor, or the actor that had it before a
         # regrouping) and aborts that owner's open transaction.
-        for j in self.partitions:
-            self.producers[j] = self.bus.producer(transactional_id=self.transactional_id(j))
+        if self.one_transaction:
+            # One producer for the group; the per-partition ids are still
+            # opened once, to fence an owner from a per-partition layout.
+            for j in self.partitions:
+                self.bus.producer(transactional_id=f"{self.transactional_prefix}-{j}").close()
+        for key in sorted({self._key(j) for j in self.partitions}):
+            self.producers[key] = self.bus.producer(transactional_id=self.transactional_id(key))
         self.consumer = self.bus.consumer(self.group_id)
         self._restore()
 
@@ -131,18 +163,8 @@ class ServiceLoop:
         assert self.consumer is not None
         started = time.monotonic()
         self.handler = self.handler_factory()
-        offsets: dict[TopicPartition, int] = {}
         self.stats.restored_from = {}
-        for j in self.partitions:
-            loaded = self.store.load(j) if self.store is not None else None
-            if loaded is None:
-                continue
-            state, covers = loaded
-            self.handler.restore_partition(j, state)
-            for tp in self.handler.partition_inputs(j):
-                if tp in covers:
-                    offsets[tp] = covers[tp]
-                    self.stats.restored_from[f"{tp.topic}[{tp.partition}]"] = covers[tp]
+        offsets = self._load_states()
         if len(offsets) < len(self.inputs):
             committed = self._committed()
             for tp in self.inputs:
@@ -157,6 +179,43 @@ class ServiceLoop:
         if self.stats.restored_from:
             log.info("%s restored in %.2f s; resuming at %s", self.transactional_prefix,
                      self.stats.restore_s, self.stats.restored_from)
+
+    def _check_group(self, j: int) -> None:
+        """State shared by a group of partitions restores only into that group."""
+        assert self.store is not None
+        group = self.store.groups.get(j)
+        if group is None or tuple(group) == self.partitions:
+            return  # the same group (None: written before groups were recorded)
+        raise StoreError(
+            f"{self.transactional_prefix}: the checkpoint of partition {j} was written by an "
+            f"actor owning partitions {list(group)}, this one owns {list(self.partitions)}; "
+            "its state is shared by all of that actor's partitions and cannot be split or "
+            "merged. Deploy with the partition count (and grouping) it was written with, or "
+            f"start from empty state: delete the topic {self.store.changelog_topic} and reset "
+            f"the consumer group {self.group_id!r}")
+
+    def _load_states(self) -> dict[TopicPartition, int]:
+        """Each partition's last committed state into the handler; the input
+        offsets those states cover."""
+        offsets: dict[TopicPartition, int] = {}
+        if self.store is None:
+            return offsets
+        self.store.reset_read_counts()
+        for j in self.partitions:
+            loaded = self.store.load(j)
+            if loaded is None:
+                continue
+            state, covers = loaded
+            if self.one_transaction:
+                self._check_group(j)
+            self.handler.restore_partition(j, state)
+            for tp in self.handler.partition_inputs(j):
+                if tp in covers:
+                    offsets[tp] = covers[tp]
+                    self.stats.restored_from[f"{tp.topic}[{tp.partition}]"] = covers[tp]
+        self.stats.restore_records = self.store.read_records
+        self.stats.restore_bytes = self.store.read_bytes
+        return offsets
 
     def lag(self) -> int:
         """Records in the inputs not handled yet (end offsets - positions; the
@@ -215,10 +274,11 @@ class ServiceLoop:
         return len(records) + produced  # anything moved
 
     def _begin(self, j: int) -> BusProducer:
-        producer = self.producers[j]
-        if j not in self._open:
+        key = self._key(j)
+        producer = self.producers[key]
+        if key not in self._open:
             producer.begin_transaction()  # step 0
-            self._open.add(j)
+            self._open.add(key)
         return producer
 
     def _produce(self, j: int, outputs: list[OutRecord]) -> bool:
@@ -227,7 +287,7 @@ class ServiceLoop:
             self._begin(j).produce(outputs)  # step 1
         except BusError as exc:
             log.warning("%s: producing failed (%s): rewinding to the last commit",
-                        self.transactional_id(j), exc)
+                        self.transactional_id(self._key(j)), exc)
             self._failed(fatal=isinstance(exc, ProducerFencedError))
             return False
         self.stats.records_out += len(outputs)
@@ -238,26 +298,33 @@ class ServiceLoop:
         return bool(self._dirty)
 
     def commit(self) -> None:
-        """Steps 2-4 for every partition that changed; on failure abort and
+        """Steps 2-4 for every partition that changed (all in one transaction
+        with one_transaction, else one per partition); on failure abort and
         rewind to the last commit."""
         if not self._dirty:
             return
         assert self.consumer is not None
+        group = self.partitions if self.one_transaction else None
         try:
             ts = self.handler.event_time()
-            for j in sorted(self._dirty):
-                producer = self._begin(j)
-                inputs = self.handler.partition_inputs(j)
-                covers = {tp: self.positions[tp] for tp in inputs if tp in self.positions}
-                if self.store is not None:  # 2. changelog: partition j's state
-                    self._state_sizes[j] = self.store.write(
-                        producer, j, self.handler.snapshot_partition(j), covers, ts)
-                # 3. its input offsets, in the same transaction
-                producer.send_offsets_to_transaction(covers, self.consumer, timeout_s=10.0)
+            for key in sorted({self._key(j) for j in self._dirty}):
+                producer = self._begin(key)
+                members = [j for j in sorted(self._dirty) if self._key(j) == key]
+                offsets: dict[TopicPartition, int] = {}
+                for j in members:
+                    inputs = self.handler.partition_inputs(j)
+                    covers = {tp: self.positions[tp] for tp in inputs if tp in self.positions}
+                    offsets.update(covers)
+                    if self.store is not None:  # 2. changelog: partition j's state
+                        self._state_sizes[j] = self.store.write(
+                            producer, j, self.handler.snapshot_partition(j), covers, ts,
+                            group=group)
+                # 3. their input offsets, in the same transaction
+                producer.send_offsets_to_transaction(offsets, self.consumer, timeout_s=10.0)
                 # 4. all of it visible at once
                 producer.commit_transaction()
-                self._open.discard(j)
-                self._dirty.discard(j)
+                self._open.discard(key)
+                self._dirty.difference_update(members)
             self.stats.state_bytes = sum(self._state_sizes.values())
         except ProducerFencedError as exc:
             log.warning("%s: %s", self.transactional_prefix, exc)
@@ -281,25 +348,25 @@ class ServiceLoop:
             raise BusError(f"{self.transactional_prefix}: {self._failed_commits} commits in a "
                            "row failed; giving up (the actor restarts)")
         time.sleep(min(0.05 * 2 ** self._failed_commits, 5.0))
-        for j in list(self._open):
+        for key in list(self._open):
             if not fatal:
                 try:
-                    self.producers[j].abort_transaction()
+                    self.producers[key].abort_transaction()
                     continue
                 except BusError as exc:
                     log.warning("%s: abort failed (%s); starting a new producer",
-                                self.transactional_id(j), exc)
-            self._replace_producer(j)
+                                self.transactional_id(key), exc)
+            self._replace_producer(key)
         if fatal:
-            for j in self.partitions:
-                self._replace_producer(j)
+            for key in list(self.producers):
+                self._replace_producer(key)
         self.stats.recoveries += 1
         self._restore()
 
-    def _replace_producer(self, j: int) -> None:
+    def _replace_producer(self, key: int) -> None:
         with contextlib.suppress(BusError):
-            self.producers[j].close()
-        self.producers[j] = self.bus.producer(transactional_id=self.transactional_id(j))
+            self.producers[key].close()
+        self.producers[key] = self.bus.producer(transactional_id=self.transactional_id(key))
 
     def run(self, should_stop: Callable[[], bool], max_idle_s: float | None = None) -> None:
         self.start()
@@ -313,9 +380,9 @@ class ServiceLoop:
 
     def close(self) -> None:
         try:
-            for j in list(self._open):
+            for key in list(self._open):
                 with contextlib.suppress(BusError):
-                    self.producers[j].abort_transaction()
+                    self.producers[key].abort_transaction()
         finally:
             if self.consumer is not None:
                 self.consumer.close()

@@ -64,6 +64,9 @@ class CompInfo:
     min_count: int = 1  # quantifier bounds (max 0: unbounded)
     max_count: int = 1
     greedy: bool = False
+    # middle negation whose event ends, for good, every run waiting at it
+    # (_kills_waiting): such runs are dropped, its events kept only while one waits
+    kills_waiting: bool = False
 
 
 @dataclass
@@ -325,12 +328,39 @@ def _compile(plan: PatternPlan, all_vars: frozenset[str], alt: int) -> CompiledP
         functions=b.functions,
     )
     for ci, comp in enumerate(comps):
+        comp.kills_waiting = _kills_waiting(cp, ci, absent)
+    for ci, comp in enumerate(comps):
         # canonical text of the pushed filters, the variable renamed, so that
         # identical filters of different plans are evaluated once per event
         # (shared filter groups, the idea of Cayuga's FR index)
         texts = sorted(render(_rename(e, comp.var)) for e in pushed[ci])
         comp.filter_key = (comp.layout, tuple(texts))
     return cp
+
+
+def _kills_waiting(cp: CompiledPlan, ci: int, absent: frozenset[str]) -> bool:
+    """Does an event of middle negation `ci` that passes its checks against a
+    run waiting at it (bound up to the positive before it, nothing after)
+    block every completion of that run? With skip_till_next_match it does
+    when the checks read only the negated event, events bound before it
+    (fixed once the run waits: the positive right before is a plain one,
+    never extended later) and constants: every later binding is at or after
+    the current event, so the negated event lies inside the forbidden
+    interval of every completion bound after its timestamp (SASE's
+    SEQ_WITHOUT: strictly between the neighbouring positive events). Plans
+    where dropping such a run could change anything else keep today's
+    behaviour: keyless ones (equivalence checked while matching), after-match
+    skip (held matches wait for earlier runs), ON TIMEOUT (a dropped run
+    would not time out), user-defined functions (failures are reported)."""
+    comp, plan = cp.comps[ci], cp.plan
+    if not comp.negated or comp.prev_pos < 0 or comp.next_pos < 0 or cp.strategy != 1 \
+            or cp.keyless or cp.skip or plan.timeout is not None or cp.functions:
+        return False
+    if cp.comps[cp.pos[comp.prev_pos]].kleene:
+        return False
+    before = {plan.components[c].var for c in cp.pos[:comp.prev_pos + 1]}
+    return all(variables(conj) <= before | absent | {comp.var}
+               for conj in plan.where if comp.var in variables(conj))
 
 
 def _rename(expr: Expr, var: str) -> Expr:

@@ -94,4 +94,7 @@ cdef class CythonEngine:
     cdef _expire_runs(self, PlanRT p, Part part, i64 bound)
     cdef object _derive_timeout(self, PlanRT p, Part part, Env* env, list run)
     cdef _runs_step(self, PlanRT p, Part part, long mask)
+    cdef i64 _waiting_lo(self, PlanRT p, Part part, int c)
+    cdef bint _killed(self, PlanRT p, Part part, list run, Env* env, i64** bufs) except -1
+    cdef _trim(self, PlanRT p, Part part, object key)
     cdef _complete(self, PlanRT p, Part part, list run, Env* env, i64** bufs)

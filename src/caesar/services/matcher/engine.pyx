@@ -17,7 +17,11 @@ plan_runtime.pyx); expressions run on the VM of vm.pyx.
   bound rows; the same definitions as src/caesar/services/matcher/reference.py.
 - negation: negated events are kept in their own stacks (start/middle) and
   probed by timestamp interval; results ending with a negation are held in
-  `pending` until the window after their first event has closed.
+  `pending` until the window after their first event has closed. With
+  skip_till_next_match, a middle negation whose checks read only earlier
+  events ends the runs waiting at it (compile.py's _kills_waiting): they are
+  dropped once time passes the negated event, which is kept only while a
+  run waits; rows no run reads and empty parts go too (_trim).
 - stacks are pruned by the window on every event of their part and on
   `advance`; empty parts are dropped, so state is bounded by the window.
 - repetition bounds and optional components bound the DFS over a Kleene
@@ -66,6 +70,8 @@ from caesar.services.matcher.vm cimport (
     negchecks,
     pyvalue,
 )
+
+cdef i64 _NOBODY = 4611686018427387904  # 2**62: later than any timestamp
 
 # Layout of snapshot(): bump when it changes (stored with the state; a
 # different value is refused on restore, never misread).
@@ -872,6 +878,8 @@ cdef class CythonEngine:
                     self._an_register(p, c, part.key, False)  # stale entry
                     continue
             if p.nextpos[c] >= 0:
+                if p.killneg[c] and self._waiting_lo(p, part, c) >= self._ts:
+                    continue  # no run waits at c, so this event can block nothing
                 s = part.stacks[c]
                 s.push(self._ts, self._seq, p.scratch[c], p.scratch_k[c])
         if p.strategy == 0:
@@ -880,6 +888,8 @@ cdef class CythonEngine:
             self._runs_step(p, part, mask)
             if part.held:
                 self._release(p, part)
+            if p.nkill:
+                self._trim(p, part, key)
 
     # -- skip till any match: AIS + DFS --------------------------------------
 
@@ -1492,6 +1502,8 @@ cdef class CythonEngine:
         self._part = part
         try:
             for run in part.runs:
+                if p.nkill and self._killed(p, part, run, &env, bufs):
+                    continue  # no completion can pass its middle negation
                 m = len(run)
                 c = p.pos[m - 1]
                 s = part.stacks[c]
@@ -1528,6 +1540,79 @@ cdef class CythonEngine:
             for c in range(MAXC):
                 free(bufs[c])
         part.runs = kept or ()
+
+    # -- middle negations that end the runs waiting at them (compile.py's
+    # _kills_waiting): TollCharge's SEQ(n, NOT x, v) WHERE [vid] keeps no
+    # state for a vehicle once x has passed n, instead of a day of x events.
+
+    cdef i64 _waiting_lo(self, PlanRT p, Part part, int c):
+        """The earliest timestamp at which a run waiting at middle negation
+        c bound the positive before it (the negation's interval opens
+        there); _NOBODY when no run waits at c."""
+        cdef int k = p.prevpos[c]
+        cdef Stack s = part.stacks[p.pos[k]]
+        cdef i64 lo = _NOBODY, t
+        for run in part.runs:
+            if len(run) == k + 1:
+                t = s.ts[<i64> run[k][0] - s.base]
+                if t < lo:
+                    lo = t
+        return lo
+
+    cdef bint _killed(self, PlanRT p, Part part, list run, Env* env, i64** bufs) except -1:
+        """Is the run waiting at a killing middle negation c with an event of
+        c strictly between the positive before it and now that passes c's
+        checks? Every completion binds the next positive now or later, so
+        that event blocks them all (ties: an event at the current timestamp
+        blocks nothing yet, a completion at that same timestamp may pass)."""
+        cdef int c, k = len(run) - 1
+        cdef Stack s = part.stacks[p.pos[k]], ns
+        cdef i64 lo, i
+        cdef bint loaded = False
+        for c in range(p.ncomp):
+            if not p.killneg[c] or p.prevpos[c] != k:
+                continue
+            lo = s.ts[<i64> run[k][0] - s.base]
+            ns = part.stacks[c]
+            for i in range(ns.first_gt(lo), ns.n):
+                if ns.ts[i] >= self._ts:
+                    break
+                if not loaded:
+                    self._load_run(p, part, run, env, bufs)
+                    loaded = True
+                env.row[c] = i
+                if negchecks(p, c, env):
+                    return True
+        return False
+
+    cdef _trim(self, PlanRT p, Part part, object key):
+        """After a step of a plan with a killing middle negation: keep the
+        negated events only from the earliest waiting run's interval on,
+        the positive rows only from the earliest run's first event on (with
+        a run strategy nothing else reads them, unless an end negation holds
+        results that do), and drop the part once it holds nothing."""
+        cdef int c
+        cdef Stack s
+        cdef i64 first = _NOBODY, t
+        for run in part.runs:
+            t = self._run_first_ts(part, p, run)
+            if t < first:
+                first = t
+        for c in range(p.ncomp):
+            s = part.stacks[c]
+            if s.n == s.head:
+                continue
+            if p.killneg[c]:
+                t = self._waiting_lo(p, part, c)
+                s.prune(t if t != _NOBODY else self._ts)
+            elif not p.negated[c] and not p.has_end_neg:
+                s.prune(first - 1 if first != _NOBODY else self._ts)
+        if part.empty():
+            keyed = self._parts[p.slot].get(self._partition)
+            if keyed is not None and keyed.get(key) is part:
+                del keyed[key]
+                if not keyed:
+                    del self._parts[p.slot][self._partition]
 
     cdef object _advance_first(self, PlanRT p, Part part, long mask, Env* env, i64** bufs,
                                list pushed):

@@ -79,6 +79,7 @@ cdef class PlanRT:
             self.minc[i] = comp.min_count
             self.maxc[i] = comp.max_count
             self.greedy[i] = 1 if comp.greedy else 0
+            self.killneg[i] = 1 if comp.kills_waiting else 0
             if comp.kleene and comp.min_count == 0:
                 self.has_optional = 1
             for j in range(self.neq):
@@ -89,6 +90,7 @@ cdef class PlanRT:
             self.scratch[i] = <Cell*> malloc((self.width[i] + 1) * sizeof(Cell))
             self.scratch_k[i] = <u8*> malloc((self.width[i] + 1) * sizeof(u8))
         self.negchk_ids, self.negchk_start, self.negchk_n = _ints(ids), _ints(starts), _ints(ns)
+        self.nkill = sum(1 for comp in cp.comps if comp.kills_waiting)
         j = -1
         for i in range(self.npos):
             self.gate[i] = j

@@ -8,8 +8,10 @@ covers, so it becomes visible exactly when they do:
 
     "j/0" ... "j/n-1"   chunks of the state (msgpack, state_format.py), each
                         below the broker's message limit
-    "j"                 the header: format, chunk count, size, CRC, and the
-                        input offsets the state covers
+    "j"                 the header: format, chunk count, size, CRC, the input
+                        offsets the state covers, and the group of partitions
+                        whose shared state it holds (ServiceLoop's
+                        one_transaction; none for per-partition state)
     tombstones          for chunk keys of a bigger earlier checkpoint
 
 Keys repeat from checkpoint to checkpoint, so the compacted topic keeps one
@@ -24,7 +26,7 @@ from __future__ import annotations
 import logging
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from caesar.bus.errors import BusError
@@ -55,21 +57,30 @@ class StateStore:
     """The changelog of one service (all its Kafka partitions)."""
 
     def __init__(self, bus: Bus, codec: Codec, *, changelog_topic: str, checkpoints_topic: str,
-                 service: str, restore_timeout_s: float = 60.0) -> None:
+                 service: str, restore_timeout_s: float = 60.0, first_window: int = 4) -> None:
         self.bus, self.codec = bus, codec
         self.changelog_topic, self.checkpoints_topic = changelog_topic, checkpoints_topic
         self.service = service
         self.restore_timeout_s = restore_timeout_s
+        self.first_window = first_window  # offsets read first from the end (load)
         self._chunks: dict[int, int] = {}  # partition -> chunks of its last checkpoint
         self.epoch: dict[int, int] = {}
+        # partition -> the group named by its checkpoint last loaded (None: none named)
+        self.groups: dict[int, tuple[int, ...] | None] = {}
         self.bytes_written = 0
         self.last_bytes = 0  # size of the newest state written (compressed), for metrics
+        # What restoring read from the changelog since reset_read_counts (the
+        # records and bytes of every window scanned): restart cost, for metrics.
+        self.read_records = 0
+        self.read_bytes = 0
 
     # ------------------------------------------------------------ write
     def write(self, producer: BusProducer, j: int, state: Any,
-              covers: Mapping[TopicPartition, int], ts: int) -> int:
+              covers: Mapping[TopicPartition, int], ts: int,
+              group: Sequence[int] | None = None) -> int:
         """Queue partition j's checkpoint into the producer's open transaction;
-        returns its size in bytes."""
+        returns its size in bytes. `group`: the partitions whose shared state
+        it is written with (all committed in that one transaction)."""
         blob = zlib.compress(pack(state), 1)
         self.last_bytes = len(blob)
         chunks = [blob[i:i + CHUNK_BYTES] for i in range(0, len(blob), CHUNK_BYTES)] or [b""]
@@ -80,8 +91,12 @@ class StateStore:
                          self._record(f"{j}/{i}".encode(), chunk, [], ts, wall),
                          f"{j}/{i}".encode(), partition=j)
                for i, chunk in enumerate(chunks)]
-        header = pack({"format": STATE_FORMAT, "service": self.service, "partition": j,
-                       "chunks": len(chunks), "bytes": len(blob), "crc": zlib.crc32(blob)})
+        meta: dict[str, Any] = {"format": STATE_FORMAT, "service": self.service, "partition": j,
+                                "chunks": len(chunks), "bytes": len(blob),
+                                "crc": zlib.crc32(blob)}
+        if group is not None:
+            meta["group"] = list(group)
+        header = pack(meta)
         out.append(OutRecord(self.changelog_topic,
                              self._record(str(j).encode(), header, offsets, ts, wall),
                              str(j).encode(), partition=j))
@@ -105,12 +120,19 @@ class StateStore:
             "state": state, "covers": offsets, "ts": ts, "wall_ms": wall})
 
     # ------------------------------------------------------------ restore
+    def reset_read_counts(self) -> None:
+        self.read_records = self.read_bytes = 0
+
     def load(self, j: int) -> tuple[Any, dict[TopicPartition, int]] | None:
         """Partition j's newest committed state and the input offsets it covers,
         or None when it has none."""
         tp = TopicPartition(self.changelog_topic, j)
         end = self._end_offset(tp)
-        window = 64
+        # A checkpoint that fits one chunk is the last 3 offsets (chunk, header,
+        # commit marker): start there and widen only for a bigger one, so a
+        # restore reads about one checkpoint, not the last dozens of them
+        # (a 64-offset window read ~20 checkpoints: 11 MB for a 1.2 MB state).
+        window = self.first_window
         while True:
             start = max(0, end - window)
             found = self._scan(tp, j, start)
@@ -118,7 +140,7 @@ class StateStore:
                 return found
             if start == 0:
                 return None
-            window *= 8
+            window *= 4
 
     def _end_offset(self, tp: TopicPartition) -> int:
         """End offset, waiting out a partition whose leader is not elected yet."""
@@ -164,6 +186,8 @@ class StateStore:
         except StateFormatError as exc:
             raise StoreError(f"{self.service}: checkpoint of {tp.topic}[{j}]: {exc}") from exc
         self._chunks[j] = int(meta["chunks"])
+        group = meta.get("group")
+        self.groups[j] = tuple(int(p) for p in group) if isinstance(group, list) else None
         covers = {TopicPartition(o["topic"], o["partition"]): o["offset"]
                   for o in record["covers"]}
         return state, covers
@@ -178,6 +202,8 @@ class StateStore:
         try:
             for batch in read_to_end(self.bus, [tp], {tp: start},
                                      timeout_s=self.restore_timeout_s):
+                self.read_records += len(batch)
+                self.read_bytes += sum(len(r.value or b"") + len(r.key or b"") for r in batch)
                 for rec in batch:
                     if rec.key == head_key:
                         header = rec if rec.value is not None else None

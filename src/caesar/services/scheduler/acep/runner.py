@@ -17,11 +17,12 @@ or of an older timestamp still kept.
 State: per partition its matcher state; the tables, the newest timestamp
 run and the held-back matches ride with the lowest partition's checkpoint
 (the store's changelog), so a restarted actor goes on from the last commit.
-What the rules derive goes out in that partition's Kafka transaction too.
-Exactly once holds per partition: the partitions commit one after another,
-so a crash between two of those commits replays the later partitions' input
-into tables that already saw it (not yet covered: one transaction for all
-of the actor's partitions would close it).
+The tables see every partition's input, so the partitions must not commit
+one after another (a crash between two commits would replay the later
+partitions' input into tables that already saw it): `one_transaction` makes
+the loop commit the whole batch, i.e. the outputs, every partition's
+checkpoint and every input partition's offsets, in ONE Kafka transaction,
+and refuse to restore the checkpoints into another partition grouping.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ def acep_stages_plan(plan: ExecutionPlan) -> ExecutionPlan:
 
 
 class AcepHandler:
+    one_transaction = True  # ServiceLoop: the tables are shared by all partitions
+
     def __init__(self, cfg: ServiceConfig, scheduler: str = "lwm") -> None:
         assert cfg.plan.acep is not None
         self.cfg, self.codec = cfg, cfg.codec
@@ -97,9 +100,8 @@ class AcepHandler:
         out = self.outputs.encode(alerts) + dead_records(self.cfg, dead, "matcher")
         # Every partition it read changed (its offsets commit). The lowest is
         # always named, read or not: its checkpoint holds the tables and the
-        # held-back matches, and the outputs go out in its transaction, so it
-        # must commit too (else what partition 1's last watermark released
-        # would wait in partition 0's open transaction for input never coming).
+        # held-back matches, so it is written whenever they may have moved
+        # (all of them in the one transaction of the batch: one_transaction).
         first = min(self.cfg.partitions)
         result: dict[int, list[OutRecord]] = {j: [] for j in decoded}
         result.setdefault(first, []).extend(out)
