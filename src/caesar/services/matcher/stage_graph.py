@@ -144,6 +144,10 @@ class StageGraph:
         # late (a closed aggregation window) runs with the contexts of its own
         # timestamp, not those of the step that released it.
         self._history: dict[int, list[tuple[int, frozenset[str]]]] = {}
+        # partitions whose history has more than one entry: the only ones
+        # _forget_history can trim (a model partitioned per car has many
+        # thousands of partitions, most with one entry)
+        self._history_grown: set[int] = set()
         # Context-independent plans: partition -> [(ts, stages whose context
         # does not hold from ts on)] (`mute`); their results, judged at their
         # own timestamp like released results, feed no other stage.
@@ -180,6 +184,7 @@ class StageGraph:
                 self._history[part] = [(ts, act)]
             elif hist[-1][1] != act:
                 hist.append((ts, act))
+                self._history_grown.add(part)
         outputs = self._release_and_run(ts)
         self._clock = ts
         if len(events):
@@ -297,11 +302,13 @@ class StageGraph:
         # The muting of this step's results is read after this call (for
         # results stamped from the previous step on): keep what held then.
         muted_bound = min(watermark, self._time)
-        for hist, bound in [*((h, watermark) for h in self._history.values()),
+        grown = [self._history[p] for p in self._history_grown]
+        for hist, bound in [*((h, watermark) for h in grown),
                             *((h, muted_bound) for h in self._muted.values())]:
             if len(hist) > 1 and hist[1][0] <= bound:
                 i = bisect_right(hist, bound, key=lambda h: h[0]) - 1
                 del hist[:i]
+        self._history_grown = {p for p in self._history_grown if len(self._history[p]) > 1}
 
     def mute(self, partition: int, ts: int, muted: frozenset[str]) -> None:
         """Context-independent plans: from `ts` on, `muted` stages' results are dropped."""
@@ -682,6 +689,7 @@ class StageGraph:
         self._keys.update({int(p): k for p, k in state["keys"]})
         self._history.update({int(p): [(int(ts), frozenset(ids[x] for x in a if x in ids))
                                        for ts, a in h] for p, h in state["history"]})
+        self._history_grown = {p for p, h in self._history.items() if len(h) > 1}
         for ident, data in state["limiters"]:
             pid = ids.get(ident)
             if pid in self.limiters:
