@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.faults.harness import SERVICES, Deployed, FaultLab, InputProducer, RunResult, Stream
-from bench.faults.soak import PLATEAU_S, RESULTS, _number, save_logs, write_csv
+from bench.faults.soak import PLATEAU_S, RESULTS, _number, save_logs, slope_per_10min, write_csv
 from caesar.bus.records import TopicPartition
 from caesar.codecs import make_codec
 from caesar.services.store.checkpoint import StateStore
@@ -245,6 +245,17 @@ def verdict(rows: list[dict[str, Any]]) -> list[str]:
                f"changelogs grew x{grew:.1f}; load average {first['load1']:.1f} at the first "
                f"restart, {last['load1']:.1f} at the last: times on this shared 2-core "
                f"machine move with it).")
+    slopes = []
+    for column, label in (("ready_s", "start -> restored"), ("restore_s", "restore"),
+                          ("first_output_s", "start -> first output")):
+        points = [(float(r["uptime_s"]), float(r[column])) for r in rows
+                  if r[column] not in (None, "")]
+        mean = sum(v for _, v in points) / max(1, len(points))
+        slope = slope_per_10min(points)
+        slopes.append(f"{label} {slope:+.2f} s ({100 * slope / mean:+.0f} % of its mean "
+                      f"{mean:.1f} s)")
+    out.append("Trend over all restarts (least squares, per 10 minutes of uptime): "
+               + "; ".join(slopes) + ".")
     return out
 
 

@@ -283,6 +283,49 @@ def plot(rows: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+FIELDS = ["workload", "group", "engine", "events", "queries", "reps", "median_eps",
+          "best_eps", "median_wall_s", "median_thread_cpu_s", "median_process_cpu_s",
+          "setup_s", "matches", "matches_per_event", "same_matches", "caesar_speedup",
+          "caesar_thread_cpu_ratio", "caesar_process_cpu_ratio", "difference", "description"]
+_INT_FIELDS = {"events", "queries", "reps", "matches"}
+_TEXT_FIELDS = {"workload", "group", "engine", "difference", "description"}
+
+
+def load_rows(path: Path) -> list[dict]:
+    """The rows of an earlier peers.csv, with their numbers as numbers."""
+    out = []
+    with path.open(newline="") as fh:
+        for raw in csv.DictReader(fh):
+            row: dict = {}
+            for k, v in raw.items():
+                if k in _TEXT_FIELDS:
+                    row[k] = v
+                elif v == "":
+                    continue
+                elif k == "same_matches":
+                    row[k] = v == "True"
+                else:
+                    row[k] = int(float(v)) if k in _INT_FIELDS else float(v)
+            out.append(row)
+    return out
+
+
+def merge_rows(old: list[dict], new: list[dict], fresh: list[str]) -> list[dict]:
+    """The earlier rows in their order, a re-run workload's rows in place of
+    its old ones (a workload the earlier run lacked goes last)."""
+    out: list[dict] = []
+    placed: set[str] = set()
+    for r in old:
+        name = r["workload"]
+        if name not in fresh:
+            out.append(r)
+        elif name not in placed:
+            out += [n for n in new if n["workload"] == name]
+            placed.add(name)
+    out += [n for n in new if n["workload"] not in placed]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--events", type=int, default=300_000,
@@ -295,6 +338,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="engine forms to run (CAESAR always runs: it is the baseline)")
     ap.add_argument("--quick", action="store_true", help="50,000 events, 2 reps, 1 warm-up")
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the other workloads' rows of the existing results/peers.csv "
+                         "(a partial re-run updates its own rows; the report says which)")
     args = ap.parse_args(argv)
     if args.quick:
         args.events, args.reps, args.warmup = 50_000, 2, 1
@@ -320,21 +366,24 @@ def main(argv: list[str] | None = None) -> int:
                 rows += summarize(w, n, runs)
         finally:
             bench.close()
-    fields = ["workload", "group", "engine", "events", "queries", "reps", "median_eps",
-              "best_eps", "median_wall_s", "median_thread_cpu_s", "median_process_cpu_s",
-              "setup_s", "matches", "matches_per_event", "same_matches", "caesar_speedup",
-              "caesar_thread_cpu_ratio", "caesar_process_cpu_ratio", "difference", "description"]
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    header = (f"Run {stamp}, {time.time() - t0:.0f} s, {args.warmup} warm-up + {args.reps} "
+              f"measured rounds per workload.")
+    if args.merge and (args.out / "peers.csv").exists():
+        fresh = [w.name for w in workloads]
+        old_md = args.out / "peers.md"
+        before = old_md.read_text().splitlines()[0] if old_md.exists() else "an earlier run"
+        rows = merge_rows(load_rows(args.out / "peers.csv"), rows, fresh)
+        header = (f"Rows of {', '.join(fresh)}: {header[0].lower()}{header[1:]} "
+                  f"Every other row: from the earlier run ({before.rstrip('.')}).")
     with (args.out / "peers.csv").open("w", newline="") as fh:
-        wr = csv.DictWriter(fh, fieldnames=fields)
+        wr = csv.DictWriter(fh, fieldnames=FIELDS)
         wr.writeheader()
         for r in rows:
             wr.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v)
-                         for k, v in r.items() if k in fields})
+                         for k, v in r.items() if k in FIELDS})
     table = summary(rows) + "\nEvery engine form:\n\n" + markdown(rows)
-    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    (args.out / "peers.md").write_text(
-        f"Run {stamp}, {time.time() - t0:.0f} s, {args.warmup} warm-up + {args.reps} measured "
-        f"rounds per workload.\n\n{table}")
+    (args.out / "peers.md").write_text(f"{header}\n\n{table}")
     plot(rows, args.out / "peers.png")
     print("\n" + table)
     print(f"wrote {args.out / 'peers.csv'}, {args.out / 'peers.md'}, {args.out / 'peers.png'}")

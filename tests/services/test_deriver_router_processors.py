@@ -1,5 +1,7 @@
 """Deriver and router on recorded transactions (no bus)."""
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from service_plans import pos, two_context_plan
 
 from caesar.plans.execution import ContextDef, Stage
@@ -8,6 +10,7 @@ from caesar.services.common.messages import (
     ContextChange,
     Discard,
     Progress,
+    RoutedBatch,
     RoutedTransaction,
     Transaction,
     partition_id,
@@ -98,3 +101,41 @@ def test_grouped_windows_keep_partial_matches_of_their_original_context():
               if isinstance(i, RoutedTransaction)]
     assert routed == [(3, ("q",), ()), (4, ("q",), ())]
     assert out.items()[2] == Discard(P7, 5, ("q",))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 12), st.sampled_from(["1", "2", "3"]),
+                          st.floats(0, 100, allow_nan=False)), max_size=25),
+       st.lists(st.tuples(st.integers(0, 12), st.sampled_from(["1", "2", "3"]),
+                          st.sampled_from([0b01, 0b10])), max_size=8),
+       st.booleans())
+def test_router_routes_a_whole_batch_as_it_routes_each_timestamp(
+        events: list[tuple[int, str, float]], changes: list[tuple[int, str, int]],
+        skips: bool) -> None:
+    """The router finds a batch's transactions on its whole columns: the
+    same routed transactions, active sets and discards, in the same order,
+    as when the deriver's progress lets one timestamp through at a time."""
+    names = {0b01: ("clear",), 0b10: ("congestion",)}
+    txns = [txn(ts, pos(ts, i, int(k), spd), key=k)
+            for i, (ts, k, spd) in enumerate(sorted(events, key=lambda e: e[0]))]
+    ctx = [ContextChange(partition_id(k), k, ts, v, names[v])
+           for ts, k, v in sorted(changes, key=lambda c: c[0])]
+
+    def routed(r: RouterProcessor, steps: list[int]) -> tuple[list, list]:
+        outs = [r.process([*txns, *ctx, Progress(20)])]
+        outs += [r.process([Progress(d, "deriver")]) for d in steps]
+        items = [i for o in outs for i in o.items() if not isinstance(i, Progress)]
+        # the rows the matcher reads: only those of routed transactions
+        rows = sorted((rec["_ts"], rec["_p"], rec["vid"]) for o in outs for b in o.routed
+                      if isinstance(b, RoutedBatch) for rec in b.txns.events.records())
+        return items, rows
+
+    plan = two_context_plan()
+    if skips:  # no stage of "clear": its transactions are skipped
+        plan = plan.__class__(**{**plan.__dict__, "matcher_stages": tuple(
+            s for s in plan.matcher_stages if "congestion" in s.contexts)})
+    whole = routed(RouterProcessor(plan), [20])
+    each = routed(RouterProcessor(plan), list(range(1, 21)))
+    assert whole == each
+    assert whole[1] == sorted((i.txn.ts, i.txn.partition, e["vid"]) for i in whole[0]
+                              if isinstance(i, RoutedTransaction) for e in i.txn.events)

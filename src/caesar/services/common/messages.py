@@ -124,13 +124,16 @@ class TxnBatch:
         for t, c in self.events.by_type.items():
             if len(c) > 1 and bool((c.ts[1:] < c.ts[:-1]).any()):
                 c = c.take(np.argsort(c.ts, kind="stable"))
-            cuts[t] = (c, np.searchsorted(c.ts, stamps, "left"),
-                       np.searchsorted(c.ts, stamps, "right"))
+            cuts[t] = (c, np.searchsorted(c.ts, stamps, "left").tolist(),
+                       np.searchsorted(c.ts, stamps, "right").tolist())
         out = []
+        strings = self.events.strings
         for i, ts in enumerate(stamps.tolist()):
-            by_type = {t: c.take(slice(lo[i], hi[i])) for t, (c, lo, hi) in cuts.items()
-                       if hi[i] > lo[i]}
-            out.append((ts, TxnBatch(EventBatch(by_type, self.events.strings), self.keys)))
+            by_type = {}
+            for t, (c, lo, hi) in cuts.items():
+                if hi[i] > lo[i]:
+                    by_type[t] = _rows(c, lo[i], hi[i])
+            out.append((ts, TxnBatch(EventBatch(by_type, strings), self.keys)))
         return out
 
     def partitions(self) -> np.ndarray:
@@ -379,3 +382,12 @@ def coalesce_transactions(items: Sequence[Any], schemas: Mapping[str, Mapping[st
     if run:
         out.append(TxnBatch.of(run, schemas, strings))
     return out
+
+
+def _rows(c: TypeColumns, lo: int, hi: int) -> TypeColumns:
+    """Rows lo..hi of `c` as views (TxnBatch.by_ts: one call per timestamp
+    and type, so it skips the generic take's null scan when `c` has none)."""
+    nulls = {k: m for k, v in c.nulls.items() if (m := v[lo:hi]).any()} if c.nulls else {}
+    return TypeColumns(c.ts[lo:hi], c.seq[lo:hi], c.partition[lo:hi],
+                       {k: v[lo:hi] for k, v in c.columns.items()}, nulls,
+                       None if c.ingest is None else c.ingest[lo:hi])

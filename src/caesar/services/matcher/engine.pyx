@@ -79,16 +79,75 @@ STATE_FORMAT = 3  # 2: exact int64 cells; 3: alternatives, held matches (plain d
 tagged.register(DerivedEvent)  # results held in partial matches
 
 cdef extern from "Python.h":
+    ctypedef struct PyObject
+    ctypedef struct PyTypeObject
+    ctypedef struct PyMemberDef:
+        Py_ssize_t offset
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef* d_member
     int PyObject_GenericSetAttr(object o, object name, object value) except -1
     void PyObject_GC_UnTrack(object o)
+    object PyType_GenericNew(PyTypeObject* t, object args, object kwds)
 
 cdef object _DERIVED_NEW = object.__new__
 cdef tuple _DERIVED_ARGS = (DerivedEvent,)
+cdef tuple _EMPTY = ()
+# DerivedEvent's fields in __init__ order and where each slot lives in the
+# object: _derive stores them there directly. Seven attribute stores through
+# the type's descriptors (frozen: object.__setattr__'s path) cost as much as
+# the rest of building a match; a slot is what PyMember_SetOne writes.
+cdef tuple _FIELDS = ("plan_id", "event_type", "partition", "start_ts", "end_ts", "fields",
+                      "event_seqs")
+cdef Py_ssize_t _OFF[7]
+
+
+cdef bint _slots_found():
+    cdef int i
+    for i, name in enumerate(_FIELDS):
+        d = DerivedEvent.__dict__.get(name)
+        if type(d).__name__ != "member_descriptor":
+            return False
+        _OFF[i] = (<PyMemberDescrObject*> <void*> d).d_member.offset
+    return True
+
+
+cdef bint _DIRECT = _slots_found()
 
 
 cdef inline object _new_derived():
     # object.__new__(DerivedEvent): what the dataclass' __init__ starts from
+    if _DIRECT:
+        return PyType_GenericNew(<PyTypeObject*> <void*> DerivedEvent, _EMPTY, None)
     return _DERIVED_NEW(*_DERIVED_ARGS)
+
+
+cdef inline void _slot_put(object ev, int i, object value):
+    # a fresh object's slots are NULL: nothing to release
+    Py_INCREF(value)
+    (<PyObject**> ((<char*> <void*> ev) + _OFF[i]))[0] = <PyObject*> <void*> value
+
+
+# The Python ints of recent seq numbers and timestamps, direct-mapped by
+# their low bits: with dense matches every event of a window takes part in
+# many matches, and each match's tuple otherwise allocated a new int for it.
+# A slot holds an int equal to its key, so the cache is shared by every
+# engine (ints are immutable); a key starts as one its slot can never hold.
+cdef enum:
+    INT_CACHE = 16384
+cdef i64 _IC_KEY[INT_CACHE]
+cdef list _IC_OBJ = [None] * INT_CACHE
+for _i in range(INT_CACHE):
+    _IC_KEY[_i] = _i + 1
+
+
+cdef inline object _int_of(i64 v):
+    cdef Py_ssize_t i = v & (INT_CACHE - 1)
+    if _IC_KEY[i] == v:
+        return _IC_OBJ[i]
+    o = v
+    _IC_OBJ[i] = o
+    _IC_KEY[i] = v
+    return o
 
 
 cdef inline void _tuple_put(tuple t, Py_ssize_t i, object x):
@@ -1182,7 +1241,7 @@ cdef class CythonEngine:
         fields = {}
         for name, prog in p.outputs:
             kd = eval_prog(p, prog, env, &v)
-            fields[name] = pyvalue(kd, v, self._pool)
+            fields[name] = _int_of(v.i) if kd == K_INT else pyvalue(kd, v, self._pool)
         for k in range(p.npos):
             c = p.pos[k]
             n += env.klen[c] if p.kleene[c] else 1
@@ -1206,19 +1265,28 @@ cdef class CythonEngine:
         else:
             end = last_ts
         ev = _new_derived()
-        PyObject_GenericSetAttr(ev, "plan_id", p.plan_id)
-        PyObject_GenericSetAttr(ev, "event_type", p.output_type)
-        PyObject_GenericSetAttr(ev, "partition", self._partition)
-        PyObject_GenericSetAttr(ev, "start_ts", first_ts)
-        PyObject_GenericSetAttr(ev, "end_ts", end)
-        PyObject_GenericSetAttr(ev, "fields", fields)
-        PyObject_GenericSetAttr(ev, "event_seqs", seqs)
+        if _DIRECT:
+            _slot_put(ev, 0, p.plan_id)
+            _slot_put(ev, 1, p.output_type)
+            _slot_put(ev, 2, self._partition)
+            _slot_put(ev, 3, _int_of(first_ts))
+            _slot_put(ev, 4, end)
+            _slot_put(ev, 5, fields)
+            _slot_put(ev, 6, seqs)
+        else:
+            PyObject_GenericSetAttr(ev, "plan_id", p.plan_id)
+            PyObject_GenericSetAttr(ev, "event_type", p.output_type)
+            PyObject_GenericSetAttr(ev, "partition", self._partition)
+            PyObject_GenericSetAttr(ev, "start_ts", first_ts)
+            PyObject_GenericSetAttr(ev, "end_ts", end)
+            PyObject_GenericSetAttr(ev, "fields", fields)
+            PyObject_GenericSetAttr(ev, "event_seqs", seqs)
         PyObject_GC_UnTrack(ev)
         return ev
 
     cdef inline object _seq_int(self, i64 seq):
         if seq != self._seq:
-            return seq
+            return _int_of(seq)
         if self._seq_obj is None:
             self._seq_obj = seq
         return self._seq_obj
@@ -1621,3 +1689,7 @@ cdef class CythonEngine:
             fields=fields,
             event_seqs=tuple(seqs),
         )
+
+
+DIRECT_SLOTS = _DIRECT  # _derive writes DerivedEvent's slots directly (tests check it)
+

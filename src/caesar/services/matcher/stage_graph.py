@@ -43,6 +43,7 @@ from caesar.services.store.state_format import StateCompatibilityError
 
 STATE_FORMAT = 3  # layout of snapshot(); 2: output limiters; 3: context partitions
 log = logging.getLogger(__name__)
+_FEW_ROWS = 16  # _by_active_set: below this, rows are grouped in Python
 Record = dict[str, Any]  # event attributes + "type", "_ts", "_p" (partition id), "_key"
 _ABSENT = object()
 
@@ -144,14 +145,15 @@ class StageGraph:
         # late (a closed aggregation window) runs with the contexts of its own
         # timestamp, not those of the step that released it.
         self._history: dict[int, list[tuple[int, frozenset[str]]]] = {}
-        # partitions whose history has more than one entry: the only ones
-        # _forget_history can trim (a model partitioned per car has many
-        # thousands of partitions, most with one entry)
-        self._history_grown: set[int] = set()
         # Context-independent plans: partition -> [(ts, stages whose context
         # does not hold from ts on)] (`mute`); their results, judged at their
         # own timestamp like released results, feed no other stage.
         self._muted: dict[int, list[tuple[int, frozenset[str]]]] = {}
+        # Partitions whose history / muting holds more than one entry: the
+        # only ones _forget_history has to look at (it runs every step; a
+        # walk over every partition made steps O(partitions), bench/peers).
+        self._long_history: set[int] = set()
+        self._long_muted: set[int] = set()
         self._keys: dict[int, str] = {}
         self._seq = 0
         self._time = -(2**62)
@@ -184,7 +186,7 @@ class StageGraph:
                 self._history[part] = [(ts, act)]
             elif hist[-1][1] != act:
                 hist.append((ts, act))
-                self._history_grown.add(part)
+                self._long_history.add(part)
         outputs = self._release_and_run(ts)
         self._clock = ts
         if len(events):
@@ -301,20 +303,16 @@ class StageGraph:
         # end after it): keep the entry in force at watermark and later ones.
         # The muting of this step's results is read after this call (for
         # results stamped from the previous step on): keep what held then.
-        muted_bound = min(watermark, self._time)
-        grown = [self._history[p] for p in self._history_grown]
-        for hist, bound in [*((h, watermark) for h in grown),
-                            *((h, muted_bound) for h in self._muted.values())]:
-            if len(hist) > 1 and hist[1][0] <= bound:
-                i = bisect_right(hist, bound, key=lambda h: h[0]) - 1
-                del hist[:i]
-        self._history_grown = {p for p in self._history_grown if len(self._history[p]) > 1}
+        _trim(self._history, self._long_history, watermark)
+        _trim(self._muted, self._long_muted, min(watermark, self._time))
 
     def mute(self, partition: int, ts: int, muted: frozenset[str]) -> None:
         """Context-independent plans: from `ts` on, `muted` stages' results are dropped."""
         hist = self._muted.setdefault(partition, [])
         if not hist or hist[-1][1] != muted:
             hist.append((ts, muted))
+            if len(hist) > 1:
+                self._long_muted.add(partition)
 
     def muted_at(self, partition: int, ts: int) -> frozenset[str]:
         hist = self._muted.get(partition)
@@ -330,6 +328,7 @@ class StageGraph:
         # Older snapshots hold partition -> muted stages of the latest transaction.
         self._muted = {p: list(h) if isinstance(h, list) else [(-(2**62), frozenset(h))]
                        for p, h in state.items()}
+        self._long_muted = {p for p, h in self._muted.items() if len(h) > 1}
 
     def _is_muted(self, o: StageOutput) -> bool:
         return bool(self._muted) and plan_id(o.stage) in self.muted_at(o.record["_p"],
@@ -473,6 +472,17 @@ class StageGraph:
         groups: dict[frozenset[str], dict[str, np.ndarray]] = {}
         for t in types:
             parts = np.concatenate([c.partition for c in available[t]])
+            if len(parts) <= _FEW_ROWS:
+                # a step of a few rows (one event per timestamp): numpy's
+                # unique and isin cost more than a look at each row
+                plist = parts.tolist()
+                act_of = {p: active(p) for p in sorted(set(plist))}
+                acts = [act_of[p] for p in plist]
+                for act in dict.fromkeys(act_of.values()):  # np.unique's order
+                    if any(p in act for p in plan_ids):
+                        groups.setdefault(act, {})[t] = np.fromiter(
+                            (a == act for a in acts), dtype=bool, count=len(acts))
+                continue
             uniq, inverse = np.unique(parts, return_inverse=True)
             inverse = inverse.reshape(-1)
             for act, members in _groups(uniq.tolist(), active).items():
@@ -689,7 +699,7 @@ class StageGraph:
         self._keys.update({int(p): k for p, k in state["keys"]})
         self._history.update({int(p): [(int(ts), frozenset(ids[x] for x in a if x in ids))
                                        for ts, a in h] for p, h in state["history"]})
-        self._history_grown = {p for p, h in self._history.items() if len(h) > 1}
+        self._long_history = {p for p, h in self._history.items() if len(h) > 1}
         for ident, data in state["limiters"]:
             pid = ids.get(ident)
             if pid in self.limiters:
@@ -725,6 +735,20 @@ class StageGraph:
                     "changed query a new name so that it starts empty")
             return None
         return pid
+
+
+def _trim(history: dict[int, list[tuple[int, frozenset[str]]]], long: set[int],
+          bound: int) -> None:
+    """Drop the entries of each history in `long` that a later one
+    replaced at or before `bound` (the one in force at `bound` stays);
+    a partition left with one entry leaves `long`."""
+    for p in list(long):
+        hist = history.get(p)
+        if hist is not None and len(hist) > 1 and hist[1][0] <= bound:
+            i = bisect_right(hist, bound, key=lambda h: h[0]) - 1
+            del hist[:i]
+        if hist is None or len(hist) <= 1:
+            long.discard(p)
 
 
 def _engine_format(engine: PatternEngine | None) -> str:
