@@ -81,3 +81,17 @@ DERIVE Q2(x.w AS w, (SELECT st FROM status WHERE w = x.w) AS st) PATTERN Exit x;
 FIGURE3_TRIGGERS = {"Hire": ("hire",), "Enter": ("r1",), "Exit": ("Q2",)}
 FIGURE3_STREAM = [(1, [("Hire", {"w": 7})]), (2, [("Exit", {"w": 7})]),
                   (10, [("Enter", {"w": 7})]), (15, [("Exit", {"w": 7})])]
+
+
+# Every event moves the shared table and every output reads all of it: an
+# input applied twice (or lost) shows in the tables and the outputs.
+COUNTER = """
+MODEL counter
+PARTITION BY unit
+EVENT Ping(ts INT, unit INT, v INT) FROM TOPIC "ping"
+TABLE acct(unit INT, n INT, s INT, PRIMARY KEY (unit))
+RULE open ON Ping p WHERE NOT EXISTS (SELECT * FROM acct WHERE unit = p.unit)
+  DO INSERT INTO acct VALUES (p.unit, 0, 0)
+RULE add ON Ping p DO UPDATE acct SET n = n + 1, s = s + p.v WHERE unit = p.unit
+DERIVE Total(p.unit AS unit, (SELECT sum(n) FROM acct) AS n) PATTERN Ping p
+"""

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from acep_models import COUNTER
 
 import caesar
 from caesar.codecs import make_codec
@@ -33,6 +34,19 @@ def _model_text(prefix: str) -> str:
     return MODEL.read_text(encoding="utf-8").replace('"hh-', f'"{prefix}-')
 
 
+def acep_deployment(plan, kafka_bootstrap, unique_name):
+    """The plan deployed on Kafka + Ray with one actor per service over 2
+    partitions (not started), and the config to feed and read it."""
+    p = unique_name("caesar")
+    topics = TopicSettings.under(p, partitions=2)
+    settings = Settings(kafka=KafkaSettings(bootstrap_servers=kafka_bootstrap, linger_ms=2,
+                                            poll_timeout_s=0.1), topics=topics)
+    cfg = ServiceConfig(plan, topics, make_codec(settings), (0, 1), "test")
+    dep = Deployment(plan, settings, actors_per_service=1,
+                     options={"group_prefix": p, "commit_interval_s": 0.3})
+    return cfg, dep
+
+
 def _setup(kafka_bootstrap, unique_name, embedded=None):
     prefix = unique_name("hh")
     plan = compile_model(_model_text(prefix))
@@ -46,13 +60,7 @@ def _setup(kafka_bootstrap, unique_name, embedded=None):
     if embedded is not None:
         embedded.update(pipe=pipe, prefix=prefix)
     assert {a.event_type for a in expected.alerts} >= {"HygieneAlert", "WardStatus"}
-    p = unique_name("caesar")
-    topics = TopicSettings.under(p, partitions=2)
-    settings = Settings(kafka=KafkaSettings(bootstrap_servers=kafka_bootstrap, linger_ms=2,
-                                            poll_timeout_s=0.1), topics=topics)
-    cfg = ServiceConfig(plan, topics, make_codec(settings), (0, 1), "test")
-    dep = Deployment(plan, settings, actors_per_service=1,
-                     options={"group_prefix": p, "commit_interval_s": 0.3})
+    cfg, dep = acep_deployment(plan, kafka_bootstrap, unique_name)
     return events, sorted(a.identity() for a in expected.alerts), cfg, dep
 
 
@@ -175,19 +183,6 @@ def test_caesar_tables_shows_the_deployments_tables(
     assert all(s["error"] is None for ss in stats.values() for s in ss)
 
 
-# Every event moves the shared table and every output reads all of it
-# (tests/services/test_acep_service.py's COUNTER): an input applied twice or
-# lost shows in the outputs and the tables.
-COUNTER = """
-MODEL counter
-PARTITION BY unit
-EVENT Ping(ts INT, unit INT, v INT) FROM TOPIC "ping"
-TABLE acct(unit INT, n INT, s INT, PRIMARY KEY (unit))
-RULE open ON Ping p WHERE NOT EXISTS (SELECT * FROM acct WHERE unit = p.unit)
-  DO INSERT INTO acct VALUES (p.unit, 0, 0)
-RULE add ON Ping p DO UPDATE acct SET n = n + 1, s = s + p.v WHERE unit = p.unit
-DERIVE Total(p.unit AS unit, (SELECT sum(n) FROM acct) AS n) PATTERN Ping p
-"""
 
 
 def test_the_acep_actor_killed_mid_stream_loses_and_repeats_nothing(
@@ -207,13 +202,7 @@ def test_the_acep_actor_killed_mid_stream_loses_and_repeats_nothing(
     want = sorted(a.identity() for a in pipe.run_values(events).alerts)
     assert pipe.acep is not None and len(want) == len(events)
     final = rows_in_key_order(pipe.acep.tables())
-    p = unique_name("caesar")
-    topics = TopicSettings.under(p, partitions=2)
-    settings = Settings(kafka=KafkaSettings(bootstrap_servers=kafka_bootstrap, linger_ms=2,
-                                            poll_timeout_s=0.1), topics=topics)
-    cfg = ServiceConfig(plan, topics, make_codec(settings), (0, 1), "test")
-    dep = Deployment(plan, settings, actors_per_service=1,
-                     options={"group_prefix": p, "commit_interval_s": 0.3})
+    cfg, dep = acep_deployment(plan, kafka_bootstrap, unique_name)
     dep.start()
     try:
         chunks = [events[i:i + 200] for i in range(0, len(events), 200)]

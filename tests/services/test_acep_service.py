@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acep_models import COUNTER
 
 import caesar
 from caesar.bus.memory import InMemoryBus
@@ -328,20 +329,6 @@ def test_the_acep_handler_shows_the_tables_of_its_last_checkpoint(hyreminder):
     assert again.handler.tables() == handler.tables()  # type: ignore[attr-defined]
     again.close()
     pipe.close()
-
-
-# Every event moves the shared table and every output reads all of it: an
-# input applied twice (or lost) shows in the tables and the outputs.
-COUNTER = """
-MODEL counter
-PARTITION BY unit
-EVENT Ping(ts INT, unit INT, v INT) FROM TOPIC "ping"
-TABLE acct(unit INT, n INT, s INT, PRIMARY KEY (unit))
-RULE open ON Ping p WHERE NOT EXISTS (SELECT * FROM acct WHERE unit = p.unit)
-  DO INSERT INTO acct VALUES (p.unit, 0, 0)
-RULE add ON Ping p DO UPDATE acct SET n = n + 1, s = s + p.v WHERE unit = p.unit
-DERIVE Total(p.unit AS unit, (SELECT sum(n) FROM acct) AS n) PATTERN Ping p
-"""
 
 
 @pytest.fixture(scope="module")

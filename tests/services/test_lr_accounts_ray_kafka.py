@@ -16,8 +16,8 @@ import time
 from typing import Any
 
 import pytest
+from test_acep_ray_kafka import acep_deployment
 
-from caesar.codecs import make_codec
 from caesar.examples.linear_road import oracle
 from caesar.examples.linear_road.check_model import ACCOUNTS, KEYS, OUTPUTS, query_records
 from caesar.examples.linear_road.partitioning import MS_PER_S
@@ -29,10 +29,7 @@ from caesar.examples.linear_road.records import (
     read_lr,
 )
 from caesar.language import compile_model
-from caesar.services.common.config import ServiceConfig
 from caesar.services.embedded.bus_pipeline import produce_inputs, read_alerts
-from caesar.services.ray_runtime.deployment import Deployment
-from caesar.settings import KafkaSettings, Settings, TopicSettings
 
 pytestmark = pytest.mark.integration
 
@@ -71,13 +68,7 @@ def test_account_table_on_kafka_and_ray_equals_the_oracle(
     text = ACCOUNTS.read_text(encoding="utf-8").replace('"lr-', f'"{prefix}-')
     plan = compile_model(text, str(ACCOUNTS))
     assert plan.acep is not None and [t.name for t in plan.acep.tables] == ["accounts"]
-    p = unique_name("caesar")
-    topics = TopicSettings.under(p, partitions=2)
-    settings = Settings(kafka=KafkaSettings(bootstrap_servers=kafka_bootstrap, linger_ms=2,
-                                            poll_timeout_s=0.1), topics=topics)
-    cfg = ServiceConfig(plan, topics, make_codec(settings), (0, 1), "test")
-    dep = Deployment(plan, settings, actors_per_service=1,
-                     options={"group_prefix": p, "commit_interval_s": 0.3})
+    cfg, dep = acep_deployment(plan, kafka_bootstrap, unique_name)
     dep.start()
     try:
         assert len(dep.actors["acep"]) == 1
