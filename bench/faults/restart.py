@@ -47,8 +47,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from bench.csv_cells import cell
 from bench.faults.harness import SERVICES, Deployed, FaultLab, InputProducer, RunResult, Stream
-from bench.faults.soak import PLATEAU_S, RESULTS, _number, save_logs, slope_per_10min, write_csv
+from bench.faults.soak import PLATEAU_S, RESULTS, save_logs, slope_per_10min, write_csv
 from caesar.bus.records import TopicPartition
 from caesar.codecs import make_codec
 from caesar.services.store.checkpoint import StateStore
@@ -337,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.report_only:
         saved = json.loads((args.out / "restart.json").read_text())
         with open(args.out / "restart.csv", newline="") as fh:
-            table_rows = [{k: _number(v) for k, v in r.items()} for r in csv.DictReader(fh)]
+            table_rows = [{k: cell(v) for k, v in r.items()} for r in csv.DictReader(fh)]
         return report(table_rows, RunResult(**saved["result"]), saved["header"], args.out)
     if max(args.at) >= args.minutes:
         ap.error("every --at must fall within --minutes of input")

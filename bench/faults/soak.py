@@ -43,6 +43,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from bench.csv_cells import cell
 from bench.faults.harness import (
     SERVICES,
     Deployed,
@@ -344,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.report_only:
         saved = json.loads((args.out / "soak.json").read_text())
         with open(args.out / "soak.csv", newline="") as fh:
-            table = [{k: _number(v) for k, v in r.items()} for r in csv.DictReader(fh)]
+            table = [{k: cell(v) for k, v in r.items()} for r in csv.DictReader(fh)]
         return report(table, RunResult(**saved["result"]), saved["header"], args.warmup,
                       saved["restarts"], args.out)
     lo, hi = (int(v) for v in args.segments.split(":"))
@@ -383,18 +384,6 @@ def main(argv: list[str] | None = None) -> int:
         {"header": header, "restarts": sampler.restarts, "result": dataclasses.asdict(result)},
         indent=1))
     return report(rows, result, header, args.warmup, sampler.restarts, args.out)
-
-
-def _number(text: str) -> Any:
-    """A CSV cell back as what the run wrote: int, float, None or text."""
-    if text == "":
-        return None
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
 
 
 def report(rows: list[dict[str, Any]], result: RunResult, header: list[str], warmup_s: float,

@@ -31,6 +31,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
+from bench.csv_cells import cell
 from caesar.examples import model_path
 from caesar.examples.linear_road.generator import GeneratorConfig, generate
 from caesar.examples.linear_road.oracle import ALERT_FIELDS, TOLL_FIELDS, expected_outputs
@@ -258,20 +259,11 @@ def _earlier(out: Path, tag: str, levels: list[int]) -> list[dict[str, Any]]:
     rows = []
     with path.open() as f:
         for raw in csv.DictReader(f):
-            row: dict[str, Any] = {k: _number(v) for k, v in raw.items() if v != ""}
+            row: dict[str, Any] = {k: cell(v) for k, v in raw.items() if v != ""}
             if row["xways"] not in levels:
                 row["hops_ms"] = hops.get(str(row["xways"]), {})
                 rows.append(row)
     return rows
-
-
-def _number(text: str) -> Any:
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
 
 
 def main(argv: list[str] | None = None) -> None:
