@@ -204,9 +204,9 @@ def test_produce_then_consume_round_trip(spark, kafka_bootstrap, unique_name, tm
         consumer.stop()
     summary = consumer.summary()
     counts = {t.name: t.count for t in summary.types}
-    # every output type of the model is summarized; no charge was published here
-    assert counts == {"TollNotification": len(tolls), "TollCharge": 0,
-                      "AccidentAlert": len(alerts)}
+    # the types it read are summarized; TollCharge's topic is not read here, so
+    # it is not listed (a 0 would read as outputs lost)
+    assert counts == {"TollNotification": len(tolls), "AccidentAlert": len(alerts)}
     assert summary.undecodable == 1
     toll_summary = summary.types[0]
     assert 1000 <= toll_summary.p50_ms <= toll_summary.p99_ms <= toll_summary.max_ms

@@ -106,6 +106,9 @@ class OutputConsumer:
         self.topics = topics or sorted(model.output_topics())
         if not self.topics:
             raise ValueError(f"model {model.name} has no output topics")
+        model_topics = model.output_topics()
+        # The output types it reads (a subclass naming renamed topics sets this).
+        self.read_types = {t for topic in self.topics for t in model_topics.get(topic, [])}
         self.records = 0
         self.undecodable = 0
         self.counts: dict[str, int] = defaultdict(int)
@@ -192,8 +195,11 @@ class OutputConsumer:
 
     def summary(self) -> ConsumeSummary:
         with self._lock:
+            # The types this consumer reads, and any it got: a type it does not
+            # read would show as 0 outputs, as if the pipeline had lost them.
+            read = self.read_types | set(self.counts)
             types = [TypeSummary.of(n, self.counts.get(n, 0), self.latencies.get(n, []))
-                     for n in self.model.output_types()]
+                     for n in self.model.output_types() if n in read]
             every = [v for lat in self.latencies.values() for v in lat]
             return ConsumeSummary(types, self.undecodable,
                                   TypeSummary.of("all", self.records, every),

@@ -21,15 +21,17 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from caesar.examples.linear_road.avro import ACCIDENT_ALERT, TOLL_NOTIFICATION
+from caesar.examples.linear_road.avro import ACCIDENT_ALERT, TOLL_CHARGE, TOLL_NOTIFICATION
 from caesar.jobs.consume import BATCH_TIMES, ConsumeSummary, OutputConsumer, TypeSummary
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DEFAULT_TOPICS = {TOLL_NOTIFICATION: "lr-tolls", ACCIDENT_ALERT: "lr-accident-alerts"}
+# Every output of model.caesar (the demo reads and validates all three).
+MODEL_TOPICS = {**DEFAULT_TOPICS, TOLL_CHARGE: "lr-toll-charges"}
 
-__all__ = ["BATCH_TIMES", "DEFAULT_TOPICS", "AlertConsumer", "ConsumeSummary", "TypeSummary"]
+__all__ = ["BATCH_TIMES", "DEFAULT_TOPICS", "MODEL_TOPICS", "AlertConsumer", "ConsumeSummary", "TypeSummary"]
 
 
 class AlertConsumer(OutputConsumer):
@@ -50,6 +52,7 @@ class AlertConsumer(OutputConsumer):
         super().__init__(spark, JobModel.load(model_path("linear_road")), settings,
                          str(out_dir), writer=writer, kafka_options=kafka_options,
                          trigger_s=trigger_s, fresh=fresh, topics=list(names.values()))
+        self.read_types = {schema.rsplit(".", 1)[-1] for schema in names}
 
 
 def main(argv: list[str] | None = None) -> int:

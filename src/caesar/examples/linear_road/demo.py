@@ -56,10 +56,11 @@ def register(app: typer.Typer) -> None:
         os.environ["RAY_AUTH_MODE"] = "token"
         import ray
 
-        from caesar.examples.linear_road.consume_alerts import DEFAULT_TOPICS, AlertConsumer
+        from caesar.examples.linear_road.consume_alerts import MODEL_TOPICS, AlertConsumer
         from caesar.examples.linear_road.generator import GeneratorConfig, generate
         from caesar.examples.linear_road.produce import produce, produce_progress
         from caesar.examples.linear_road.records import position_reports
+        from caesar.examples.linear_road.validate import MODEL as DEMO_TYPES
         from caesar.examples.linear_road.validate import inputs_from_generator, validate
         from caesar.jobs.spark_session import JARS_DIR, ensure_spark_jars, spark_session
         from caesar.language import compile_model
@@ -92,7 +93,7 @@ def register(app: typer.Typer) -> None:
         settings = base.model_copy(update={
             "kafka": base.kafka.model_copy(update={"bootstrap_servers": bootstrap}),
             "topics": base.topics.model_copy(update={"partitions_by_topic": {
-                **dict.fromkeys(DEFAULT_TOPICS.values(), 1),
+                **dict.fromkeys(MODEL_TOPICS.values(), 1),
                 **base.topics.partitions_by_topic}})})
         deployment = None
         spark = None
@@ -112,7 +113,7 @@ def register(app: typer.Typer) -> None:
                                      segments=_segments(segments))
             step("starting Spark (local mode): alert consumer")
             spark = spark_session("caesar-demo", kafka=True)
-            consumer = AlertConsumer(spark, bootstrap, out, trigger_s=0.5, fresh=True)
+            consumer = AlertConsumer(spark, bootstrap, out, MODEL_TOPICS, trigger_s=0.5, fresh=True)
             # 4. Input, paced; 5. wait until the alerts stop coming.
             step(f"producing Linear Road reports (standard load x{scale}): {xways} "
                  f"expressway(s), {duration} s simulated, segments {segments}, "
@@ -130,7 +131,7 @@ def register(app: typer.Typer) -> None:
                 typer.echo(_hop_breakdown(settings, out))
             # 6. Validation against plain Spark SQL over the same input.
             step("validating against plain Spark SQL over the same input")
-            result = validate(spark, inputs_from_generator(spark, config), out)
+            result = validate(spark, inputs_from_generator(spark, config), out, DEMO_TYPES)
             typer.echo(result.summary())
         finally:
             if consumer is not None:

@@ -60,6 +60,7 @@ COMPARED = {
     DAILY_EXPENDITURE: ("vid", "time", "qid", "toll"),
 }
 CORE = (TOLL_NOTIFICATION, ACCIDENT_ALERT)
+MODEL = (*CORE, TOLL_CHARGE)  # every output of model.caesar (the demo's)
 ALL = tuple(COMPARED)
 EXAMPLES = 5
 
