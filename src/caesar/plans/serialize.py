@@ -31,7 +31,11 @@ from caesar.plans.pattern import Output, OutputField, PatternComponent, PatternP
 from caesar.plans.tables import AcepPlan, ActionPlan, ActorPlan, TableRead, TableSchema
 from caesar.plans.temporal import SituationSpec, TemporalConstraint, TemporalPlan
 
-PLAN_FORMAT = 1
+# 2: maps in their order (pairs). An event type's fields are ordered (they
+# make its generated Avro schema); format 1 sorted them by name, so a plan read
+# back from the plans topic wrote and read another schema than the original.
+PLAN_FORMAT = 2
+_READABLE_FORMATS = (1, 2)
 _CLASSES: dict[str, type] = {c.__name__: c for c in (
     ExecutionPlan, EventTypeDef, FieldCheck, ContextDef, Stage, TransitionStage, PatternPlan,
     PatternComponent, Output, OutputField, AggregatePlan, AggregateSpec, TemporalPlan,
@@ -39,8 +43,11 @@ _CLASSES: dict[str, type] = {c.__name__: c for c in (
     TableSchema, ir.Const, ir.Attr, ir.Unary, ir.Binary, ir.Call, ir.Agg)}
 
 
-def to_data(value: Any) -> Any:
-    """Plan objects -> JSON-able data (dataclasses tagged by class name)."""
+def to_data(value: Any, ordered: bool = False) -> Any:
+    """Plan objects -> JSON-able data (dataclasses tagged by class name).
+    `ordered`: maps as lists of pairs, which keep their order through a JSON
+    text written with sorted keys (the plans topic); fingerprints use the
+    unordered form, so they are the same as before format 2."""
     if isinstance(value, Function):
         # by import path only, never code; a function of this process only
         # (target None) is fingerprinted by its signature and cannot be loaded
@@ -50,21 +57,27 @@ def to_data(value: Any) -> Any:
         name = type(value).__name__
         if _CLASSES.get(name) is not type(value):
             raise PlanError(f"cannot serialize a {name} in a plan")
-        return {"$": name, **{f.name: to_data(getattr(value, f.name))
+        return {"$": name, **{f.name: to_data(getattr(value, f.name), ordered)
                               for f in dataclasses.fields(value)}}
     if isinstance(value, tuple):
-        return {"$t": [to_data(v) for v in value]}
+        return {"$t": [to_data(v, ordered) for v in value]}
     if isinstance(value, frozenset):
-        return {"$s": sorted((to_data(v) for v in value), key=_canonical)}
+        return {"$s": sorted((to_data(v, ordered) for v in value), key=_canonical)}
     if isinstance(value, list):
-        return [to_data(v) for v in value]
+        return [to_data(v, ordered) for v in value]
     if isinstance(value, dict):
-        if not all(isinstance(k, str) for k in value):
-            raise PlanError("plan maps must have string keys")
-        return {"$m": {k: to_data(v) for k, v in value.items()}}
+        return _map(value, ordered)
     if value is None or isinstance(value, bool | int | float | str):
         return value
     raise PlanError(f"cannot serialize a {type(value).__name__} in a plan")
+
+
+def _map(value: dict[Any, Any], ordered: bool) -> Any:
+    if not all(isinstance(k, str) for k in value):
+        raise PlanError("plan maps must have string keys")
+    if ordered:
+        return {"$p": [[k, to_data(v, ordered)] for k, v in value.items()]}
+    return {"$m": {k: to_data(v) for k, v in value.items()}}
 
 
 def from_data(data: Any) -> Any:
@@ -79,6 +92,12 @@ def from_data(data: Any) -> Any:
             return _function(data["$f"])
         if "$m" in data:
             return {k: from_data(v) for k, v in data["$m"].items()}
+        if "$p" in data:
+            pairs = data["$p"]
+            if not isinstance(pairs, list) or not all(
+                    isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in pairs):
+                raise PlanError("a plan map must be a list of [name, value] pairs")
+            return {k: from_data(v) for k, v in pairs}
         cls = _CLASSES.get(data.get("$", ""))
         if cls is None:
             raise PlanError(f"not a plan class: {str(data.get('$'))[:80]!r}")
@@ -103,7 +122,7 @@ def _function(data: Any) -> Function:
 
 
 def plan_json(plan: ExecutionPlan) -> str:
-    return json.dumps({"format": PLAN_FORMAT, "plan": to_data(plan)}, sort_keys=True,
+    return json.dumps({"format": PLAN_FORMAT, "plan": to_data(plan, ordered=True)}, sort_keys=True,
                       separators=(",", ":"))
 
 
@@ -112,7 +131,7 @@ def plan_from_json(text: str | bytes) -> ExecutionPlan:
         doc = json.loads(text)
     except ValueError as exc:
         raise PlanError(f"not a plan: {exc}") from exc
-    if not isinstance(doc, dict) or doc.get("format") != PLAN_FORMAT:
+    if not isinstance(doc, dict) or doc.get("format") not in _READABLE_FORMATS:
         raise PlanError(f"unknown plan format {doc.get('format') if isinstance(doc, dict) else '?'}")
     plan = from_data(doc["plan"])
     if not isinstance(plan, ExecutionPlan):

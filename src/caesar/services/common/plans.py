@@ -55,6 +55,11 @@ class PlanBook:
             self.plans.setdefault(version, plan)
         return version
 
+    def known(self) -> list[ExecutionPlan]:
+        """Every plan this book holds (staged or loaded so far)."""
+        with self._lock:
+            return list(self.plans.values())
+
     def get(self, version: str) -> ExecutionPlan:
         with self._lock:
             plan = self.plans.get(version)

@@ -82,6 +82,11 @@ class SchedulerHandler:
         version = self.plans.versions[j]
         found = self._types.get(version)
         if found is None:
+            # Producers may still write with an earlier version's input schemas
+            # (or not yet with this one's): the codec knows them all, so whether
+            # a record decodes does not depend on when the switch came.
+            for known in self.plans.book.known():
+                register_input_schemas(self.codec.repository, known)
             plan = self.plans.plan(j)
             names = register_input_schemas(self.codec.repository, plan)
             by_schema = {v: k for k, v in names.items()}
