@@ -190,6 +190,9 @@ def tree(pid: int | None, exclude: set[int] = frozenset()) -> list[int]:  # type
 def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int, *,
               start: int, end: int, history_pace: float, pace: float, actors: int,
               model: Path, commit_interval_s: float, log: Any = print) -> dict[str, Any]:
+    from caesar.runtime.ray_local import use_token_auth
+
+    use_token_auth()  # the local head has token auth on (before importing ray)
     import ray
 
     from caesar.bus.kafka import KafkaBus
@@ -230,7 +233,6 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
     bus = KafkaBus(settings.kafka)
     dep = None
     try:
-        os.environ["RAY_AUTH_MODE"] = "disabled"  # as the head (caesar demo does the same)
         ray.init(address=runtime.ray().address, namespace=settings.ray.namespace,
                  include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
         dep = Deployment(plan, settings, actors_per_service=actors,

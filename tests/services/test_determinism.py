@@ -47,6 +47,9 @@ def events(seed: int, n: int = 160) -> list[dict]:
         elif roll < 0.27:
             ts = max(0, ts - rnd.randint(ALLOWANCE + 1, 3 * ALLOWANCE))
         out.append(pos(ts, rnd.randrange(40), rnd.randrange(6), float(rnd.randrange(0, 100))))
+    # and, whatever the draws, one event per segment far behind its partition's
+    # watermark (the displaced ones above may all land within it)
+    out += [pos(0, rnd.randrange(40), seg, 50.0) for seg in range(6)]
     return out
 
 

@@ -32,17 +32,59 @@ def register(cls: type) -> type:
 
 def register_singleton(name: str, obj: Any) -> None:
     """Allow a marker object in engine state (stored by name, restored as itself)."""
+    if type(obj) in _SCALARS or type(obj) in (int, list, tuple):
+        raise TypeError(f"a {type(obj).__name__} cannot be a state marker (it is stored as data)")
     _SINGLETONS[name] = obj
+    _MARKERS[id(obj)] = name
+
+
+_SCALARS = frozenset((type(None), bool, float, str, bytes))
+_INT = {int}
+_LO, _HI = _INT64
+_MARKERS: dict[int, str] = {}  # id(marker) -> name (markers live in _SINGLETONS)
 
 
 def encode(value: Any) -> Any:
-    for name, obj in _SINGLETONS.items():
-        if value is obj:
-            return {"$o": name}
+    # Snapshots run at every commit over the engines' whole state (a few
+    # 100K values): exact types first, one call per container, not per value.
+    t = type(value)
+    if t is int:
+        return value if _LO <= value <= _HI else {"$i": str(value)}
+    if t in _SCALARS:
+        return value
+    if t is list:
+        return _items(value)
+    if t is tuple:
+        return {"$t": _items(value)}
+    return _encode_other(value)
+
+
+def _items(values: list[Any] | tuple[Any, ...]) -> list[Any]:
+    kinds = set(map(type, values))  # (map, set, min and max run in C)
+    if kinds == _INT:
+        if min(values) >= _LO and max(values) <= _HI:
+            return list(values)
+    elif kinds <= _SCALARS:
+        return list(values)
+    out = []
+    for v in values:
+        t = type(v)
+        if (t is int and _LO <= v <= _HI) or t in _SCALARS:
+            out.append(v)
+        else:
+            out.append(encode(v))
+    return out
+
+
+def _encode_other(value: Any) -> Any:
+    """Markers, subclasses of the plain types, sets, maps and records."""
+    name = _MARKERS.get(id(value))
+    if name is not None and _SINGLETONS.get(name) is value:
+        return {"$o": name}
     if value is None or isinstance(value, bool | float | str | bytes):
         return value
     if isinstance(value, int):
-        return value if _INT64[0] <= value <= _INT64[1] else {"$i": str(value)}
+        return value if _LO <= value <= _HI else {"$i": str(value)}
     if isinstance(value, list):
         return [encode(v) for v in value]
     if isinstance(value, tuple):
