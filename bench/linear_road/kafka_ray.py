@@ -189,7 +189,8 @@ def tree(pid: int | None, exclude: set[int] = frozenset()) -> list[int]:  # type
 # ------------------------------------------------------------------ one level
 def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int, *,
               start: int, end: int, history_pace: float, pace: float, actors: int,
-              model: Path, commit_interval_s: float, log: Any = print) -> dict[str, Any]:
+              model: Path, commit_interval_s: float, max_commit_share: float = 0.25,
+              log: Any = print) -> dict[str, Any]:
     from caesar.runtime.ray_local import use_token_auth
 
     use_token_auth()  # the local head has token auth on (before importing ray)
@@ -236,7 +237,8 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
         ray.init(address=runtime.ray().address, namespace=settings.ray.namespace,
                  include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
         dep = Deployment(plan, settings, actors_per_service=actors,
-                         options={"commit_interval_s": commit_interval_s})
+                         options={"commit_interval_s": commit_interval_s,
+                                  "max_commit_share": max_commit_share})
         dep.start()
         stats = dep.stats()  # every actor is up and polling
         actor_pids = {s: [st["pid"] for st in sts] for s, sts in stats.items()}
@@ -259,9 +261,11 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
         lag_max = _pace(producer, window, pace, arrivals)
         produce_wall = time.monotonic() - wall0
         out_tps = [TopicPartition(t, 0) for t in OUTPUTS]
-        deadline = time.monotonic() + 180
+        deadline = time.monotonic() + 300
         last_count, still = -1, 0
-        while time.monotonic() < deadline and still < 20:  # 10 s without a new output
+        # done after 30 s without a new output (commits may be spaced several
+        # seconds apart when snapshots are big: max_commit_share)
+        while time.monotonic() < deadline and still < 60:
             count = sum(bus.end_offsets(out_tps).values())
             still = still + 1 if count == last_count else 0
             last_count = count
@@ -300,6 +304,7 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
         cpu = {g: cpu1[g] - cpu0[g] for g in cpu0}
         row: dict[str, Any] = {
             "xways": xways, "actors_per_service": actors, "commit_interval_s": commit_interval_s,
+            "max_commit_share": max_commit_share,
             "reports_window": window_reports,
             "reports_per_s": round(window_reports / max(1, end - start), 1),
             "outputs": sum(sum(c.values()) for c in got.values()), "expected": n_expected,
@@ -439,6 +444,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--actors", type=int, default=1, help="actors per service")
     ap.add_argument("--commit-interval", type=float, default=10.0,
                     help="s between commits (each writes every service's full state)")
+    ap.add_argument("--max-commit-share", type=float, default=0.25,
+                    help="commits take at most this share of a service loop's time (1 = off)")
     ap.add_argument("--model", type=Path,
                     default=model_path("linear_road").with_name("model_per_segment.caesar"))
     ap.add_argument("--out", type=Path, default=RESULTS)
@@ -461,7 +468,8 @@ def main(argv: list[str] | None = None) -> None:
     for xw in args.xways:
         row = run_level(reports, one, xw, start=start, end=end, history_pace=args.history_pace,
                         pace=args.pace, actors=args.actors, model=args.model,
-                        commit_interval_s=args.commit_interval)
+                        commit_interval_s=args.commit_interval,
+                        max_commit_share=args.max_commit_share)
         row = {"label": args.label, "commit": commit(), "when": time.strftime("%Y-%m-%d %H:%M"),
                "window": f"{start}-{end}", "history_s": args.history, **row}
         rows.append(row)

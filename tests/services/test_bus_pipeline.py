@@ -136,3 +136,17 @@ def test_state_bytes_is_the_newest_checkpoint_of_every_partition():
         assert len(newest) == 2, service
         assert loop.stats.state_bytes == sum(newest.values()) > 0, service
     pipe.close()
+
+
+def test_commits_are_spaced_to_a_share_of_the_time_when_snapshots_are_slow():
+    """A loop behind its input commits after the interval, or later when its
+    last commit took long: commits take at most `max_commit_share` of the
+    time (the snapshot of a big state would otherwise run after every batch)."""
+    cfg = config()
+    loop = make_loop("matcher", cfg, InMemoryBus(), commit_interval_s=1.0, max_commit_share=0.25)
+    loop._last_commit = 100.0
+    assert not loop.commit_due(100.9) and loop.commit_due(101.0)  # cheap commits: the interval
+    loop._commit_cost = 2.0  # a slow snapshot: wait 3x its cost (2 s of 8 s commit)
+    assert not loop.commit_due(105.9) and loop.commit_due(106.0)
+    loop.commit_interval_s = 0.0  # 0: after every batch, whatever it costs
+    assert loop.commit_due(100.0)

@@ -68,7 +68,8 @@ def service_topics(cfg: ServiceConfig) -> list[TopicSpec]:
 
 def make_loop(service: str, cfg: ServiceConfig, bus: Bus, *, group_prefix: str = "caesar",
               batch_size: int = 2000, commit_interval_s: float = 1.0,
-              poll_timeout_s: float = 0.2, checkpoints: bool = True) -> ServiceLoop:
+              poll_timeout_s: float = 0.2, checkpoints: bool = True,
+              max_commit_share: float = 0.25) -> ServiceLoop:
     """One runner loop; its transactional ids name the service and each Kafka
     partition, so the next owner of a partition fences the one it replaces."""
     if cfg.plan_book is None:  # plan versions: the deployment's, else from the plans topic
@@ -81,6 +82,7 @@ def make_loop(service: str, cfg: ServiceConfig, bus: Bus, *, group_prefix: str =
                        transactional_prefix=f"{group_prefix}-{service}",
                        handler_factory=lambda: (SERVICES | OPTIONAL)[service](cfg),
                        partitions=cfg.partitions, store=store, batch_size=batch_size,
-                       poll_timeout_s=poll_timeout_s, commit_interval_s=commit_interval_s)
+                       poll_timeout_s=poll_timeout_s, commit_interval_s=commit_interval_s,
+                       max_commit_share=max_commit_share)
     loop.plan_book = cfg.plan_book
     return loop

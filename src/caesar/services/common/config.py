@@ -28,6 +28,7 @@ class RunnerOptions(TypedDict, total=False):
     engine_factory: EngineFactory | None
     group_prefix: str  # consumer groups and actor names start with it
     commit_interval_s: float
+    max_commit_share: float  # commits use at most this share of a loop's time
     log_level: str  # the actors log like the driver (caesar.logs)
     log_format: LogFormat
 

@@ -102,7 +102,7 @@ class ServiceLoop:
                  handler_factory: Callable[[], Handler], partitions: Sequence[int],
                  store: StateStore | None = None, batch_size: int = 2000,
                  poll_timeout_s: float = 0.2, commit_interval_s: float = 1.0,
-                 max_failed_commits: int = 20) -> None:
+                 max_failed_commits: int = 20, max_commit_share: float = 0.25) -> None:
         self.bus = bus
         self.group_id = group_id
         self.transactional_prefix = transactional_prefix
@@ -112,6 +112,12 @@ class ServiceLoop:
         self.batch_size = batch_size
         self.poll_timeout_s = poll_timeout_s
         self.commit_interval_s = commit_interval_s
+        # A commit snapshots every changed partition's whole state: when that
+        # takes long (big state), commits are spaced so that they use at most
+        # this share of the loop's time, else a loop behind its input would
+        # commit after every batch and spend most of its CPU on snapshots.
+        self.max_commit_share = max_commit_share
+        self._commit_cost = 0.0  # seconds the last commit took
         self.max_failed_commits = max_failed_commits
         self.handler: Handler = handler_factory()
         self.plan_book: Any = None  # the actor's PlanBook (model upgrades), set by make_loop
@@ -269,9 +275,18 @@ class ServiceLoop:
                 if out and not self._produce(j, out):
                     return len(records)  # rewound to the last commit: the rest is void
                 produced += len(out)
-        if self._dirty and time.monotonic() - self._last_commit >= self.commit_interval_s:
+        if self._dirty and self.commit_due(time.monotonic()):
             self.commit()
         return len(records) + produced  # anything moved
+
+    def commit_due(self, now: float) -> bool:
+        """The interval has passed, and the time since the last commit is at
+        least what keeps commits within `max_commit_share` of the time. An
+        interval of 0 asks for a commit after every batch, whatever it costs."""
+        if self.commit_interval_s <= 0:
+            return True
+        spacing = self._commit_cost * (1.0 / self.max_commit_share - 1.0)
+        return now - self._last_commit >= max(self.commit_interval_s, spacing)
 
     def _begin(self, j: int) -> BusProducer:
         key = self._key(j)
@@ -305,6 +320,7 @@ class ServiceLoop:
             return
         assert self.consumer is not None
         group = self.partitions if self.one_transaction else None
+        started = time.monotonic()
         try:
             ts = self.handler.event_time()
             for key in sorted({self._key(j) for j in self._dirty}):
@@ -337,6 +353,7 @@ class ServiceLoop:
             return
         self._failed_commits = 0
         self._last_commit = time.monotonic()
+        self._commit_cost = self._last_commit - started
         self.stats.commits += 1
 
     def _failed(self, fatal: bool) -> None:
