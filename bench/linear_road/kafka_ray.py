@@ -395,6 +395,41 @@ def _pct(values: list[float], p: float) -> float:
 
 
 # ------------------------------------------------------------------ output
+def plot_runs(csv_path: Path, since: str, out: Path) -> None:
+    """The runs of `csv_path` from `since` (a `when` value) on, one bar group
+    per label: latency p50 / max and the actors' CPU per report."""
+    import csv
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with csv_path.open() as fh:
+        rows = [r for r in csv.DictReader(fh) if r["when"] >= since]
+    labels = [f"{r['label']}\n({r['commit']})" for r in rows]
+    xs = np.arange(len(rows))
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+    axes[0].bar(xs - 0.2, [float(r["topic_p50_s"]) for r in rows], 0.4, label="p50")
+    axes[0].bar(xs + 0.2, [float(r["topic_max_s"]) for r in rows], 0.4, label="max")
+    axes[0].axhline(BOUND_S, color="red", lw=1, label="5 s bound")
+    axes[0].set_ylabel("latency to the output topic (s)")
+    axes[0].set_title("L = 1, seconds 6600-6630 at real time")
+    bottom = np.zeros(len(rows))
+    for i, s in enumerate(SERVICES):
+        vals = np.array([float(r[f"{s}_us_per_report"]) for r in rows])
+        axes[1].bar(xs, vals, bottom=bottom, label=s, color=f"C{i}")
+        bottom += vals
+    axes[1].set_ylabel("actor CPU µs per report")
+    axes[1].set_title("cost per service")
+    for ax in axes:
+        ax.set_xticks(xs, labels, rotation=20, ha="right", fontsize=7)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
 def write_results(rows: list[dict[str, Any]], out: Path, tag: str) -> None:
     import matplotlib
 
