@@ -224,7 +224,12 @@ class FaultLab:
         tail of its alerts; stopped on the way out."""
         settings = self.settings(prefix)
         model = self.model_file(prefix)
-        bus = KafkaBus(settings.kafka)
+        # The lab's own clients (input producer, alert tail) log only what is
+        # critical: during a broker fault they would print a "connection refused"
+        # every 50 ms and bury a failing run's report.
+        quiet = {"log_level": "2"}
+        bus = KafkaBus(settings.kafka.model_copy(update={"producer": quiet,
+                                                         "consumer": quiet}))
         d = Deployed(prefix, settings, compile_model(model), Driver(self, model, settings, prefix),
                      bus, AlertTail(bus, settings, make_codec(settings)))
         try:

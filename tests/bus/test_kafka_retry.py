@@ -73,6 +73,41 @@ def test_a_transaction_call_that_never_returns_gives_the_producer_up():
     producer._producer.flush(0)
 
 
+def test_commit_and_abort_that_never_return_give_the_producer_up():
+    """librdkafka's commit_transaction does not cap its own timeout and abort can
+    block for minutes when the coordinator went away (a broker restart): both
+    are bounded like send_offsets, so a service loop cannot hang in them."""
+    import threading
+
+    from caesar.bus.errors import ProducerStuckError
+    from caesar.bus.kafka import KafkaProducer
+
+    producer = KafkaProducer({"bootstrap.servers": "127.0.0.1:9"})
+    real = producer._producer
+    release = threading.Event()
+
+    class _Hanging:
+        def commit_transaction(self, timeout: float) -> None:
+            release.wait()
+
+        def abort_transaction(self, timeout: float) -> None:
+            release.wait()
+
+        def poll(self, timeout: float) -> int:
+            return 0
+
+    producer._producer = _Hanging()
+    try:
+        with pytest.raises(ProducerStuckError, match="committing the transaction"):
+            producer.commit_transaction(timeout_s=0.1)
+        with pytest.raises(ProducerStuckError, match="aborting the transaction"):
+            producer.abort_transaction(timeout_s=0.1)
+    finally:
+        release.set()
+        producer._producer = real
+        real.flush(0)
+
+
 def test_closing_a_fenced_producer_does_not_raise():
     """Seen in the soak (bench/faults/soak.py): a matcher's producer was fenced
     (its transaction had outlived the timeout); replacing it called close(),

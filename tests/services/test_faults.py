@@ -36,10 +36,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory):
                                             ("broker-pause", 4.5)])
 def test_a_fault_mid_stream_loses_and_repeats_nothing(lab, stream, kind, at_s, capsys):
     result = lab.run(1, kind, stream, speed=SPEED, seed=11, fault_at_s=at_s)
+    report = (f"{kind}: expected {result.expected}, got {result.got}, lost {result.lost}, "
+              f"duplicated {result.duplicated}, stuck {result.stuck}, drain {result.drain_s} s, "
+              f"recovery {result.recovery_s} s, fault {result.fault_s} s, "
+              f"restarts {result.restarts}")
     with capsys.disabled():
-        print(f"\n{kind}: expected {result.expected}, got {result.got}, lost {result.lost}, "
-              f"duplicated {result.duplicated}, stuck {len(result.stuck)}, "
-              f"recovery {result.recovery_s} s, fault {result.fault_s} s")
-    assert result.expected > 50
-    assert (result.lost, result.duplicated) == (0, 0)
-    assert result.stuck == []
+        print("\n" + report)
+    assert result.expected > 50, report
+    assert (result.lost, result.duplicated, result.stuck) == (0, 0, []), report

@@ -225,8 +225,9 @@ class KafkaProducer:
         self.transactional_id = transactional_id
         if transactional_id is not None:
             # Fences an older producer with this id and aborts its open transaction.
-            self._txn_call(self._producer.init_transactions, timeout_s,
-                           what=f"initialising transactions for {transactional_id!r}")
+            self._bounded(self._producer.init_transactions, timeout_s,
+                          what=f"initialising transactions for {transactional_id!r}",
+                          within_s=4 * timeout_s)
 
     def _on_delivery(self, err: KafkaError | None, msg: Any) -> None:
         if err is not None and err.code() not in _PURGED:
@@ -303,11 +304,13 @@ class KafkaProducer:
 
     def _bounded(self, call: Any, *args: Any, what: str, within_s: float) -> None:
         """_txn_call in a helper thread, given up after `within_s`: librdkafka's
-        send_offsets_to_transaction can block forever, past its own timeout,
-        when the group coordinator went away (a broker restart;
-        confluentinc/librdkafka#5456, #5511). Then this producer is unusable:
-        ProducerStuckError, and the loop replaces it (the new instance fences
-        this one and aborts its transaction). The blocked thread is left behind."""
+        transaction calls can block forever, past their own timeout, when the
+        coordinator went away (a broker restart): send_offsets_to_transaction
+        (confluentinc/librdkafka#5456, #5511), commit (its timeout is not
+        capped, MaterializeInc/materialize#30508) and abort (#3779). Then this
+        producer is unusable: ProducerStuckError, and the loop replaces it (the
+        new instance fences this one and aborts its transaction). The blocked
+        thread is left behind."""
         done = threading.Event()
         failure: list[BaseException] = []
 
@@ -327,15 +330,15 @@ class KafkaProducer:
             raise failure[0]
 
     def commit_transaction(self, timeout_s: float = 30.0) -> None:
-        self._txn_call(self._producer.commit_transaction, timeout_s,
-                       what="committing the transaction")
+        self._bounded(self._producer.commit_transaction, timeout_s,
+                      what="committing the transaction", within_s=2 * timeout_s)
         if self._errors:  # delivery failures of a committed transaction cannot happen
             errors, self._errors = self._errors, []
             raise TransactionAbortedError(f"{len(errors)} records failed: {errors[0]}")
 
     def abort_transaction(self, timeout_s: float = 30.0) -> None:
-        self._txn_call(self._producer.abort_transaction, timeout_s,
-                       what="aborting the transaction")
+        self._bounded(self._producer.abort_transaction, timeout_s,
+                      what="aborting the transaction", within_s=2 * timeout_s)
         self._producer.poll(0)
         self._errors = []
 
