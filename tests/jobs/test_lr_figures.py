@@ -1,0 +1,106 @@
+"""bench/linear_road/figures.py (the paper's Figure 12) at a tiny size: the
+context-aware and context-independent plans agree on what they must, the
+context-aware one derives nothing outside the windows, and the agreement
+check rejects outputs the windows do not explain."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parents[2]))  # bench/ is not an installed package
+
+from bench.linear_road import figures  # noqa: E402
+from bench.linear_road.standard import Reports  # noqa: E402
+from caesar.language import compile_model  # noqa: E402
+
+
+def _reports(cars: int = 30, end: int = 400, seed: int = 3) -> Reports:
+    """Cars reporting every 30 s (as in Linear Road), moving one segment on
+    most reports, staying on some."""
+    rnd = np.random.default_rng(seed)
+    rows = []
+    for vid in range(cars):
+        t, seg = int(rnd.integers(0, 30)), int(rnd.integers(0, 50))
+        while t < end:
+            rows.append((t, vid, int(rnd.integers(30, 70)), 0, 1, vid % 2, seg, seg * 5280))
+            seg += int(rnd.random() < 0.7)
+            t += 30
+    rows.sort()
+    cols = np.array(rows, dtype=np.int64).T
+    return Reports({f: cols[i] for i, f in enumerate(figures.FIELDS)})
+
+
+def test_both_modes_agree_and_ca_derives_only_inside_the_windows() -> None:
+    reports = _reports()
+    seconds = figures.input_records(reports)
+    windows = figures.spans(2, 60, 0, 400)
+    assert windows == [(93, 153), (246, 306)]  # evenly spread: gaps of 93 s
+    text = figures.model_text(3, windows)
+    _, ca = figures.run_mode(compile_model(text), seconds)
+    _, ci = figures.run_mode(compile_model(text, context_aware=False), seconds)
+    assert sum(ca.values()) > 20
+    assert sum(ci.values()) >= sum(ca.values())
+    assert figures.check(ca, ci, windows) == ""
+    # A partition (here: a direction) leaves the window on its first report at
+    # or after the window's end; outputs of that second still count in it.
+    times = {d: np.unique(reports.columns["time"][reports.columns["dir"] == d]) for d in (0, 1)}
+
+    def last_second(d: int, b: int) -> int:
+        return int(times[d][np.searchsorted(times[d], b)])
+
+    assert all(any(a < t <= last_second(vid % 2, b) for a, b in windows) for (_, vid, t) in ca)
+    # Each replica is its own query: all three derive.
+    assert {name for name, _, _ in ca} == {f"NewTravelingCar{i}" for i in range(3)}
+
+
+def test_the_check_rejects_what_the_windows_do_not_explain() -> None:
+    windows = [(100, 160)]
+    both = Counter({("NewTravelingCar0", 1, 130): 1})
+    assert figures.check(both, both, windows) == ""
+    assert "CA only" in figures.check(both + Counter({("NewTravelingCar0", 2, 131): 1}),
+                                      both, windows)
+    late = both + Counter({("NewTravelingCar0", 3, 200): 1})  # after the window
+    assert "not explained" in figures.check(both, late, windows)
+    early = both + Counter({("NewTravelingCar0", 3, 150): 1})  # 50 s in: within 60 s
+    assert figures.check(both, early, windows) == ""
+
+
+def test_points_follow_the_papers_defaults() -> None:
+    pts = figures.points(quick=False)
+    assert {p.figure for p in pts} == set("abcd")
+    for p in pts:  # every point varies one parameter of 10 queries, 3 roads, 2 x 3 min
+        varied = [p.queries != 10, p.roads != 3, p.window_s != 180, p.windows != 2]
+        assert sum(varied) <= 1
+    rows = figures.medians([
+        {"round": r, "figure": "a", "label": "1 queries", "queries": 1, "roads": 1,
+         "window_s": 60, "windows": 2, "reports": 10, "suspendable_share": 0.5,
+         "ca_cpu_s": ca, "ci_cpu_s": ci, "agree": True}
+        for r, (ca, ci) in enumerate([(1.0, 3.0), (2.0, 3.0), (1.5, 6.0)])])
+    assert rows[0]["ca_cpu_s"] == 1.5 and rows[0]["ci_cpu_s"] == 3.0 and rows[0]["ci_over_ca"] == 2.0
+
+
+def test_overlapping_windows_share_one_instance_per_query_and_derive_the_same() -> None:
+    """Figure 14: shared (the optimizer as it is) vs non-shared (without the
+    shared_subplans rule) over 4 windows of which 3 hold at once."""
+    from caesar.language import compile_phases
+    from caesar.language.optimizer import RULES
+
+    reports = _reports(cars=40)
+    seconds = figures.input_records(reports)
+    text = figures.figure14_model(windows=4, window_s=150, step_s=60, queries=2)
+    shared = compile_phases(text).execution
+    unshared = compile_phases(text, rules=tuple(r for r in RULES
+                                                if r[0] != "shared_subplans")).execution
+    assert len(shared.matcher_stages) == 2 and len(unshared.matcher_stages) == 8
+    _, got_shared = figures.run_mode(shared, seconds)
+    _, got_unshared = figures.run_mode(unshared, seconds)
+    assert len(got_shared) > 10
+    assert set(got_shared) == set(got_unshared)
+    # Non-shared: every window holding at b's time derives its own copy.
+    assert sum(got_unshared.values()) > sum(got_shared.values())
+    assert figures.Point14("a", 45, 900, 20, 4).overlapping == 45
+    assert figures.Point14("c", 30, 900, 300, 4).overlapping == 3
