@@ -120,20 +120,63 @@ class TxnBatch:
         stamps = self.timestamps()
         if len(stamps) <= 1:
             return [(int(t), self) for t in stamps.tolist()]
+        return list(zip(stamps.tolist(), self._spans(stamps, stamps), strict=True))
+
+    def waves(self) -> list[tuple[int, int, dict[int, int], TxnBatch]]:
+        """(first ts, last ts, partition -> its transaction's ts, the
+        transactions between them), ascending: the longest runs of
+        timestamps in which no stream partition has two transactions. A stream whose events each have their own timestamp
+        (milliseconds) makes one transaction per event; a wave lets a step
+        cover many of them (StageGraph.step)."""
+        cols = [c for c in self.events.by_type.values() if len(c)]
+        if not cols:
+            return []
+        ts = np.concatenate([c.ts for c in cols])
+        part = np.concatenate([c.partition for c in cols])
+        order = np.lexsort((part, ts))
+        ts, part = ts[order], part[order]
+        new_ts = np.r_[True, ts[1:] != ts[:-1]]
+        pairs = new_ts | np.r_[True, part[1:] != part[:-1]]  # one row per transaction
+        stamps, parts, starts = ts[pairs].tolist(), part[pairs].tolist(), new_ts[pairs].tolist()
+        firsts: list[int] = []
+        lasts: list[int] = []
+        seen: list[dict[int, int]] = []  # per wave: partition -> ts
+        group: list[int] = []
+        for i, (t, p) in enumerate(zip(stamps, parts, strict=True)):
+            group.append(p)
+            if i + 1 < len(stamps) and not starts[i + 1]:
+                continue  # the rest of this timestamp's transactions
+            if firsts and seen[-1].keys().isdisjoint(group):
+                lasts[-1] = t
+            else:
+                firsts.append(t)
+                lasts.append(t)
+                seen.append({})
+            seen[-1].update(dict.fromkeys(group, t))
+            group = []
+        return list(zip(firsts, lasts, seen,
+                        self._spans(np.array(firsts), np.array(lasts)), strict=True))
+
+    def between(self, first: int, last: int) -> TxnBatch:
+        """The transactions with first <= ts <= last."""
+        return self._spans(np.array([first]), np.array([last]))[0]
+
+    def _spans(self, firsts: np.ndarray, lasts: np.ndarray) -> list[TxnBatch]:
+        """The transactions with ts in [firsts[i], lasts[i]], for each i."""
         cuts = {}
         for t, c in self.events.by_type.items():
             if len(c) > 1 and bool((c.ts[1:] < c.ts[:-1]).any()):
                 c = c.take(np.argsort(c.ts, kind="stable"))
-            cuts[t] = (c, np.searchsorted(c.ts, stamps, "left").tolist(),
-                       np.searchsorted(c.ts, stamps, "right").tolist())
+            cuts[t] = (c, np.searchsorted(c.ts, firsts, "left").tolist(),
+                       np.searchsorted(c.ts, lasts, "right").tolist())
         out = []
         strings = self.events.strings
-        for i, ts in enumerate(stamps.tolist()):
+        for i in range(len(firsts)):
             by_type = {}
             for t, (c, lo, hi) in cuts.items():
                 if hi[i] > lo[i]:
                     by_type[t] = _rows(c, lo[i], hi[i])
-            out.append((ts, TxnBatch(EventBatch(by_type, strings), self.keys)))
+            out.append(TxnBatch(EventBatch(by_type, strings), self.keys))
         return out
 
     def partitions(self) -> np.ndarray:

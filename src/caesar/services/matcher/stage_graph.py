@@ -165,13 +165,28 @@ class StageGraph:
         # Stages active whatever contexts hold: one engine call for all rows
         # (with CONTEXTS PER: rows of whole stream partitions).
         self._everywhere = frozenset(self.everywhere)
+        # Waves (see `step`): one step may cover several timestamps when no
+        # stage holds results for later release or places results in other
+        # partitions, so nothing but a partition's own rows can change what
+        # its rows see.
+        self.waves = (not self.aggregates and not self.limiters and self.partitions is None
+                      and all(_wave_safe(s.plan) for s in self.stages))
 
     # ------------------------------------------------------------ driving
-    def step(self, ts: int, batch: TxnBatch | EventBatch, active: Active) -> list[StageOutput]:
+    def step(self, ts: int, batch: TxnBatch | EventBatch, active: Active,
+             stamps: Mapping[int, int] | None = None, last: int | None = None
+             ) -> list[StageOutput]:
         """Process every transaction at `ts`: the rows of `batch` (all at ts),
         each partition's events reaching the stages `active[partition]`.
         First releases what became final before `ts` (closed aggregation
-        windows, end-negation results), then runs the stages."""
+        windows, end-negation results), then runs the stages.
+
+        A wave (only where `self.waves`): the rows span ts..`last`, each
+        partition's at one timestamp, `stamps[partition]`. Partitions are
+        independent in the engine and nothing is released between ts and
+        last, so this equals one step per timestamp."""
+        if last is not None and last != ts and not self.waves:
+            raise PlanError("a step over several timestamps needs a wave-safe stage graph")
         if isinstance(batch, TxnBatch):
             self._keys.update(batch.keys)
             if self.partitions is not None:
@@ -181,17 +196,18 @@ class StageGraph:
             events = batch
         for part, act in active.items():
             self._last_active[part] = act
+            at = ts if stamps is None else stamps.get(part, ts)
             hist = self._history.get(part)
             if hist is None:
-                self._history[part] = [(ts, act)]
+                self._history[part] = [(at, act)]
             elif hist[-1][1] != act:
-                hist.append((ts, act))
+                hist.append((at, act))
                 self._long_history.add(part)
         outputs = self._release_and_run(ts)
         self._clock = ts
         if len(events):
             outputs += self._run(events.in_pool(self.strings), active)
-        self._time = ts
+        self._time = ts if last is None else last
         self._collect_failures()
         return outputs
 
@@ -768,6 +784,16 @@ class StageGraph:
                     "changed query a new name so that it starts empty")
             return None
         return pid
+
+
+def _wave_safe(plan: Any) -> bool:
+    """Does this plan derive each result while processing the event that
+    completes it (never on `advance`)? End negations, ON TIMEOUT and
+    after-match skips hold results until time passes; TPStream plans and
+    aggregates run on time too."""
+    if not isinstance(plan, PatternPlan) or plan.timeout is not None or plan.skip != "no_skip":
+        return False
+    return not any(alt.components and alt.components[-1].negated for alt in plan.expanded())
 
 
 def _trim(history: dict[int, list[tuple[int, frozenset[str]]]], long: set[int],
