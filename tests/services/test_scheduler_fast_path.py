@@ -4,6 +4,7 @@ record-by-record path, the reference: the same transactions (columns, seq,
 keys), progress, dead letters (reason, detail, offset) and state, for any
 input and any cut into batches."""
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -213,3 +214,47 @@ def test_a_batch_with_far_ahead_records_or_mixed_topics_goes_record_by_record():
              InputRecord("b", 0, 0, values_of("int", "b", 4, 1, "ok"))]
     assert not p._process_fast(mixed, SchedulerOutput())
     assert p.buffered == 1 and p.dead == 0
+
+
+# ------------------------------------------- per-record validation, one pass
+
+_KINDS = ("int", "float", "string", "bool")
+_values = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**64), 2**64), st.sampled_from([2**63 - 1, -(2**63)]),
+    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=3))
+
+
+@given(st.lists(st.sampled_from(_KINDS), min_size=1, max_size=4),
+       st.data(), st.sampled_from([False, False, False, True]))
+@settings(max_examples=400, deadline=None)
+def test_strictly_valid_accepts_only_what_event_problem_accepts(kinds, data, checked) -> None:
+    from caesar.plans.execution import EventTypeDef, FieldCheck
+    from caesar.services.scheduler.processor import event_problem, strict_fields, strictly_valid
+
+    fields = {"ts": "int", **{f"f{i}": k for i, k in enumerate(kinds)}}
+    checks = {"f0": FieldCheck(not_null=True)} if checked else {}
+    etype = EventTypeDef("T", fields, "ts", None, None, checks=checks)
+    typical = {"ts": 5, **{f"f{i}": {"int": 1, "float": 1.5, "string": "x", "bool": True}[k]
+                           for i, k in enumerate(kinds)}}
+    own = {"int": st.one_of(st.sampled_from([2**63, 2**63 - 1, -(2**63), -(2**63) - 1, 2**62,
+                                             -(2**62), 0]), st.integers(-(2**64), 2**64)),
+           "float": st.one_of(st.sampled_from([math.inf, -math.inf, math.nan, 0.0]),
+                              st.floats(allow_nan=True, allow_infinity=True)),
+           "string": st.text(max_size=3), "bool": st.booleans()}
+    # a typical record with some fields replaced (a value of the field's own
+    # kind, edges included, or of any kind) or left out
+    value = dict(typical)
+    for a in data.draw(st.lists(st.sampled_from(sorted(fields)), min_size=1, max_size=2)):
+        how = data.draw(st.sampled_from(["own", "own", "any", "absent"]))
+        if how == "absent":
+            value.pop(a, None)
+        else:
+            value[a] = data.draw(own[fields[a]] if how == "own" else _values)
+    strict = strict_fields(etype)
+    if checked:
+        assert strict is None  # checks go the full way
+        return
+    assert strict is not None
+    assert strictly_valid(typical, "ts", strict)  # the usual record takes the fast path
+    if strictly_valid(value, "ts", strict):
+        assert event_problem(etype, value, ()) == ""
