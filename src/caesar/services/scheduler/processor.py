@@ -145,7 +145,7 @@ def strictly_valid(value: Mapping[str, Any], ts_field: str,
     if type(ts) is not int or not NEVER < ts < END_OF_TIME:
         return False
     for attr, kind in fields:
-        v = value.get(attr)
+        v: Any = value.get(attr)
         if type(v) is not kind:
             return False
         if kind is int:
