@@ -48,7 +48,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -145,13 +145,13 @@ def strictly_valid(value: Mapping[str, Any], ts_field: str,
     if type(ts) is not int or not NEVER < ts < END_OF_TIME:
         return False
     for attr, kind in fields:
-        v: Any = value.get(attr)
+        v = value.get(attr)
         if type(v) is not kind:
             return False
         if kind is int:
-            if not INT64[0] <= v <= INT64[1]:
+            if not INT64[0] <= cast(int, v) <= INT64[1]:
                 return False
-        elif kind is float and not math.isfinite(v):
+        elif kind is float and not math.isfinite(cast(float, v)):
             return False
     return True
 
