@@ -120,7 +120,7 @@ class TxnBatch:
         stamps = self.timestamps()
         if len(stamps) <= 1:
             return [(int(t), self) for t in stamps.tolist()]
-        return list(zip(stamps.tolist(), self._spans(stamps, stamps), strict=True))
+        return list(zip(stamps.tolist(), self.spans(stamps, stamps), strict=True))
 
     def waves(self) -> list[tuple[int, int, dict[int, int], TxnBatch]]:
         """(first ts, last ts, partition -> its transaction's ts, the
@@ -133,6 +133,9 @@ class TxnBatch:
             return []
         ts = np.concatenate([c.ts for c in cols])
         part = np.concatenate([c.partition for c in cols])
+        if not (part != part[0]).any():  # one partition: a wave per timestamp
+            p = int(part[0])
+            return [(t, t, {p: t}, b) for t, b in self.by_ts()]
         order = np.lexsort((part, ts))
         ts, part = ts[order], part[order]
         new_ts = np.r_[True, ts[1:] != ts[:-1]]
@@ -155,14 +158,12 @@ class TxnBatch:
             seen[-1].update(dict.fromkeys(group, t))
             group = []
         return list(zip(firsts, lasts, seen,
-                        self._spans(np.array(firsts), np.array(lasts)), strict=True))
+                        self.spans(firsts, lasts), strict=True))
 
-    def between(self, first: int, last: int) -> TxnBatch:
-        """The transactions with first <= ts <= last."""
-        return self._spans(np.array([first]), np.array([last]))[0]
-
-    def _spans(self, firsts: np.ndarray, lasts: np.ndarray) -> list[TxnBatch]:
-        """The transactions with ts in [firsts[i], lasts[i]], for each i."""
+    def spans(self, firsts: Sequence[int] | np.ndarray, lasts: Sequence[int] | np.ndarray
+              ) -> list[TxnBatch]:
+        """The transactions with ts in [firsts[i], lasts[i]], for each i (one
+        pass over each type's ts-sorted rows, slices without copies)."""
         cuts = {}
         for t, c in self.events.by_type.items():
             if len(c) > 1 and bool((c.ts[1:] < c.ts[:-1]).any()):

@@ -90,7 +90,7 @@ class MatcherProcessor:
         parts = batch.txn_partition.tolist()
         active_sets = [frozenset(a) for a in batch.active_sets]
         muted_sets = [frozenset(m) for m in batch.muted_sets]
-        if self.waves:
+        if self.waves and len(set(parts)) > 1:  # one partition: a wave is one timestamp
             self._run_waves(batch, discards, txn_at, parts, active_sets, muted_sets, out)
             return
         for ts in sorted(set(txn_at) | set(discards)):
@@ -119,38 +119,39 @@ class MatcherProcessor:
         timestamps in which no partition has two transactions. A discard
         order for a partition ends the wave if the partition already has a
         transaction in it; otherwise it goes first, as it would at its ts."""
-        rows: list[int] = []
-        stamps: dict[int, int] = {}  # partition -> ts of its transaction in the wave
-
-        def run() -> None:
+        # (discards to apply first, rows, partition -> ts) per wave
+        waves: list[tuple[list[Discard], list[int], dict[int, int]]] = [([], [], {})]
+        for ts in sorted(set(txn_at) | set(discards)):
+            here = txn_at.get(ts, ())
+            orders = discards.get(ts, ())
+            _, rows, stamps = waves[-1]
+            if any(parts[i] in stamps for i in here) or \
+                    any(d.partition in stamps for d in orders):
+                waves.append(([], [], {}))
+            pre, rows, stamps = waves[-1]
+            pre.extend(orders)
+            for i in here:
+                stamps[parts[i]] = ts
+                rows.append(i)
+        txn_ts = batch.txn_ts
+        spans = [(int(txn_ts[rows[0]]), int(txn_ts[rows[-1]])) for _, rows, _ in waves if rows]
+        slices = iter(batch.txns.spans([f for f, _ in spans], [la for _, la in spans]))
+        bounds = iter(spans)
+        for pre, rows, stamps in waves:
+            for d in pre:
+                self.graph.discard(d.plan_ids, d.partition)
             if not rows:
-                return
-            first, last = batch.txn_ts[rows[0]], batch.txn_ts[rows[-1]]
+                continue
+            first, last = next(bounds)
+            txns = next(slices)
             active = {parts[i]: active_sets[int(batch.txn_active[i])] for i in rows}
             for i in rows:
                 p = parts[i]
                 muted = muted_sets[int(batch.txn_muted[i])]
                 if muted or self.graph.muted_at(p, stamps[p]):
                     self.graph.mute(p, stamps[p], muted)
-            txns = batch.txns.between(int(first), int(last))
             self._note_ingest(txns)
-            out.alerts.extend(self._alerts(self.graph.step(
-                int(first), txns, active, stamps, int(last))))
-            rows.clear()
-            stamps.clear()
-
-        for ts in sorted(set(txn_at) | set(discards)):
-            here = txn_at.get(ts, ())
-            orders = discards.get(ts, ())
-            if any(parts[i] in stamps for i in here) or \
-                    any(d.partition in stamps for d in orders):
-                run()
-            for d in orders:
-                self.graph.discard(d.plan_ids, d.partition)
-            for i in here:
-                stamps[parts[i]] = ts
-                rows.append(i)
-        run()
+            out.alerts.extend(self._alerts(self.graph.step(first, txns, active, stamps, last)))
 
     def _note_ingest(self, txns: TxnBatch) -> None:
         """Alerts of this step were triggered by it: remember each partition's
