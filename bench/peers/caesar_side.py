@@ -14,9 +14,12 @@ from bench.peers.events import ATTRS, Stream, max_ts
 from bench.peers.patterns import Query, caesar_model
 from caesar.events.batch import EventBatch
 from caesar.language import compile_model
+from caesar.plans.engine import DerivedEvent
 from caesar.plans.pattern import PatternPlan
+from caesar.plans.temporal import TemporalPlan
 from caesar.services.embedded.pipeline import EmbeddedPipeline
 from caesar.services.matcher.engine import CythonEngine
+from caesar.services.matcher.tpstream.engine import TemporalEngine
 
 END_OF_TIME = 2**62
 
@@ -106,3 +109,34 @@ def run_pipeline(model_text: str, values: list[dict[str, int | str]],
                   tuple(int(a.fields[f"s{i}"]) for i in range(len(a.fields))))
                  for a in alerts]
     return CaesarResult(wall, cpu, proc, len(alerts), setup, found)
+
+
+def run_temporal(model_text: str, batches: list[EventBatch], record: bool = False
+                 ) -> CaesarResult:
+    """The model's TPStream query on the temporal engine (Cython) over the
+    columnar batches, fed and advanced per batch as the matcher service
+    does. A match is named by its projected s0, s1, ... (ts = seq)."""
+    t0 = time.perf_counter_ns()
+    plan = compile_model(model_text)
+    temporal = [s.plan for s in plan.matcher_stages if isinstance(s.plan, TemporalPlan)]
+    engine = TemporalEngine(temporal)
+    setup = time.perf_counter_ns() - t0
+    out: list[DerivedEvent] = []
+    p0, c0, w0 = time.process_time_ns(), time.thread_time_ns(), time.perf_counter_ns()
+    for b in batches:
+        out += engine.process(b)
+        out += engine.advance(max_ts(b))
+    out += engine.advance(END_OF_TIME)
+    wall = time.perf_counter_ns() - w0
+    cpu = time.thread_time_ns() - c0
+    proc = time.process_time_ns() - p0
+    found = None
+    if record:
+        found = [(int(d.event_type[1:]), _match_of(d.fields)) for d in out]
+    return CaesarResult(wall, cpu, proc, len(out), setup, found)
+
+
+def _match_of(fields: dict) -> tuple[int, ...]:
+    """s0, s1, ...: the projected timestamps that name a match."""
+    names = sorted((f for f in fields if f[:1] == "s" and f[1:].isdigit()), key=lambda f: int(f[1:]))
+    return tuple(int(fields[f]) for f in names)

@@ -61,10 +61,11 @@ def write_events(stream: Stream, path: Path) -> Path:
 
 
 def to_batches(stream: Stream, batch_size: int = 10_000, pool: StringPool | None = None,
-               partition_by: str | None = None) -> list[EventBatch]:
+               partition_by: str | None = None, with_ts: bool = False) -> list[EventBatch]:
     """The stream as CAESAR's columnar batches: one stream partition, or with
     `partition_by` one per value of that attribute (the id the scheduler
-    would intern it to)."""
+    would intern it to); `with_ts`: the timestamp as an attribute `ts` too
+    (a model's events declare it; the TPStream query aggregates it)."""
     pcol = ATTRS.index(partition_by) if partition_by else None
     pool = pool or StringPool()
     out = []
@@ -79,10 +80,51 @@ def to_batches(stream: Stream, batch_size: int = 10_000, pool: StringPool | None
                 partition=(np.zeros(sel.size, dtype=np.int64) if pcol is None
                            else np.ascontiguousarray(stream.attrs[sel, pcol])),
                 columns={a: np.ascontiguousarray(stream.attrs[sel, i])
-                         for i, a in enumerate(ATTRS)})
+                         for i, a in enumerate(ATTRS)} | ({"ts": stream.ts[sel]} if with_ts
+                                                         else {}))
         out.append(EventBatch(by_type=by_type, strings=pool))
     return out
 
 
 def max_ts(batch: EventBatch) -> int:
     return int(max(int(c.ts.max()) for c in batch.by_type.values()))
+
+
+def situation_stream(n: int, keys: int = 100, run_max: int = 15, seed: int = 11) -> Stream:
+    """The TPStream workload's stream: type E1, per key (attr1) two on/off
+    states A (attr2 > 50 when on) and B (attr3 > 50), each holding for runs
+    of 1..run_max of the key's events. Events go round-robin over the keys,
+    in a fresh random order per round, so a key's next event comes within
+    2 rounds and a situation lasts under run_max rounds. Both states are off
+    in the first round and a last round switches them off: every situation
+    starts after the first event of its key and ends before the stream does
+    (a 2-phase matcher, which reports at the end of the last situation, can
+    then see every match). One event per time unit, ts = seq."""
+    if n < 2 * keys:
+        raise ValueError(f"a situation stream of {keys} keys needs at least {2 * keys} events")
+    rng = np.random.default_rng(seed)
+    on = np.zeros((keys, 2), dtype=bool)
+    left = rng.integers(1, run_max + 1, (keys, 2))  # events to go in the current run
+    key = np.empty(n, dtype=np.int64)
+    state = np.zeros((n, 2), dtype=bool)
+    i, first = 0, True
+    while i < n - keys:
+        for k in rng.permutation(keys).tolist():
+            if i == n - keys:
+                break
+            if not first:
+                for j in (0, 1):
+                    if left[k, j] == 0:
+                        on[k, j] = not on[k, j]
+                        left[k, j] = rng.integers(1, run_max + 1)
+                    left[k, j] -= 1
+            key[i], state[i] = k, on[k]
+            i += 1
+        first = False
+    key[n - keys:] = rng.permutation(keys)  # the closing round: state stays off
+    high, low = rng.integers(51, 100, (n, 2)), rng.integers(0, 51, (n, 2))
+    values = np.where(state, high, low)
+    ts = np.arange(n, dtype=np.int64)
+    zeros = np.zeros(n, dtype=np.int64)
+    attrs = np.stack([key, values[:, 0], values[:, 1], zeros, zeros], axis=1).astype(np.int64)
+    return Stream(seq=ts.copy(), ts=ts, type=np.ones(n, dtype=np.int64), attrs=attrs)

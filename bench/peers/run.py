@@ -28,18 +28,28 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.peers.caesar_side import plans_for, run_caesar, run_pipeline, stream_values
-from bench.peers.events import sase_stream, to_batches, write_events
+from bench.peers.caesar_side import (
+    CaesarResult,
+    plans_for,
+    run_caesar,
+    run_pipeline,
+    run_temporal,
+    stream_values,
+)
+from bench.peers.events import Stream, sase_stream, to_batches, write_events
 from bench.peers.jvm import ESPER_VERSION, FLINK_VERSION, Harness, java_available, read_matches
 from bench.peers.patterns import esper_match_recognize, esper_module, flink_spec
 from bench.peers.workloads import (
     CAESAR,
     ESPER,
+    ESPER_2PHASE,
     ESPER_FORMS,
     ESPER_KEYED,
+    ESPER_LOWLAT,
     ESPER_MR,
     FLINK,
     FORMS,
@@ -112,7 +122,9 @@ class Bench:
             if form == CAESAR:
                 continue
             path = self.workdir / f"{form}.{'spec' if form == FLINK else 'epl'}"
-            if form == ESPER:
+            if form in w.epl_forms:
+                path.write_text(w.epl_forms[form])
+            elif form == ESPER:
                 path.write_text(w.epl or esper_module(w.queries))
             elif form == ESPER_KEYED:
                 attr = w.partition_by or w.queries[0].equivalence[0]
@@ -128,14 +140,11 @@ class Bench:
     def run(self, w: Workload, n_events: int, warmup: int, reps: int) -> dict[str, Runs]:
         forms = [f for f in w.forms
                  if f == CAESAR or (f in self.engines and f not in w.unsupported)]
-        stream = sase_stream(n_events, domains=w.domains, num_types=w.num_types)
+        stream = (w.stream(n_events) if w.stream is not None
+                  else sase_stream(n_events, domains=w.domains, num_types=w.num_types))
         events_file = write_events(stream, self.workdir / "events.bin")
         t0 = time.perf_counter()
-        if w.caesar_text is None:
-            batches = to_batches(stream, partition_by=w.partition_by)
-            plans, index = plans_for(w.queries, w.partition_by)
-        else:
-            values = stream_values(stream)
+        caesar = _caesar_runner(w, stream)
         compile_s = time.perf_counter() - t0
         files = self._write_queries(w, forms)
         for h in self.harness.values():
@@ -148,9 +157,7 @@ class Bench:
             for form in forms:
                 record = r == 0
                 if form == CAESAR:
-                    res = (run_caesar(plans, index, batches, record=record)
-                           if w.caesar_text is None
-                           else run_pipeline(w.caesar_text, values, record=record))
+                    res = caesar(record)
                     if record:
                         truth = Counter(res.found or [])
                     wall, tcpu, pcpu, setup, count = (res.wall_ns, res.thread_cpu_ns,
@@ -175,6 +182,21 @@ class Bench:
                       flush=True)
         runs[CAESAR].same = True
         return runs
+
+
+def _caesar_runner(w: Workload, stream: Stream) -> Callable[[bool], CaesarResult]:
+    """CAESAR's run of the workload (record: keep the matches), inputs
+    prepared: the queries' plans on the Cython engine, a TPStream model on
+    the temporal engine, or a model with contexts through the pipeline."""
+    text = w.caesar_text
+    if text is not None and w.caesar_runner == "pipeline":
+        values = stream_values(stream)
+        return lambda record: run_pipeline(text, values, record=record)
+    batches = to_batches(stream, partition_by=w.partition_by, with_ts=text is not None)
+    if text is not None:
+        return lambda record: run_temporal(text, batches, record=record)
+    plans, index = plans_for(w.queries, w.partition_by)
+    return lambda record: run_caesar(plans, index, batches, record=record)
 
 
 def summarize(w: Workload, n_events: int, runs: dict[str, Runs]) -> list[dict]:
@@ -206,6 +228,13 @@ def summarize(w: Workload, n_events: int, runs: dict[str, Runs]) -> list[dict]:
     return rows
 
 
+def _x(ratio: float) -> str:
+    """CAESAR's advantage as read in a table: 2.5 (CAESAR 2.5x faster), or
+    1/58 (the peer 58x faster)."""
+    return f"{ratio:.1f}" if ratio >= 0.95 else f"1/{1 / ratio:.0f}" if ratio < 0.5 \
+        else f"{ratio:.2f}"
+
+
 def markdown(rows: list[dict]) -> str:
     lines = ["| workload | engine | median ev/s | best ev/s | CAESAR x (wall) | "
              "CAESAR x (thread CPU) | CAESAR x (process CPU) | matches | same matches |",
@@ -218,9 +247,9 @@ def markdown(rows: list[dict]) -> str:
         me = r["engine"] == CAESAR
         lines.append(
             f"| {r['workload']} | {r['engine']} | {r['median_eps']:,.0f} | {r['best_eps']:,.0f} | "
-            + ("" if me else f"{r['caesar_speedup']:.1f}") + " | "
-            + ("" if me else f"{r['caesar_thread_cpu_ratio']:.1f}") + " | "
-            + ("" if me else f"{r['caesar_process_cpu_ratio']:.1f}") + " | "
+            + ("" if me else _x(r["caesar_speedup"])) + " | "
+            + ("" if me else _x(r["caesar_thread_cpu_ratio"])) + " | "
+            + ("" if me else _x(r["caesar_process_cpu_ratio"])) + " | "
             f"{r['matches']:,} | {'yes' if r['same_matches'] else 'NO: ' + r['difference']} |")
     return "\n".join(lines) + "\n"
 
@@ -242,9 +271,9 @@ def summary(rows: list[dict]) -> str:
         flink = mine.get(FLINK)
         lines.append(
             f"| {name} | {c['matches_per_event']:.3g} | {c['median_eps']:,.0f} | "
-            + (f"{best['engine']} | {best['median_eps']:,.0f} | {best['caesar_speedup']:.1f} / "
-               f"{best['caesar_thread_cpu_ratio']:.1f} | " if best else "n/a | | | ")
-            + (f"{flink['median_eps']:,.0f} | {flink['caesar_speedup']:.1f} |" if flink
+            + (f"{best['engine']} | {best['median_eps']:,.0f} | {_x(best['caesar_speedup'])} / "
+               f"{_x(best['caesar_thread_cpu_ratio'])} | " if best else "n/a | | | ")
+            + (f"{flink['median_eps']:,.0f} | {_x(flink['caesar_speedup'])} |" if flink
                else "n/a | |"))
     return "\n".join(lines) + "\n"
 
@@ -261,7 +290,7 @@ def plot(rows: list[dict], path: Path) -> None:
             names.append(r["workload"])
     forms = [f for f in FORMS if any(r["engine"] == f and r.get("reps") for r in rows)]
     colors = {CAESAR: "#1f77b4", ESPER: "#ff7f0e", ESPER_KEYED: "#ffbb78", ESPER_MR: "#d62728",
-              FLINK: "#2ca02c"}
+              ESPER_2PHASE: "#9467bd", ESPER_LOWLAT: "#8c564b", FLINK: "#2ca02c"}
     width = 0.8 / max(len(forms), 1)
     fig, ax = plt.subplots(figsize=(max(10, len(names) * 0.9), 5))
     for k, form in enumerate(forms):

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.peers.events import DEFAULT_DOMAINS, NUM_TYPES
+from bench.peers.events import DEFAULT_DOMAINS, NUM_TYPES, Stream, situation_stream
 from bench.peers.patterns import NEXT, Comp, Cond, Query, seq
 
 # engine forms: how each engine states a workload
@@ -39,8 +39,11 @@ ESPER = "esper"  # EPL pattern, equivalence as filters
 ESPER_KEYED = "esper-keyed"  # EPL pattern in a keyed segmented context
 ESPER_MR = "esper-mr"  # EPL match_recognize over one stream of every event
 FLINK = "flink"  # Flink CEP Pattern API on a keyed stream
-FORMS = (CAESAR, ESPER, ESPER_KEYED, ESPER_MR, FLINK)
-ESPER_FORMS = (ESPER, ESPER_KEYED, ESPER_MR)
+# TPStream's two Esper formulations (its section 1, "straw man's approach"):
+ESPER_2PHASE = "esper-2phase"  # Esper-1: situations by match_recognize, then a pattern over them
+ESPER_LOWLAT = "esper-lowlat"  # Esper-2: one match_recognize over the events, conditions ANDed
+FORMS = (CAESAR, ESPER, ESPER_KEYED, ESPER_MR, ESPER_2PHASE, ESPER_LOWLAT, FLINK)
+ESPER_FORMS = (ESPER, ESPER_KEYED, ESPER_MR, ESPER_2PHASE, ESPER_LOWLAT)
 
 
 @dataclass
@@ -60,6 +63,14 @@ class Workload:
     # (scheduler, deriver, router, matcher); Esper runs `epl`
     caesar_text: str | None = None
     epl: str | None = None
+    # "pipeline": caesar_text through the embedded pipeline; "temporal": its
+    # TPStream query on the temporal engine over columnar batches (as the
+    # matcher service drives it)
+    caesar_runner: str = "pipeline"
+    # EPL per Esper form, where a workload states each form itself
+    epl_forms: dict[str, str] = field(default_factory=dict)
+    # the stream (n events); None: the SASE stream of `domains`, `num_types`
+    stream: Callable[[int], Stream] | None = None
 
 
 def sweep() -> list[Workload]:
@@ -184,7 +195,98 @@ def contexts() -> list[Workload]:
                     "(partition by attr1, then start/end)")]
 
 
-# The order of the report. Later groups (TPStream, ACEP) plug in here.
+TP_WITHIN = 10_000
+TPSTREAM_MODEL = "\n".join([
+    "MODEL peers_tpstream", "TIME UNIT MILLISECONDS", "PARTITION BY attr1",
+    f'EVENT E1({CONTEXT_COLS}) FROM TOPIC "E1"',
+    # ts = seq in the benchmark stream: the situations' first timestamps name the match
+    "DERIVE M0(first(A.ts) AS s0, first(B.ts) AS s1)",
+    "  FROM E1 X",
+    "  DEFINE A AS X.attr2 > 50, B AS X.attr3 > 50",
+    "  PATTERN A OVERLAPS B",
+    f"  WITHIN {TP_WITHIN} MILLISECONDS", ""])
+# Esper-1: each situation a maximal run (!S S+ !S) by match_recognize, into
+# its own stream at its end; then A, followed by the B that ends after it,
+# started inside it. Reports at B's end.
+TPSTREAM_2PHASE = "\n".join([
+    "// flush=1", "// stream=Ev",
+    *(f"insert into Sit{s} select s, te, k from Ev match_recognize (partition by attr1 "
+      "measures x.firstOf() as s, n1.ts as te, n1.attr1 as k after match skip to current row "
+      f"pattern (n0 x+ n1) define n0 as not (n0.{a} > 50), x as x.{a} > 50, "
+      f"n1 as not (n1.{a} > 50));" for s, a in (("A", "attr2"), ("B", "attr3"))),
+    "@name('q0') select a.s as s0, b.s as s1 from pattern [every a=SitA -> b=SitB(k = a.k "
+    "and s.ts > a.s.ts and s.ts < a.te and te > a.te) "
+    f"where timer:within({TP_WITHIN} msec)];", ""])
+# Esper-2: one row pattern over the events, A's and B's conditions combined:
+# !A, A*, A and !B (the row before B starts), A and B+, then !A and B (A
+# ends while B holds). Reports at A's end, as TPStream does.
+TPSTREAM_LOWLAT = "\n".join([
+    "// flush=1", "// stream=Ev",
+    "@name('q0') select s0, s1 from Ev match_recognize (partition by attr1 "
+    "measures coalesce(aany.firstOf(), aonly) as s0, both.firstOf() as s1 "
+    "after match skip to current row pattern (na aany* aonly both+ bonly) "
+    "define na as not (na.attr2 > 50), aany as aany.attr2 > 50, "
+    "aonly as aonly.attr2 > 50 and not (aonly.attr3 > 50), "
+    "both as both.attr2 > 50 and both.attr3 > 50, "
+    "bonly as not (bonly.attr2 > 50) and bonly.attr3 > 50);", ""])
+
+
+def tpstream() -> list[Workload]:
+    return [Workload(
+        "tpstream overlaps", "tpstream", [seq([1], TP_WITHIN, equivalence=())],
+        forms=(CAESAR, ESPER_2PHASE, ESPER_LOWLAT), partition_by="attr1",
+        caesar_text=TPSTREAM_MODEL, caesar_runner="temporal",
+        epl_forms={ESPER_2PHASE: TPSTREAM_2PHASE, ESPER_LOWLAT: TPSTREAM_LOWLAT},
+        stream=situation_stream,
+        unsupported={FLINK: "not rendered: situations need a maximal-run operator "
+                            "(Flink CEP's oneOrMore with a following negation per situation)"},
+        description="TPStream `A OVERLAPS B` WITHIN 10K per attr1 key (100 keys), "
+                    "A: attr2 > 50, B: attr3 > 50, situations of 1-15 events; CAESAR: the "
+                    "temporal engine; Esper: the paper's 2-phase (Esper-1) and low-latency "
+                    "(Esper-2) formulations")]
+
+
+ACEP_MODEL = "\n".join([
+    "MODEL peers_acep", "TIME UNIT MILLISECONDS", "PARTITION BY attr1",
+    *(f'EVENT E{t}({CONTEXT_COLS}) FROM TOPIC "E{t}"' for t in range(4)),
+    "TABLE t0(k INT, v INT, PRIMARY KEY (k))",
+    "TABLE t1(k INT, v INT, PRIMARY KEY (k))",
+    "RULE w0 ON E0 e DO UPSERT INTO t0 VALUES (e.attr1, e.attr2)",
+    "RULE w1 ON E1 e DO UPSERT INTO t1 VALUES (e.attr1, e.attr2)",
+    # a table-reading query, and a query-rule pair that reads one table and writes the other
+    "DERIVE M0(e.ts AS s0) PATTERN E2 e",
+    "  WHERE (SELECT v FROM t0 WHERE k = e.attr1) > (SELECT v FROM t1 WHERE k = e.attr1)",
+    "RULE r3 ON E3 e WHERE (SELECT v FROM t0 WHERE k = e.attr1) < e.attr2 DO BEGIN",
+    "  UPSERT INTO t1 VALUES (e.attr1, e.attr2); DERIVE M1(e.ts AS s0); END", ""])
+# Esper tables: `on ... merge` upserts, `t[key].v` reads one row (null when
+# missing, as CAESAR's read of a missing row); events apply one by one, the
+# serial order CAESAR's schedulers must equal.
+ACEP_EPL = "\n".join([
+    "create table t0 (k long primary key, v long);",
+    "create table t1 (k long primary key, v long);",
+    *(f"on E{i} e merge t{i} t where t.k = e.attr1 when matched then update set v = e.attr2 "
+      "when not matched then insert select e.attr1 as k, e.attr2 as v;" for i in (0, 1)),
+    "@name('q0') select e from E2 e where t0[e.attr1].v > t1[e.attr1].v;",
+    "@name('q1') select e from E3 e where t0[e.attr1].v < e.attr2;",
+    "on E3 e merge t1 t where t.k = e.attr1 "
+    "when matched and t0[e.attr1].v < e.attr2 then update set v = e.attr2 "
+    "when not matched and t0[e.attr1].v < e.attr2 then insert select e.attr1 as k, "
+    "e.attr2 as v;", ""])
+
+
+def acep() -> list[Workload]:
+    return [Workload(
+        "acep tables", "acep", [seq([2], 1, equivalence=()), seq([3], 1, equivalence=())],
+        domains=(100, 1_000, 100, 100, 10), events=20_000, num_types=4,
+        forms=(CAESAR, ESPER), caesar_text=ACEP_MODEL, epl=ACEP_EPL,
+        unsupported={FLINK: "Flink CEP has no shared tables"},
+        description="ACEP: E0/E1 upsert tables t0/t1 (key attr1, V1=100); E2 derives when "
+                    "t0[attr1] > t1[attr1]; a rule on E3 reads t0 and writes t1. CAESAR: "
+                    "TABLE + RULE through the embedded pipeline (LWM scheduler); Esper: "
+                    "tables with on-merge")]
+
+
+# The order of the report.
 GROUPS: dict[str, Callable[[], list[Workload]]] = {
     "sweep": sweep,
     "negation": negation,
@@ -192,4 +294,6 @@ GROUPS: dict[str, Callable[[], list[Workload]]] = {
     "many": many,
     "keyed": keyed,
     "contexts": contexts,
+    "tpstream": tpstream,
+    "acep": acep,
 }
