@@ -80,7 +80,6 @@ class MatcherProcessor:
         return out
 
     def _run_batch(self, batch: RoutedBatch, out: MatcherOutput) -> None:
-        by_ts = dict(batch.txns.by_ts())
         discards: dict[int, list[Discard]] = defaultdict(list)
         for d in batch.discards:
             discards[d.ts].append(d)
@@ -93,6 +92,7 @@ class MatcherProcessor:
         if self.waves and len(set(parts)) > 1:  # one partition: a wave is one timestamp
             self._run_waves(batch, discards, txn_at, parts, active_sets, muted_sets, out)
             return
+        by_ts = dict(batch.txns.by_ts())
         for ts in sorted(set(txn_at) | set(discards)):
             for d in discards.get(ts, ()):  # a window ended before ts: drop first
                 self.graph.discard(d.plan_ids, d.partition)
