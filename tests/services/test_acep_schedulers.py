@@ -14,6 +14,7 @@ from acep_models import bank_plan, transactions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from caesar.services.scheduler.acep import executors
 from caesar.services.scheduler.acep.executors import (
     RunResult,
     Simulator,
@@ -57,6 +58,29 @@ def test_every_schedule_equals_the_serial_reference(stream: Any, schedule: rando
     expected = run_serial(PLAN, workload)
     got = Simulator(PLAN, scheduler, gc_every=3, granularity=granularity).run(workload, schedule)
     same(got, expected)
+
+
+def test_sei_with_seeded_choices_runs_inline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under SEI only position order is possible: seeded runs take the inline
+    path (no move is chosen) and still equal the serial reference; a chooser
+    function still drives the simulation."""
+    rng = random.Random(3)
+    stream = [(t, [("Dep", {"id": rng.randint(1, 3), "amt": rng.randint(-2, 9)}),
+                   ("Chk", {"id": rng.randint(1, 3)}), ("Del", {"id": rng.randint(1, 3)})])
+              for t in range(1, 60)]
+    workload = transactions(stream)
+    expected = run_serial(PLAN, workload)
+    moves: list[int] = []
+
+    def chooser(labels: Any) -> int:
+        moves.append(len(labels))
+        return 0
+
+    same(Simulator(PLAN, "sei").run(workload, chooser), expected)
+    assert moves
+    monkeypatch.setattr(executors, "_chooser", lambda choose: pytest.fail("simulated"))
+    same(Simulator(PLAN, "sei", gc_every=3).run(workload, 5), expected)
+    same(Simulator(PLAN, "sei").run(workload, random.Random(1)), expected)
 
 
 def test_the_workload_exercises_reads_writes_and_errors() -> None:
