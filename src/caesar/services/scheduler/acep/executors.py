@@ -42,6 +42,7 @@ from caesar.services.scheduler.acep.tables import (
     PlainTables,
     Position,
     Row,
+    TableView,
     VersionedTables,
 )
 
@@ -107,14 +108,18 @@ def steps_of(plan: AcepPlan, workload: Sequence[Transaction]) -> list[list[_Step
     return out
 
 
+def _run_to_end(spec: _StepSpec, view: TableView, result: StepResult) -> None:
+    """A step with every table access granted as it asks."""
+    for _ in run_step(spec.actor, spec.pos[0], spec.matches, view, result):
+        pass
+
+
 def run_serial(plan: AcepPlan, workload: Sequence[Transaction]) -> RunResult:
     store = PlainTables(plan.tables)
     result = StepResult()
     for txn in steps_of(plan, workload):
         for spec in txn:
-            for _ in run_step(spec.actor, spec.pos[0], spec.matches, store.view(spec.pos),
-                              result):
-                pass
+            _run_to_end(spec, store.view(spec.pos), result)
     return RunResult(result.outputs, result.errors, store.snapshot()).sort()
 
 
@@ -189,9 +194,7 @@ class Simulator:
                 self.scheduler.register(spec.pos, *spec.resources(self.granularity))
             for spec in txn:
                 # SEI grants every read and write of the step it started
-                for _ in run_step(spec.actor, spec.pos[0], spec.matches,
-                                  self.store.view(spec.pos), self.result):
-                    pass
+                _run_to_end(spec, self.store.view(spec.pos), self.result)
                 self.scheduler.finish(spec.pos)
                 self._step_done()
 
