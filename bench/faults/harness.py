@@ -257,6 +257,8 @@ class FaultLab:
         result.duplicated = sum((got - stream.expected).values())
         result.stuck = stuck_partitions(d.bus, d.settings, d.plan)
         result.restarts = d.driver.restarts()
+        if result.stuck or result.lost:
+            result.note = d.driver.describe()
 
     def topic_bytes(self, prefix: str) -> dict[str, int]:
         """Bytes on the broker's disk per topic under `prefix`: the log
@@ -391,6 +393,17 @@ class Driver:
 
         stats = ray.get([self._actor(s).stats.remote() for s in SERVICES], timeout=60)
         return sum(1 for st in stats if st["restored_from"])
+
+    def describe(self) -> str:
+        """Each actor's loop as it is now, for the report of a failed run."""
+        keys = ("pid", "alive", "uptime_s", "records_in", "records_out", "commits", "aborts",
+                "recoveries", "lag", "restored_from", "error")
+        try:
+            found = self.stats()
+        except Exception as exc:  # noqa: BLE001 - a description, never a failure
+            return f"actor stats unavailable: {exc}"
+        return "; ".join(f"{service}: " + ", ".join(f"{k}={st.get(k)}" for k in keys)
+                         for service, st in found.items())
 
     def kill(self) -> None:
         assert self.proc is not None

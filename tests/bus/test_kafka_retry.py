@@ -1,5 +1,7 @@
 """Unit: end offsets ride out transient leadership errors, fail fast otherwise."""
 
+import time
+
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
@@ -13,6 +15,10 @@ class _FlakyMeta:
 
     def __init__(self, code: int, failures: int) -> None:
         self.code, self.failures, self.calls = code, failures, 0
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
 
     def get_watermark_offsets(self, tp, timeout):
         self.calls += 1
@@ -45,6 +51,22 @@ def test_transient_error_gives_up_at_the_timeout():
     with pytest.raises(BusError, match="Not leader"):
         _bus(meta, timeout_s=0.3).end_offsets([TopicPartition("t", 0)])
     assert 2 <= meta.calls < 20
+
+
+def test_a_client_stuck_on_unknown_partition_is_replaced():
+    """After a broker pause librdkafka's client answered "Unknown partition"
+    for an existing partition until the process restarted: a new client is
+    asked instead, and the stale one closed."""
+    stale = _FlakyMeta(KafkaError._UNKNOWN_PARTITION, failures=10**6)
+    fresh = _FlakyMeta(KafkaError._UNKNOWN_PARTITION, failures=0)
+    bus = _bus(stale)
+    bus._new_meta = lambda: fresh  # type: ignore[method-assign]
+    assert bus.end_offsets([TopicPartition("t", 0)]) == {TopicPartition("t", 0): 42}
+    assert (stale.calls, fresh.calls) == (1, 1)
+    deadline = time.monotonic() + 5
+    while not stale.closed and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert stale.closed
 
 
 def test_a_transaction_call_that_never_returns_gives_the_producer_up():

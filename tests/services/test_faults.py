@@ -39,7 +39,7 @@ def test_a_fault_mid_stream_loses_and_repeats_nothing(lab, stream, kind, at_s, c
     report = (f"{kind}: expected {result.expected}, got {result.got}, lost {result.lost}, "
               f"duplicated {result.duplicated}, stuck {result.stuck}, drain {result.drain_s} s, "
               f"recovery {result.recovery_s} s, fault {result.fault_s} s, "
-              f"restarts {result.restarts}")
+              f"restarts {result.restarts}{'; ' + result.note if result.note else ''}")
     with capsys.disabled():
         print("\n" + report)
     assert result.expected > 50, report

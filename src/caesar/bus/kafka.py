@@ -44,6 +44,8 @@ _TRANSIENT = {
     KafkaError._TRANSPORT,
     KafkaError._TIMED_OUT,
 }
+# Answers a client can keep giving from a stale view of the cluster.
+_STALE = {KafkaError._UNKNOWN_PARTITION, KafkaError._TIMED_OUT}
 # In-band consumer errors that do not go away by waiting.
 _PERMANENT = {
     KafkaError.TOPIC_AUTHORIZATION_FAILED,
@@ -179,32 +181,48 @@ class KafkaBus:
 
     def end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         with self._lock:
-            if self._meta is None:
-                # read_committed: the high offset is the last stable offset
-                self._meta = Consumer({**self.settings.client_config(),
-                                       "group.id": f"caesar-meta-{uuid.uuid4().hex[:8]}",
-                                       "enable.auto.commit": False,
-                                       "isolation.level": "read_committed"})
-            meta = self._meta
-            return {TopicPartition(*tp): self._high_watermark(meta, tp) for tp in partitions}
+            return {TopicPartition(*tp): self._high_watermark(tp) for tp in partitions}
 
-    def _high_watermark(self, meta: Consumer, tp: TopicPartition) -> int:
+    def _meta_consumer(self) -> Consumer:
+        if self._meta is None:
+            self._meta = self._new_meta()
+        return self._meta
+
+    def _new_meta(self) -> Consumer:
+        # read_committed: the high offset is the last stable offset
+        return Consumer({**self.settings.client_config(),
+                         "group.id": f"caesar-meta-{uuid.uuid4().hex[:8]}",
+                         "enable.auto.commit": False,
+                         "isolation.level": "read_committed"})
+
+    def _drop_meta(self) -> None:
+        """Forget the metadata consumer: after a broker pause librdkafka can
+        keep answering "Unknown partition" for a partition that exists (60 s
+        seen here, until the process restarted); a new client asks afresh.
+        Closed aside, since closing can block on the connection it lost."""
+        old, self._meta = self._meta, None
+        if old is not None:
+            threading.Thread(target=old.close, daemon=True, name="close-meta").start()
+
+    def _high_watermark(self, tp: TopicPartition) -> int:
         # A broker answers NOT_LEADER / LEADER_NOT_AVAILABLE while leadership
-        # of a fresh partition settles; such errors are retried until the
-        # admin timeout, anything else fails at once.
+        # of a fresh partition settles; such errors are retried (with a new
+        # client) until the admin timeout, anything else fails at once.
         deadline = time.monotonic() + self._admin_timeout_s
         delay = 0.05
         while True:
             try:
-                _, high = meta.get_watermark_offsets(
+                _, high = self._meta_consumer().get_watermark_offsets(
                     KTopicPartition(tp.topic, tp.partition), timeout=self._admin_timeout_s)
                 return high
             except KafkaException as exc:
                 err = exc.args[0]
-                transient = err.retriable() or err.code() in _TRANSIENT
+                transient = err.retriable() or err.code() in _TRANSIENT | _STALE
                 if not transient or time.monotonic() + delay > deadline:
                     raise BusError(f"cannot read end offset of {tp.topic}[{tp.partition}]: "
                                    f"{err.str()}") from exc
+                if err.code() in _STALE:
+                    self._drop_meta()
             time.sleep(delay)
             delay = min(delay * 2, 1.0)
 
@@ -466,10 +484,11 @@ class KafkaConsumer:
         except KafkaException as exc:
             raise BusError(f"commit failed: {exc.args[0].str()}") from exc
 
-    def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
+    def committed(self, partitions: Sequence[TopicPartition], timeout_s: float = 30.0
+                  ) -> dict[TopicPartition, int | None]:
         try:
             got = self._consumer.committed([KTopicPartition(tp[0], tp[1]) for tp in partitions],
-                                           timeout=30)
+                                           timeout=timeout_s)
         except KafkaException as exc:
             raise BusError(f"cannot read committed offsets: {exc.args[0].str()}") from exc
         return {TopicPartition(p.topic, p.partition): (None if p.offset == OFFSET_INVALID or p.offset < 0

@@ -361,7 +361,8 @@ class InMemoryConsumer:
             for tp, off in chosen.items():
                 self._group.committed[TopicPartition(*tp)] = off
 
-    def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
+    def committed(self, partitions: Sequence[TopicPartition], timeout_s: float = 30.0
+                  ) -> dict[TopicPartition, int | None]:
         with self._bus._cond:
             return {tp: self._group.committed.get(TopicPartition(*tp)) for tp in partitions}
 

@@ -68,7 +68,10 @@ class BusConsumer(Protocol):
         the position after the last record returned by `poll` per partition."""
         ...
 
-    def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
+    def committed(self, partitions: Sequence[TopicPartition], timeout_s: float = 30.0
+                  ) -> dict[TopicPartition, int | None]:
+        """The group's committed offsets (None: nothing committed); BusError
+        when the group coordinator does not answer within `timeout_s`."""
         ...
 
     def seek(self, partition: TopicPartition, offset: int) -> None:

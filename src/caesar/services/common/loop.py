@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -232,16 +233,30 @@ class ServiceLoop:
                    for tp in self.inputs)
 
     def _committed(self, timeout_s: float = 60.0) -> dict[TopicPartition, int | None]:
-        """Committed offsets; a group coordinator still loading is waited out."""
+        """Committed offsets; a group coordinator still loading is waited out.
+        A consumer whose request timed out is replaced: after a broker pause
+        librdkafka's consumer can keep a dead coordinator connection, and its
+        committed() then times out again and again (60 s here, until the actor
+        restarted), while a new consumer gets the answer at once."""
         assert self.consumer is not None
         deadline = time.monotonic() + timeout_s
         while True:
             try:
-                return self.consumer.committed(self.inputs)
-            except BusError:
+                return self.consumer.committed(self.inputs, timeout_s=5.0)
+            except BusError as exc:
                 if time.monotonic() > deadline:
                     raise
+                log.warning("%s: %s; starting a new consumer", self.transactional_prefix, exc)
+                self._replace_consumer()
                 time.sleep(0.5)
+
+    def _replace_consumer(self) -> None:
+        """A new consumer in the group (assigned by the caller); the old one is
+        closed aside, since closing can block on the coordinator it lost."""
+        old, self.consumer = self.consumer, self.bus.consumer(self.group_id)
+        if old is not None:
+            threading.Thread(target=_close_quietly, args=(old,), daemon=True,
+                             name=f"close-{self.group_id}").start()
 
     # ------------------------------------------------------------ running
     def run_once(self) -> int:
@@ -357,26 +372,26 @@ class ServiceLoop:
         self.stats.commits += 1
 
     def _failed(self, fatal: bool) -> None:
-        """Abort every open transaction (or replace fenced producers), restore
-        the last committed state."""
+        """Give up every open transaction and restore the last committed
+        state. An open transaction is aborted by a new producer with its id
+        (init_transactions fences the old one and aborts what it had open),
+        not by abort_transaction: after a broker pause or restart the old
+        producer's coordinator state is stale, an abort can wait out its whole
+        timeout, and the next commit's send_offsets blocked 20 s (seen with
+        kill -9 of the broker). A fenced producer (fatal) takes every producer
+        with it; from the second failure in a row on, the consumer is new too."""
         self._failed_commits += 1
         self.stats.aborts += 1
         if self._failed_commits > self.max_failed_commits:
             raise BusError(f"{self.transactional_prefix}: {self._failed_commits} commits in a "
                            "row failed; giving up (the actor restarts)")
         time.sleep(min(0.05 * 2 ** self._failed_commits, 5.0))
-        for key in list(self._open):
-            if not fatal:
-                try:
-                    self.producers[key].abort_transaction()
-                    continue
-                except BusError as exc:
-                    log.warning("%s: abort failed (%s); starting a new producer",
-                                self.transactional_id(key), exc)
+        if self._failed_commits >= 2:
+            log.warning("%s: %d commits in a row failed; starting a new consumer",
+                        self.transactional_prefix, self._failed_commits)
+            self._replace_consumer()
+        for key in list(self.producers if fatal else self._open):
             self._replace_producer(key)
-        if fatal:
-            for key in list(self.producers):
-                self._replace_producer(key)
         self.stats.recoveries += 1
         self._restore()
 
@@ -405,3 +420,8 @@ class ServiceLoop:
                 self.consumer.close()
             for producer in self.producers.values():
                 producer.close()
+
+
+def _close_quietly(consumer: BusConsumer) -> None:
+    with contextlib.suppress(Exception):
+        consumer.close()
