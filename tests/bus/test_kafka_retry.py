@@ -148,3 +148,16 @@ def test_closing_a_fenced_producer_does_not_raise():
     producer.transactional = True
     producer.close()
     real.flush(0)
+
+
+def test_a_producer_knows_when_its_broker_connection_went_down():
+    """librdkafka reports a dropped connection through error_cb; the loop
+    replaces such a producer before its next transaction."""
+    from caesar.bus.kafka import KafkaProducer
+    from caesar.runtime.processes import free_port
+
+    producer = KafkaProducer({"bootstrap.servers": f"127.0.0.1:{free_port()}"})
+    deadline = time.monotonic() + 20
+    while not producer.connection_lost() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert producer.connection_lost()

@@ -146,3 +146,47 @@ def test_commits_that_keep_failing_with_new_producers_get_a_new_consumer():
     assert loop.consumer.committed([TopicPartition(IN, 0), TopicPartition(IN, 1)]) == {
         TopicPartition(IN, 0): 2, TopicPartition(IN, 1): 2}
     loop.close()
+
+
+class LostConnectionFirstProducers:
+    """An in-memory bus whose first transactional producers report a lost
+    broker connection (and would block in their next transaction)."""
+
+    def __init__(self, bus: InMemoryBus, lost: int) -> None:
+        self.bus, self.lost, self.made = bus, lost, 0
+        self.used_lost = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.bus, name)
+
+    def producer(self, transactional_id: str | None = None) -> Any:
+        producer = self.bus.producer(transactional_id)
+        if transactional_id is not None:
+            self.made += 1
+            if self.made <= self.lost:
+                producer.connection_lost = lambda: True
+                begin = producer.begin_transaction
+
+                def counted() -> None:
+                    self.used_lost += 1
+                    begin()
+                producer.begin_transaction = counted
+        return producer
+
+
+def test_a_producer_that_lost_its_connection_is_replaced_before_its_next_transaction():
+    bus = InMemoryBus()
+    bus.create_topics([TopicSpec(IN, 2), TopicSpec(OUT, 1)])
+    lost = LostConnectionFirstProducers(bus, lost=2)
+    loop = ServiceLoop(bus=lost, group_id="g", transactional_prefix="g",
+                       handler_factory=SharedCount, partitions=(0, 1), store=None,
+                       poll_timeout_s=0.0, commit_interval_s=0.0)
+    loop.start()
+    bus.producer().produce([OutRecord(IN, b"x", None, partition=j) for j in (0, 1, 0, 1)])
+    while loop.run_once():
+        pass
+    assert (lost.made, lost.used_lost, loop.stats.aborts) == (4, 0, 0)
+    assert loop.consumer is not None
+    assert loop.consumer.committed([TopicPartition(IN, 0), TopicPartition(IN, 1)]) == {
+        TopicPartition(IN, 0): 2, TopicPartition(IN, 1): 2}
+    loop.close()

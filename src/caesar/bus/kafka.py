@@ -44,6 +44,8 @@ _TRANSIENT = {
     KafkaError._TRANSPORT,
     KafkaError._TIMED_OUT,
 }
+# Client errors that say a connection to the broker went down.
+_CONNECTION_LOST = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN}
 # Answers a client can keep giving from a stale view of the cluster.
 _STALE = {KafkaError._UNKNOWN_PARTITION, KafkaError._TIMED_OUT}
 # In-band consumer errors that do not go away by waiting.
@@ -237,7 +239,8 @@ class KafkaBus:
 class KafkaProducer:
     def __init__(self, conf: dict[str, Any], transactional_id: str | None = None,
                  timeout_s: float = 30.0) -> None:
-        self._producer = Producer(conf)
+        self._lost = False
+        self._producer = Producer({"error_cb": self._on_error, **conf})
         self._errors: list[str] = []
         self.transactional = transactional_id is not None
         self.transactional_id = transactional_id
@@ -246,6 +249,14 @@ class KafkaProducer:
             self._bounded(self._producer.init_transactions, timeout_s,
                           what=f"initialising transactions for {transactional_id!r}",
                           within_s=4 * timeout_s)
+
+    def _on_error(self, err: KafkaError) -> None:
+        if err.code() in _CONNECTION_LOST:
+            self._lost = True
+
+    def connection_lost(self) -> bool:
+        self._producer.poll(0)  # serves the error callbacks queued since the last call
+        return self._lost
 
     def _on_delivery(self, err: KafkaError | None, msg: Any) -> None:
         if err is not None and err.code() not in _PURGED:

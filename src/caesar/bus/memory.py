@@ -282,6 +282,9 @@ class InMemoryProducer:
                 self._bus._end_txn(txn, commit=False)
             self._bus._open_by_producer.pop(self.transactional_id, None)  # type: ignore[arg-type]
 
+    def connection_lost(self) -> bool:
+        return False  # in process: there is no connection to lose
+
     def close(self) -> None:
         pass
 

@@ -38,6 +38,12 @@ class BusProducer(Protocol):
 
     def abort_transaction(self, timeout_s: float = 30.0) -> None: ...
 
+    def connection_lost(self) -> bool:
+        """Has this producer lost its connection to the broker since it was
+        made? (A transactional producer that did cannot be trusted with the
+        next transaction: see ServiceLoop._begin.)"""
+        ...
+
     def close(self) -> None: ...
 
 

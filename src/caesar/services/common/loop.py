@@ -305,11 +305,17 @@ class ServiceLoop:
 
     def _begin(self, j: int) -> BusProducer:
         key = self._key(j)
-        producer = self.producers[key]
         if key not in self._open:
-            producer.begin_transaction()  # step 0
+            if self.producers[key].connection_lost():
+                # A producer that lived through a broker restart or pause
+                # blocked 20 s (the bound) in its next send_offsets, one hop
+                # after the other; a new one (fencing it) does not.
+                log.info("%s lost its broker connection; starting a new producer",
+                         self.transactional_id(key))
+                self._replace_producer(key)
+            self.producers[key].begin_transaction()  # step 0
             self._open.add(key)
-        return producer
+        return self.producers[key]
 
     def _produce(self, j: int, outputs: list[OutRecord]) -> bool:
         """False when producing failed and the loop rewound to the last commit."""
