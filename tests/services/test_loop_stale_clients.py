@@ -1,6 +1,8 @@
-"""The service loop replaces a Kafka client that a broker pause left stale:
-librdkafka's consumer kept timing out on committed() (a restore waited 60 s,
-then the actor restarted) while a new consumer got the answer at once."""
+"""The service loop replaces a Kafka client that a broker pause or restart
+left stale: librdkafka's consumer kept timing out on committed() (a restore
+waited 60 s, then the actor restarted) while a new consumer got the answer
+at once; a producer reused after a failed commit, or one that lost its
+connection, blocked in its next transaction."""
 
 from __future__ import annotations
 
@@ -13,39 +15,79 @@ from caesar.bus.memory import InMemoryBus
 from caesar.bus.records import OutRecord, TopicPartition, TopicSpec
 from caesar.services.common.loop import ServiceLoop
 
+TIMED_OUT = "Failed to add offsets to transaction: Local: Timed out"
 
-class StaleFirstConsumer:
-    """An in-memory bus whose first consumer never answers committed()."""
+
+class WrappedBus:
+    """An in-memory bus whose clients a subclass spoils as they are made
+    (`spoil_consumer`, `spoil_producer`); it keeps the consumers made and
+    counts the transactional producers."""
 
     def __init__(self, bus: InMemoryBus) -> None:
         self.bus = bus
         self.consumers: list[Any] = []
+        self.made = 0  # transactional producers
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.bus, name)
 
     def consumer(self, group_id: str, **kwargs: Any) -> Any:
         consumer = self.bus.consumer(group_id, **kwargs)
-        if not self.consumers:
-            def stale(*args: Any, **kw: Any) -> Any:
-                raise BusError("cannot read committed offsets: Local: Timed out")
-            consumer.committed = stale
+        self.spoil_consumer(consumer)
         self.consumers.append(consumer)
         return consumer
 
+    def producer(self, transactional_id: str | None = None) -> Any:
+        producer = self.bus.producer(transactional_id)
+        if transactional_id is not None:
+            self.made += 1
+            self.spoil_producer(producer)
+        return producer
 
-def loop_on(bus: Any) -> ServiceLoop:
+    def spoil_consumer(self, consumer: Any) -> None:
+        pass  # (a hook: clients stay as they are unless a subclass spoils them)
+
+    def spoil_producer(self, producer: Any) -> None:
+        pass  # (a hook, as above)
+
+
+def new_bus() -> InMemoryBus:
+    bus = InMemoryBus()
+    bus.create_topics([TopicSpec(IN, 2), TopicSpec(OUT, 1)])
+    return bus
+
+
+def produce_two_each(bus: InMemoryBus) -> None:
+    bus.producer().produce([OutRecord(IN, b"x", None, partition=j) for j in (0, 1, 0, 1)])
+
+
+def loop_on(bus: Any, **options: Any) -> ServiceLoop:
     loop = ServiceLoop(bus=bus, group_id="g", transactional_prefix="g",
                        handler_factory=SharedCount, partitions=(0, 1), store=None,
-                       poll_timeout_s=0.0, commit_interval_s=0.0)
+                       poll_timeout_s=0.0, commit_interval_s=0.0, **options)
     loop.start()
     return loop
 
 
+def assert_committed_two_each(loop: ServiceLoop) -> None:
+    assert loop.consumer is not None
+    assert loop.consumer.committed([TopicPartition(IN, 0), TopicPartition(IN, 1)]) == {
+        TopicPartition(IN, 0): 2, TopicPartition(IN, 1): 2}
+
+
+class StaleFirstConsumer(WrappedBus):
+    """The first consumer never answers committed()."""
+
+    def spoil_consumer(self, consumer: Any) -> None:
+        if not self.consumers:
+            def stale(*args: Any, **kw: Any) -> Any:
+                raise BusError("cannot read committed offsets: Local: Timed out")
+            consumer.committed = stale
+
+
 def test_a_consumer_that_cannot_read_committed_offsets_is_replaced():
-    bus = InMemoryBus()
-    bus.create_topics([TopicSpec(IN, 2), TopicSpec(OUT, 1)])
-    bus.producer().produce([OutRecord(IN, b"x", None, partition=j) for j in (0, 1, 0, 1)])
+    bus = new_bus()
+    produce_two_each(bus)
     first = loop_on(bus)
     while first.run_once():
         pass
@@ -62,131 +104,88 @@ def test_a_consumer_that_cannot_read_committed_offsets_is_replaced():
     again.close()
 
 
-class StaleFirstProducers:
-    """An in-memory bus whose first transactional producers time out on
-    every send_offsets_to_transaction while aborts succeed: the coordinator
+class StaleFirstProducers(WrappedBus):
+    """The first `stale` transactional producers time out on every
+    send_offsets_to_transaction while aborts succeed: the coordinator
     connection a broker pause left stale."""
 
     def __init__(self, bus: InMemoryBus, stale: int) -> None:
-        self.bus, self.stale, self.made = bus, stale, 0
+        super().__init__(bus)
+        self.stale = stale
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.bus, name)
-
-    def producer(self, transactional_id: str | None = None) -> Any:
-        producer = self.bus.producer(transactional_id)
-        if transactional_id is not None:
-            self.made += 1
-            if self.made <= self.stale:
-                def stale(*args: Any, **kw: Any) -> Any:
-                    raise BusError("Failed to add offsets to transaction: Local: Timed out")
-                producer.send_offsets_to_transaction = stale
-        return producer
+    def spoil_producer(self, producer: Any) -> None:
+        if self.made <= self.stale:
+            def stale(*args: Any, **kw: Any) -> Any:
+                raise BusError(TIMED_OUT)
+            producer.send_offsets_to_transaction = stale
 
 
 def test_a_producer_that_keeps_failing_commits_is_replaced():
-    bus = InMemoryBus()
-    bus.create_topics([TopicSpec(IN, 2), TopicSpec(OUT, 1)])
+    bus = new_bus()
     stale = StaleFirstProducers(bus, stale=2)  # the two partitions' first producers
-    loop = ServiceLoop(bus=stale, group_id="g", transactional_prefix="g",
-                       handler_factory=SharedCount, partitions=(0, 1), store=None,
-                       poll_timeout_s=0.0, commit_interval_s=0.0, max_failed_commits=4)
-    loop.start()
-    bus.producer().produce([OutRecord(IN, b"x", None, partition=j) for j in (0, 1, 0, 1)])
+    loop = loop_on(stale, max_failed_commits=4)
+    produce_two_each(bus)
     for _ in range(20):
         loop.run_once()
     assert loop.stats.commits >= 1 and stale.made > 2
-    assert loop.consumer is not None
-    assert loop.consumer.committed([TopicPartition(IN, 0), TopicPartition(IN, 1)]) == {
-        TopicPartition(IN, 0): 2, TopicPartition(IN, 1): 2}
+    assert_committed_two_each(loop)
     loop.close()
 
 
-class StaleFirstConsumerOffsets:
-    """An in-memory bus on which offsets sent with its first consumer's
-    group metadata never reach the transaction (whichever producer sends
-    them): only a new consumer gets commits through."""
+class StaleFirstConsumerOffsets(WrappedBus):
+    """Offsets sent with the first consumer's group metadata never reach the
+    transaction (whichever producer sends them): only a new consumer gets
+    commits through."""
 
-    def __init__(self, bus: InMemoryBus) -> None:
-        self.bus = bus
-        self.consumers: list[Any] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.bus, name)
-
-    def consumer(self, group_id: str, **kwargs: Any) -> Any:
-        consumer = self.bus.consumer(group_id, **kwargs)
-        self.consumers.append(consumer)
-        return consumer
-
-    def producer(self, transactional_id: str | None = None) -> Any:
-        producer = self.bus.producer(transactional_id)
+    def spoil_producer(self, producer: Any) -> None:
         send = producer.send_offsets_to_transaction
 
         def checked(offsets: Any, consumer: Any, **kw: Any) -> Any:
             if consumer is self.consumers[0]:
-                raise BusError("Failed to add offsets to transaction: Local: Timed out")
+                raise BusError(TIMED_OUT)
             return send(offsets, consumer, **kw)
         producer.send_offsets_to_transaction = checked
-        return producer
 
 
 def test_commits_that_keep_failing_with_new_producers_get_a_new_consumer():
-    bus = InMemoryBus()
-    bus.create_topics([TopicSpec(IN, 2), TopicSpec(OUT, 1)])
+    bus = new_bus()
     stale = StaleFirstConsumerOffsets(bus)
-    loop = ServiceLoop(bus=stale, group_id="g", transactional_prefix="g",
-                       handler_factory=SharedCount, partitions=(0, 1), store=None,
-                       poll_timeout_s=0.0, commit_interval_s=0.0, max_failed_commits=4)
-    loop.start()
-    bus.producer().produce([OutRecord(IN, b"x", None, partition=j) for j in (0, 1, 0, 1)])
+    loop = loop_on(stale, max_failed_commits=4)
+    produce_two_each(bus)
     for _ in range(20):
         loop.run_once()
     assert loop.stats.commits >= 1 and loop.consumer is stale.consumers[-1]
-    assert loop.consumer.committed([TopicPartition(IN, 0), TopicPartition(IN, 1)]) == {
-        TopicPartition(IN, 0): 2, TopicPartition(IN, 1): 2}
+    assert_committed_two_each(loop)
     loop.close()
 
 
-class LostConnectionFirstProducers:
-    """An in-memory bus whose first transactional producers report a lost
-    broker connection (and would block in their next transaction)."""
+class LostConnectionFirstProducers(WrappedBus):
+    """The first `lost` transactional producers report a lost broker
+    connection (and would block in their next transaction); `used_lost`
+    counts transactions begun on them."""
 
     def __init__(self, bus: InMemoryBus, lost: int) -> None:
-        self.bus, self.lost, self.made = bus, lost, 0
-        self.used_lost = 0
+        super().__init__(bus)
+        self.lost, self.used_lost = lost, 0
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.bus, name)
+    def spoil_producer(self, producer: Any) -> None:
+        if self.made <= self.lost:
+            producer.connection_lost = lambda: True
+            begin = producer.begin_transaction
 
-    def producer(self, transactional_id: str | None = None) -> Any:
-        producer = self.bus.producer(transactional_id)
-        if transactional_id is not None:
-            self.made += 1
-            if self.made <= self.lost:
-                producer.connection_lost = lambda: True
-                begin = producer.begin_transaction
-
-                def counted() -> None:
-                    self.used_lost += 1
-                    begin()
-                producer.begin_transaction = counted
-        return producer
+            def counted() -> None:
+                self.used_lost += 1
+                begin()
+            producer.begin_transaction = counted
 
 
 def test_a_producer_that_lost_its_connection_is_replaced_before_its_next_transaction():
-    bus = InMemoryBus()
-    bus.create_topics([TopicSpec(IN, 2), TopicSpec(OUT, 1)])
+    bus = new_bus()
     lost = LostConnectionFirstProducers(bus, lost=2)
-    loop = ServiceLoop(bus=lost, group_id="g", transactional_prefix="g",
-                       handler_factory=SharedCount, partitions=(0, 1), store=None,
-                       poll_timeout_s=0.0, commit_interval_s=0.0)
-    loop.start()
-    bus.producer().produce([OutRecord(IN, b"x", None, partition=j) for j in (0, 1, 0, 1)])
+    loop = loop_on(lost)
+    produce_two_each(bus)
     while loop.run_once():
         pass
     assert (lost.made, lost.used_lost, loop.stats.aborts) == (4, 0, 0)
-    assert loop.consumer is not None
-    assert loop.consumer.committed([TopicPartition(IN, 0), TopicPartition(IN, 1)]) == {
-        TopicPartition(IN, 0): 2, TopicPartition(IN, 1): 2}
+    assert_committed_two_each(loop)
     loop.close()
