@@ -15,6 +15,7 @@ from bench.peers.patterns import Query, caesar_model
 from caesar.events.batch import EventBatch
 from caesar.language import compile_model
 from caesar.plans.engine import DerivedEvent
+from caesar.plans.matches import MatchBatch
 from caesar.plans.pattern import PatternPlan
 from caesar.plans.temporal import TemporalPlan
 from caesar.services.embedded.pipeline import EmbeddedPipeline
@@ -49,29 +50,43 @@ def plans_for(queries: Sequence[Query], partition_by: str | None = None,
 
 
 def run_caesar(plans: list[PatternPlan], index: dict[str, int], batches: list[EventBatch],
-               record: bool = False) -> CaesarResult:
+               record: bool = False, columnar: bool = True) -> CaesarResult:
     """Feed every batch (process, then advance to its last timestamp) and
-    flush at the end; wall and CPU times cover exactly that."""
+    flush at the end; wall and CPU times cover exactly that. columnar: the
+    engine returns each call's matches as a MatchBatch (NumPy columns);
+    otherwise one DerivedEvent per match."""
     t0 = time.perf_counter_ns()
     engine = CythonEngine(plans)
+    process, advance = ((engine.process_columns, engine.advance_columns) if columnar
+                        else (engine.process, engine.advance))
     setup = time.perf_counter_ns() - t0
-    found: list[tuple[int, tuple[int, ...]]] | None = [] if record else None
+    outs: list[MatchBatch] | list[list[DerivedEvent]] | None = [] if record else None
     count = 0
     p0, c0, w0 = time.process_time_ns(), time.thread_time_ns(), time.perf_counter_ns()
     for b in batches:
-        out = engine.process(b)
-        out += engine.advance(max_ts(b))
+        out = process(b)
+        out += advance(max_ts(b))
         count += len(out)
-        if found is not None:
-            found += [(index[d.plan_id], d.event_seqs) for d in out]
-    out = engine.advance(END_OF_TIME)
+        if outs is not None:
+            outs.append(out)
+    out = advance(END_OF_TIME)
     count += len(out)
     wall = time.perf_counter_ns() - w0
     cpu = time.thread_time_ns() - c0
     proc = time.process_time_ns() - p0
-    if found is not None:
-        found += [(index[d.plan_id], d.event_seqs) for d in out]
+    found = None
+    if outs is not None:
+        outs.append(out)
+        found = [m for o in outs for m in _named(o, index)]
     return CaesarResult(wall, cpu, proc, count, setup, found)
+
+
+def _named(out: MatchBatch | list[DerivedEvent], index: dict[str, int],
+           ) -> list[tuple[int, tuple[int, ...]]]:
+    """Each match as (query index, event seqs)."""
+    if isinstance(out, MatchBatch):
+        return [(index[c.plan_id], c.event_seqs(i)) for c in out for i in range(len(c))]
+    return [(index[d.plan_id], d.event_seqs) for d in out]
 
 
 def stream_values(stream: Stream) -> list[dict[str, int | str]]:

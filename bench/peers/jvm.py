@@ -13,6 +13,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,6 +87,40 @@ class JvmResult:
     setup_ns: int
 
 
+def _cpu_ticks(pids: list[int]) -> int:
+    """User + system CPU of the processes so far, in clock ticks."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total
+
+
+def settle(pids: list[int], window: float = 0.2, busy: float = 0.05,
+           limit: float = 5.0) -> float:
+    """Wait until the JVMs are quiet: under `busy` of a core over a
+    `window` (at most `limit` seconds); the seconds waited. A JVM keeps
+    compiling and collecting for a while after its run, on threads beside
+    its event thread; on 2 cores that work took a share of the next run's
+    core (CAESAR's wall time exceeded its CPU time by 25-30 ms per 300,000
+    events with both JVMs alive, not with none), so each run starts once
+    the previous engine has finished its after-work."""
+    if not pids or not Path("/proc/self/stat").exists():
+        return 0.0
+    hz = os.sysconf("SC_CLK_TCK")
+    t0 = time.perf_counter()
+    while True:
+        before = _cpu_ticks(pids)
+        time.sleep(window)
+        used = (_cpu_ticks(pids) - before) / hz
+        waited = time.perf_counter() - t0
+        if used <= busy * window or waited >= limit:
+            return waited
+
+
 class Harness:
     """One JVM running one engine's harness; commands over stdin/stdout."""
 
@@ -102,6 +137,10 @@ class Harness:
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=self._log, text=True, bufsize=1)
         self._expect("READY")
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
 
     def _expect(self, prefix: str) -> str:
         assert self._proc.stdout is not None

@@ -41,10 +41,19 @@ from bench.peers.caesar_side import (
     stream_values,
 )
 from bench.peers.events import Stream, sase_stream, to_batches, write_events
-from bench.peers.jvm import ESPER_VERSION, FLINK_VERSION, Harness, java_available, read_matches
+from bench.peers.jvm import (
+    ESPER_VERSION,
+    FLINK_VERSION,
+    Harness,
+    java_available,
+    read_matches,
+    settle,
+)
 from bench.peers.patterns import esper_match_recognize, esper_module, flink_spec
 from bench.peers.workloads import (
     CAESAR,
+    CAESAR_FORMS,
+    CAESAR_OBJECTS,
     ESPER,
     ESPER_2PHASE,
     ESPER_FORMS,
@@ -98,15 +107,16 @@ class Bench:
         self.workdir = workdir
         self.harness: dict[str, Harness] = {}
         why = java_available()
-        if why and engines - {CAESAR}:
+        if why and engines - set(CAESAR_FORMS):
             print(f"[peers] JVM peers skipped: {why}")
-            engines = {CAESAR}
+            engines = engines & set(CAESAR_FORMS)
         self.engines = engines
         if engines & set(ESPER_FORMS):
             self.harness["esper"] = Harness("esper")
         if FLINK in engines:
             self.harness["flink"] = Harness("flink")
         self._loaded: dict[str, Path] = {}
+        self.settled = 0.0  # seconds waited for quiet JVMs before runs (jvm.settle)
 
     def close(self) -> None:
         for h in self.harness.values():
@@ -119,7 +129,7 @@ class Bench:
         """Each JVM form's query text, in the file its harness reads."""
         files: dict[str, Path] = {}
         for form in forms:
-            if form == CAESAR:
+            if form in CAESAR_FORMS:
                 continue
             path = self.workdir / f"{form}.{'spec' if form == FLINK else 'epl'}"
             if form in w.epl_forms:
@@ -140,15 +150,16 @@ class Bench:
     def run(self, w: Workload, n_events: int, warmup: int, reps: int) -> dict[str, Runs]:
         forms = [f for f in w.forms
                  if f == CAESAR or (f in self.engines and f not in w.unsupported)]
+        caesar_forms = [f for f in forms if f in CAESAR_FORMS]
         stream = (w.stream(n_events) if w.stream is not None
                   else sase_stream(n_events, domains=w.domains, num_types=w.num_types))
         events_file = write_events(stream, self.workdir / "events.bin")
         t0 = time.perf_counter()
-        caesar = _caesar_runner(w, stream)
-        compile_s = time.perf_counter() - t0
+        local = {f: _caesar_runner(w, stream, columnar=f == CAESAR) for f in caesar_forms}
+        compile_s = (time.perf_counter() - t0) / len(local)
         files = self._write_queries(w, forms)
         for h in self.harness.values():
-            if any(self._jvm(f) is h for f in forms if f != CAESAR):
+            if any(self._jvm(f) is h for f in forms if f not in CAESAR_FORMS):
                 h.load(events_file)
         runs = {f: Runs(f) for f in forms}
         truth: MatchSet = Counter()
@@ -156,10 +167,14 @@ class Bench:
             counted = r >= warmup
             for form in forms:
                 record = r == 0
-                if form == CAESAR:
-                    res = caesar(record)
-                    if record:
+                self.settled += settle([h.pid for h in self.harness.values()])
+                if form in local:
+                    res = local[form](record)
+                    if record and form == CAESAR:
                         truth = Counter(res.found or [])
+                    elif record:
+                        runs[form].diff = compare(truth, Counter(res.found or []))
+                        runs[form].same = not runs[form].diff
                     wall, tcpu, pcpu, setup, count = (res.wall_ns, res.thread_cpu_ns,
                                                       res.process_cpu_ns,
                                                       res.setup_ns + int(compile_s * 1e9),
@@ -184,10 +199,12 @@ class Bench:
         return runs
 
 
-def _caesar_runner(w: Workload, stream: Stream) -> Callable[[bool], CaesarResult]:
+def _caesar_runner(w: Workload, stream: Stream, columnar: bool = True,
+                   ) -> Callable[[bool], CaesarResult]:
     """CAESAR's run of the workload (record: keep the matches), inputs
-    prepared: the queries' plans on the Cython engine, a TPStream model on
-    the temporal engine, or a model with contexts through the pipeline."""
+    prepared: the queries' plans on the Cython engine (matches as columns,
+    or one DerivedEvent each), a TPStream model on the temporal engine, or a
+    model with contexts through the pipeline."""
     text = w.caesar_text
     if text is not None and w.caesar_runner == "pipeline":
         values = stream_values(stream)
@@ -196,7 +213,7 @@ def _caesar_runner(w: Workload, stream: Stream) -> Callable[[bool], CaesarResult
     if text is not None:
         return lambda record: run_temporal(text, batches, record=record)
     plans, index = plans_for(w.queries, w.partition_by)
-    return lambda record: run_caesar(plans, index, batches, record=record)
+    return lambda record: run_caesar(plans, index, batches, record=record, columnar=columnar)
 
 
 def summarize(w: Workload, n_events: int, runs: dict[str, Runs]) -> list[dict]:
@@ -289,7 +306,7 @@ def plot(rows: list[dict], path: Path) -> None:
         if r["workload"] not in names:
             names.append(r["workload"])
     forms = [f for f in FORMS if any(r["engine"] == f and r.get("reps") for r in rows)]
-    colors = {CAESAR: "#1f77b4", ESPER: "#ff7f0e", ESPER_KEYED: "#ffbb78", ESPER_MR: "#d62728",
+    colors = {CAESAR: "#1f77b4", CAESAR_OBJECTS: "#aec7e8", ESPER: "#ff7f0e", ESPER_KEYED: "#ffbb78", ESPER_MR: "#d62728",
               ESPER_2PHASE: "#9467bd", ESPER_LOWLAT: "#8c564b", FLINK: "#2ca02c"}
     width = 0.8 / max(len(forms), 1)
     fig, ax = plt.subplots(figsize=(max(10, len(names) * 0.9), 5))
@@ -393,6 +410,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"\n== {w.name}: {w.description} ({n:,} events)", flush=True)
                 runs = bench.run(w, n, args.warmup, args.reps)
                 rows += summarize(w, n, runs)
+            print(f"[peers] waited {bench.settled:.0f} s in all for quiet JVMs before runs")
         finally:
             bench.close()
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

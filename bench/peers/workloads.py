@@ -35,6 +35,10 @@ from bench.peers.patterns import NEXT, Comp, Cond, Query, seq
 
 # engine forms: how each engine states a workload
 CAESAR = "caesar"
+# the same engine returning one DerivedEvent per match (the matcher service's
+# form) instead of columns: what the per-match Python objects cost
+CAESAR_OBJECTS = "caesar-objects"
+CAESAR_FORMS = (CAESAR, CAESAR_OBJECTS)  # run in this process
 ESPER = "esper"  # EPL pattern, equivalence as filters
 ESPER_KEYED = "esper-keyed"  # EPL pattern in a keyed segmented context
 ESPER_MR = "esper-mr"  # EPL match_recognize over one stream of every event
@@ -42,7 +46,7 @@ FLINK = "flink"  # Flink CEP Pattern API on a keyed stream
 # TPStream's two Esper formulations (its section 1, "straw man's approach"):
 ESPER_2PHASE = "esper-2phase"  # Esper-1: situations by match_recognize, then a pattern over them
 ESPER_LOWLAT = "esper-lowlat"  # Esper-2: one match_recognize over the events, conditions ANDed
-FORMS = (CAESAR, ESPER, ESPER_KEYED, ESPER_MR, ESPER_2PHASE, ESPER_LOWLAT, FLINK)
+FORMS = (CAESAR, CAESAR_OBJECTS, ESPER, ESPER_KEYED, ESPER_MR, ESPER_2PHASE, ESPER_LOWLAT, FLINK)
 ESPER_FORMS = (ESPER, ESPER_KEYED, ESPER_MR, ESPER_2PHASE, ESPER_LOWLAT)
 
 
@@ -77,7 +81,7 @@ def sweep() -> list[Workload]:
     base = "SEQ(E1,E2,E3) WHERE [attr1] WITHIN W"
     by_v1 = [Workload(f"V1={v1}", "sweep", [seq([1, 2, 3], 10_000)],
                       domains=(v1, *DEFAULT_DOMAINS[1:]),
-                      forms=(CAESAR, ESPER, ESPER_KEYED, ESPER_MR, FLINK),
+                      forms=(CAESAR, CAESAR_OBJECTS, ESPER, ESPER_KEYED, ESPER_MR, FLINK),
                       description=f"{base}, W=10K, V1={v1}")
              for v1 in (100, 1_000, 10_000)]
     by_w = [Workload(f"W={w // 1000}K", "sweep", [seq([1, 2, 3], w)],
@@ -151,7 +155,7 @@ def keyed() -> list[Workload]:
     for v1 in (100, 10_000):
         q = seq([1, 2, 3], 10_000, equivalence=())
         out.append(Workload(f"keyed V1={v1}", "keyed", [q], domains=(v1, *DEFAULT_DOMAINS[1:]),
-                            forms=(CAESAR, ESPER_KEYED), partition_by="attr1",
+                            forms=(CAESAR, CAESAR_OBJECTS, ESPER_KEYED), partition_by="attr1",
                             unsupported={FLINK: "keyBy is how every Flink row above runs"},
                             description="SEQ(E1,E2,E3) WITHIN 10K per attr1 key: CAESAR "
                                         "PARTITION BY attr1, Esper `create context ... "

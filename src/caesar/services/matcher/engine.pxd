@@ -32,9 +32,13 @@ cdef class CythonEngine:
     # by type id: [(type cols of the equivalence attrs, {eqkey: {slot: comp mask}})]
     cdef list _an_specs
     cdef dict _an_tables      # (slot, comp) -> [table dicts to register in]
-    cdef dict _waiting        # slot -> set of parts holding pending/ready results
+    cdef dict _waiting        # slot -> {part: None}: parts holding pending/ready results
     cdef object _pool
     cdef list _out
+    cdef bint _columnar       # this call's matches go to the MatchSinks (*_columns)
+    cdef list _sinks          # by slot: the MatchSink of the plan's output type
+    cdef dict _extra_sinks    # (plan id, event type) -> MatchSink (every sink)
+    cdef i64 _emitted         # matches of this call so far (their order)
     cdef long* _masks         # per plan slot: components the current event reaches
     cdef int* _hits
     cdef int _nhit
@@ -79,6 +83,9 @@ cdef class CythonEngine:
     cdef _part_pending(self, Part part, PlanRT p, Env* env, i64 deadline, derived)
     cdef object _derive(self, PlanRT p, Part part, Env* env, i64 first_ts, i64 last_ts)
     cdef object _seq_int(self, i64 seq)
+    cdef _put(self, PlanRT p, object ev)
+    cdef int _sink_match(self, PlanRT p, Part part, Env* env, i64 first_ts, i64 last_ts) except -1
+    cdef _take(self)
     cdef bint _kills(self, PlanRT p, Part part, list item, long mask) except -1
     cdef i64 _run_first_ts(self, Part part, PlanRT p, list run)
     cdef i64 _row_for(self, PlanRT p, Part part, int c, list pushed) except -2

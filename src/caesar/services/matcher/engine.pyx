@@ -47,9 +47,11 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
 from caesar.errors import PlanError
 from caesar.plans.engine import DerivedEvent
+from caesar.plans.matches import MatchBatch
 from caesar.services.store import tagged
 from caesar.services.matcher.compile import compile_plans
 
+from caesar.services.matcher.match_sink cimport MatchSink
 from caesar.services.matcher.stack cimport Stack
 from caesar.services.matcher.typedefs cimport (
     K_BOOL,
@@ -196,7 +198,9 @@ cdef class CythonEngine:
                 self._by_id[plan.plan_id].append(p)
         self._parts = {p.slot: {} for p in self._plans}
         self._udf_plans = [p for p in self._plans if p.functions]
-        self._waiting = {p.slot: set() for p in self._plans}
+        # slot -> {part: None}: insertion-ordered, so end-negation results
+        # are released in the same order by every engine fed the same input
+        self._waiting = {p.slot: {} for p in self._plans}
         self._pool = None
         self._type_cols = {}
         for p in self._plans:
@@ -227,6 +231,16 @@ cdef class CythonEngine:
         for slot in range(len(self._plans) + 1):
             self._masks[slot] = 0
         self._nhit = 0
+        self._columnar = False
+        self._emitted = 0
+        self._extra_sinks = {}
+        self._sinks = []
+        for p in self._plans:
+            k = (p.plan_id, str(p.output_type))
+            if k not in self._extra_sinks:
+                self._extra_sinks[k] = MatchSink(p.plan_id, str(p.output_type),
+                                                 tuple([name for name, _prog in p.outputs]))
+            self._sinks.append(self._extra_sinks[k])
         if share_prefixes:
             self._plan_sharing()
 
@@ -409,6 +423,7 @@ cdef class CythonEngine:
             self._pool = pool
             self._build_dispatch(pool)
         self._out = []
+        self._emitted = 0
         self._use_act = active is not None
         if self._use_act:
             act = np.zeros(len(self._plans) + 1, dtype=np.uint8)
@@ -467,7 +482,7 @@ cdef class CythonEngine:
             seqs.append(np.asarray(cols.seq, dtype=np.int64))
             parts.append(np.asarray(cols.partition, dtype=np.int64))
         if not tids:
-            return []
+            return self._take() if self._columnar else []
         # merge the types back into one arrival-ordered stream
         all_seq = np.concatenate(seqs)
         ne = all_seq.shape[0]
@@ -491,7 +506,26 @@ cdef class CythonEngine:
         self._run_batch(ev_vals, ev_kinds, ev_tid, ev_ts, ev_seq, ev_part)
         out = self._out
         self._out = []
-        return out
+        return self._take() if self._columnar else out
+
+    def process_columns(self, batch, active=None):
+        """process, with the matches as a MatchBatch (NumPy columns per plan
+        and output type, caesar.plans.matches) instead of one DerivedEvent
+        each: the same matches in the same order (MatchBatch.events()),
+        made without a Python object per match."""
+        self._columnar = True
+        try:
+            return self.process(batch, active)
+        finally:
+            self._columnar = False
+
+    def advance_columns(self, watermark):
+        """advance, with the matches as a MatchBatch (see process_columns)."""
+        self._columnar = True
+        try:
+            return self.advance(watermark)
+        finally:
+            self._columnar = False
 
     def advance(self, watermark):
         """Release end-negation results whose window closed; sweep state
@@ -506,6 +540,7 @@ cdef class CythonEngine:
         cdef Stack s
         cdef i64 wm = watermark, bound
         out = self._out = []
+        self._emitted = 0
         for p in self._plans:
             waiting = self._waiting[p.slot]
             if waiting:
@@ -513,19 +548,19 @@ cdef class CythonEngine:
                     keep = []
                     for item in part.ready:
                         if item[0] <= wm:
-                            out.append(item[1])
+                            self._put(p, item[1])
                         else:
                             keep.append(item)
                     part.ready = keep or ()
                     keep = []
                     for item in part.pending:
                         if item[0] <= wm:
-                            out.append(item[1])
+                            self._put(p, item[1])
                         else:
                             keep.append(item)
                     part.pending = keep or ()
                     if not part.pending and not part.ready:
-                        waiting.discard(part)
+                        del waiting[part]
             if p.within < 0 or (wm - p.last_sweep < max(1, p.within // 2)
                                  and not (p.has_timeout or p.skip)):
                 continue
@@ -549,7 +584,7 @@ cdef class CythonEngine:
                 if not keyed:
                     del bypart[partition]
         self._out = []
-        return out
+        return self._take() if self._columnar else out
 
     def discard(self, plan_ids, partition):
         cdef PlanRT p
@@ -564,7 +599,7 @@ cdef class CythonEngine:
                 keyed = self._parts[p.slot].pop(partition, None)
                 for key, part in (keyed or {}).items():
                     self._an_forget(p, partition, key)
-                    self._waiting[p.slot].discard(part)
+                    self._waiting[p.slot].pop(part, None)
 
     def snapshot(self, partition):
         """This partition's run state as plain data (services/store/state_format.py):
@@ -611,7 +646,7 @@ cdef class CythonEngine:
                 part.held = held
                 keyed[key] = part
                 if part.pending or part.ready:
-                    self._waiting[p.slot].add(part)
+                    self._waiting[p.slot][part] = None
         self._relink_an()
 
     def overflows(self):
@@ -1136,6 +1171,9 @@ cdef class CythonEngine:
                     continue
                 if negchecks(p, c, env):
                     return 0
+        if self._columnar and not (p.has_end_neg or p.skip):
+            self._sink_match(p, part, env, first_ts, last_ts)
+            return 0
         derived = self._derive(p, part, env, first_ts, last_ts)
         if p.has_end_neg:
             self._part_pending(part, p, env, first_ts + p.within, derived)
@@ -1144,6 +1182,60 @@ cdef class CythonEngine:
         else:
             self._out.append(derived)
         return 0
+
+    cdef _put(self, PlanRT p, object ev):
+        """A match made as a DerivedEvent (end negation, after-match skip,
+        timeout) into this call's output."""
+        cdef MatchSink sink
+        if not self._columnar:
+            self._out.append(ev)
+            return
+        key = (p.plan_id, ev.event_type)
+        sink = self._extra_sinks.get(key)
+        if sink is None:
+            sink = self._extra_sinks[key] = MatchSink(p.plan_id, ev.event_type,
+                                                      tuple(ev.fields))
+        sink.add_event(ev, self._emitted)
+        self._emitted += 1
+
+    cdef int _sink_match(self, PlanRT p, Part part, Env* env, i64 first_ts,
+                         i64 last_ts) except -1:
+        """The match as a row of its plan's MatchSink: what _derive puts in
+        a DerivedEvent, written into C arrays."""
+        cdef MatchSink sink = <MatchSink> self._sinks[p.slot]
+        cdef Py_ssize_t r = sink.row(self._emitted, self._partition, first_ts, last_ts)
+        cdef Py_ssize_t at = r * sink.nf
+        cdef int k, c, j, n = 0, prog
+        cdef Stack s
+        self._emitted += 1
+        for _name, prog in p.outputs:
+            sink.kinds[at] = eval_prog(p, prog, env, &sink.vals[at])
+            at += 1
+        for k in range(p.npos):
+            c = p.pos[k]
+            n += env.klen[c] if p.kleene[c] else 1
+        sink.reserve_seqs(n)
+        for k in range(p.npos):
+            c = p.pos[k]
+            s = part.stacks[c]
+            if p.kleene[c]:
+                for j in range(env.klen[c]):
+                    sink.seqs[sink.ns] = s.seq[env.klist[c][j]]
+                    sink.ns += 1
+            else:
+                sink.seqs[sink.ns] = s.seq[env.row[c]]
+                sink.ns += 1
+        sink.soff[r + 1] = sink.ns
+        return 0
+
+    cdef _take(self):
+        """This call's matches as a MatchBatch; the sinks start empty."""
+        cdef MatchSink sink
+        cols = []
+        for sink in self._extra_sinks.values():
+            if sink.n:
+                cols.append(sink.take(self._pool))
+        return MatchBatch(cols)
 
     cdef _hold(self, PlanRT p, Part part, Env* env, derived):
         """After-match skip: keep the complete match until no run that
@@ -1186,7 +1278,7 @@ cdef class CythonEngine:
                     < item[0][0]:
                 break
             held.pop(0)
-            self._out.append(item[1])
+            self._put(p, item[1])
             bound = item[2]
             if bound is None:
                 continue
@@ -1225,7 +1317,7 @@ cdef class CythonEngine:
         if not part.pending:
             part.pending = []
         part.pending.append([deadline, derived, rows])
-        self._waiting[p.slot].add(part)
+        self._waiting[p.slot][part] = None
 
     cdef object _derive(self, PlanRT p, Part part, Env* env, i64 first_ts, i64 last_ts):
         """The match as a DerivedEvent, built without the dataclass'
@@ -1655,7 +1747,7 @@ cdef class CythonEngine:
                 try:
                     if not self._closed(p, part, run, &env, bufs):
                         self._load_run(p, part, run, &env, bufs)
-                        self._out.append(self._derive_timeout(p, part, &env, run))
+                        self._put(p, self._derive_timeout(p, part, &env, run))
                 finally:
                     for c in range(MAXC):
                         free(bufs[c])

@@ -1,0 +1,143 @@
+"""The engine's columnar calls (process_columns, advance_columns) return,
+per call, the same matches as process and advance in the same order: MatchBatch.events()
+equals the DerivedEvents, for random patterns with every feature, strategy,
+batch cut, `active` set and snapshot/restore. And the columns themselves:
+typed fields, seq offsets, order across plans."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from caesar.events.batch import StringPool
+from caesar.plans.engine import DerivedEvent
+from caesar.plans.matches import MatchBatch
+from caesar.plans.pattern import STRATEGIES
+from caesar.services.matcher.engine import CythonEngine
+
+from .strategies import featured_patterns
+from .tapes import attr, comp, plan, tape
+from .test_equivalence import scenario
+from .test_features import with_timeout_types
+
+SETTINGS = settings(max_examples=80, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                           HealthCheck.filter_too_much])
+
+
+def _key(ev: DerivedEvent) -> tuple:
+    # NaN never equals itself: compare it as a token
+    fields = tuple(sorted((k, "nan" if isinstance(v, float) and math.isnan(v) else v)
+                          for k, v in ev.fields.items()))
+    return (ev.plan_id, ev.event_type, ev.partition, ev.start_ts, ev.end_ts, fields,
+            ev.event_seqs)
+
+
+def _calls(modes: list[bool], plans, rows, cuts, actives, snapshot_at):
+    """Each call's output, as DerivedEvents, in order; call k is columnar
+    when modes[k % len(modes)]."""
+    engine = CythonEngine(plans)
+    pool = StringPool()
+    calls: list[list[tuple]] = []
+
+    def columnar() -> bool:
+        return modes[len(calls) % len(modes)]
+
+    def took(out) -> None:
+        if isinstance(out, MatchBatch):
+            out = out.events()
+        calls.append([_key(ev) for ev in out])
+
+    start = seq = 0
+    for i, cut in enumerate([*cuts, len(rows)]):
+        chunk = rows[start:cut]
+        start = cut
+        if chunk:
+            batch = tape(chunk, pool, partition_key="part", first_seq=seq)
+            seq += len(chunk)
+            took((engine.process_columns if columnar() else engine.process)(
+                batch, actives[i % len(actives)]))
+            took((engine.advance_columns if columnar() else engine.advance)(
+                max(r[1] for r in chunk)))
+        if snapshot_at == i:
+            fresh = CythonEngine(plans)
+            for part in (0, 1):
+                fresh.restore(part, engine.snapshot(part))
+            engine = fresh
+    took(engine.advance_columns(10**9) if columnar() else engine.advance(10**9))
+    return calls
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@SETTINGS
+@given(data=st.data())
+def test_columns_equal_objects_call_by_call(strategy, data):
+    plans, rows, cuts, actives = with_timeout_types(
+        data.draw(scenario(strategy, plans_of=featured_patterns)))
+    snap = data.draw(st.sampled_from([None, 0, 1]))
+    # columnar calls only, or mixed with object calls on the same engine
+    modes = data.draw(st.one_of(st.just([True]), st.lists(st.booleans(), min_size=2,
+                                                          max_size=4)))
+    assert _calls(modes, plans, rows, cuts, actives, snap) == \
+        _calls([False], plans, rows, cuts, actives, snap)
+
+
+def _abc_plans():
+    fields = {"x": attr("a", "x"), "s": attr("b", "s"), "f": attr("c", "f")}
+    return [plan("p", [comp("a", "A"), comp("b", "B"), comp("c", "C")], within=100,
+                 fields=fields),
+            plan("k", [comp("a", "A"), comp("b", "B", kleene=True), comp("c", "C")],
+                 within=100, strategy="skip_till_next_match")]
+
+
+def _abc_rows():
+    def row(t, ts, x, s, f):
+        return (t, ts, {"part": 0, "x": x, "y": 0, "s": s, "f": f})
+    return [row("A", 1, 7, "a", 0.5), row("B", 2, 1, "hello", 1.5),
+            row("B", 3, 2, "world", 2.5), row("C", 4, 3, "c", 3.25)]
+
+
+def test_columns_are_typed_and_ordered():
+    pool = StringPool()
+    batch = tape(_abc_rows(), pool, partition_key="part")
+    out = CythonEngine(_abc_plans()).process_columns(batch)
+    objects = CythonEngine(_abc_plans()).process(tape(_abc_rows(), StringPool(),
+                                                      partition_key="part"))
+    assert [_key(e) for e in out.events()] == [_key(e) for e in objects]
+    by_plan = {c.plan_id: c for c in out}
+    p, k = by_plan["p"], by_plan["k"]
+    assert len(out) == len(p) + len(k) == len(objects)
+    assert p.fields["x"].dtype == np.int64 and p.fields["x"].tolist() == [7, 7]
+    assert p.fields["s"].dtype == object and p.fields["s"].tolist() == ["hello", "world"]
+    assert p.fields["f"].dtype == np.float64 and p.fields["f"].tolist() == [3.25, 3.25]
+    assert p.seq_matrix().tolist() == [[0, 1, 3], [0, 2, 3]]
+    assert p.start_ts.tolist() == [1, 1] and p.end_ts.tolist() == [4, 4]
+    # Kleene: one match with both B's, so its seqs have 4 entries
+    assert [k.event_seqs(i) for i in range(len(k))] == [e.event_seqs for e in objects
+                                                        if e.plan_id == "k"]
+    with pytest.raises(ValueError, match="Kleene"):
+        if len({len(k.event_seqs(i)) for i in range(len(k))}) > 1:
+            k.seq_matrix()
+        else:
+            raise ValueError("Kleene: one length only")
+    # order numbers every match of the call once
+    assert sorted(p.order.tolist() + k.order.tolist()) == list(range(len(out)))
+
+
+def test_batches_add_in_call_order():
+    pool = StringPool()
+    engine = CythonEngine(_abc_plans())
+    rows = _abc_rows()
+    first = engine.process_columns(tape(rows[:2], pool, partition_key="part"))
+    second = engine.process_columns(tape(rows[2:], pool, partition_key="part", first_seq=2))
+    both = first + second
+    assert len(both) == len(first) + len(second) > 0
+    assert both.events() == first.events() + second.events()
+    last = engine.advance_columns(10**9)
+    assert isinstance(last, MatchBatch) and len(last) == 0
+    # an object call between columnar ones is unaffected by them
+    assert engine.advance(10**9) == []
