@@ -104,3 +104,21 @@ def test_overlapping_windows_share_one_instance_per_query_and_derive_the_same() 
     assert sum(got_unshared.values()) > sum(got_shared.values())
     assert figures.Point14("a", 45, 900, 20, 4).overlapping == 45
     assert figures.Point14("c", 30, 900, 300, 4).overlapping == 3
+
+
+def test_overlap_length_points_run_on_their_span_and_agree() -> None:
+    """Figure 14(b): 30 windows of 15 minutes overlapping by 10-15 minutes,
+    each point on its windows' span of input; at a tiny size, windows that
+    all coincide (step 0) and staggered ones derive the same in both modes."""
+    pts = [p for p in figures.points14(quick=False) if p.figure == "b"]
+    assert [(p.windows, p.window_s, p.queries) for p in pts] == [(30, 900, 4)] * 4
+    assert [p.label for p in pts] == ["10 min", "12 min", "14 min", "15 min"]
+    assert [p.span_s for p in pts] == [9600, 6120, 2640, 900]
+    assert pts[-1].overlapping == 30 and pts[0].overlapping == 3
+    reports = _reports(cars=40, end=400)
+    tiny = [figures.Point14("b", 3, 120, step, 2) for step in (0, 60)]
+    rows = figures.measure14(reports, tiny, rounds=1, log=lambda *_: None)
+    assert [r["reports"] for r in rows] == [
+        int((reports.columns["time"] < p.span_s).sum()) for p in tiny]
+    assert all(r["agree"] and r["distinct_outputs"] > 0 for r in rows)
+    assert [r["non_shared_stages"] for r in rows] == [6, 6]
