@@ -37,7 +37,7 @@ cdef class CythonEngine:
     cdef list _out
     cdef bint _columnar       # this call's matches go to the MatchSinks (*_columns)
     cdef list _sinks          # by slot: the MatchSink of the plan's output type
-    cdef dict _extra_sinks    # (plan id, event type) -> MatchSink (every sink)
+    cdef dict _sink_of        # (plan id, event type) -> MatchSink (every sink)
     cdef i64 _emitted         # matches of this call so far (their order)
     cdef long* _masks         # per plan slot: components the current event reaches
     cdef int* _hits
@@ -85,6 +85,7 @@ cdef class CythonEngine:
     cdef object _seq_int(self, i64 seq)
     cdef _put(self, PlanRT p, object ev)
     cdef int _sink_match(self, PlanRT p, Part part, Env* env, i64 first_ts, i64 last_ts) except -1
+    cdef _clear_sinks(self)
     cdef _take(self)
     cdef bint _kills(self, PlanRT p, Part part, list item, long mask) except -1
     cdef i64 _run_first_ts(self, Part part, PlanRT p, list run)

@@ -233,14 +233,14 @@ cdef class CythonEngine:
         self._nhit = 0
         self._columnar = False
         self._emitted = 0
-        self._extra_sinks = {}
+        self._sink_of = {}
         self._sinks = []
         for p in self._plans:
             k = (p.plan_id, str(p.output_type))
-            if k not in self._extra_sinks:
-                self._extra_sinks[k] = MatchSink(p.plan_id, str(p.output_type),
+            if k not in self._sink_of:
+                self._sink_of[k] = MatchSink(p.plan_id, str(p.output_type),
                                                  tuple([name for name, _prog in p.outputs]))
-            self._sinks.append(self._extra_sinks[k])
+            self._sinks.append(self._sink_of[k])
         if share_prefixes:
             self._plan_sharing()
 
@@ -423,7 +423,8 @@ cdef class CythonEngine:
             self._pool = pool
             self._build_dispatch(pool)
         self._out = []
-        self._emitted = 0
+        if self._columnar:
+            self._clear_sinks()
         self._use_act = active is not None
         if self._use_act:
             act = np.zeros(len(self._plans) + 1, dtype=np.uint8)
@@ -540,7 +541,8 @@ cdef class CythonEngine:
         cdef Stack s
         cdef i64 wm = watermark, bound
         out = self._out = []
-        self._emitted = 0
+        if self._columnar:
+            self._clear_sinks()
         for p in self._plans:
             waiting = self._waiting[p.slot]
             if waiting:
@@ -1191,9 +1193,9 @@ cdef class CythonEngine:
             self._out.append(ev)
             return
         key = (p.plan_id, ev.event_type)
-        sink = self._extra_sinks.get(key)
+        sink = self._sink_of.get(key)
         if sink is None:
-            sink = self._extra_sinks[key] = MatchSink(p.plan_id, ev.event_type,
+            sink = self._sink_of[key] = MatchSink(p.plan_id, ev.event_type,
                                                       tuple(ev.fields))
         sink.add_event(ev, self._emitted)
         self._emitted += 1
@@ -1228,11 +1230,19 @@ cdef class CythonEngine:
         sink.soff[r + 1] = sink.ns
         return 0
 
+    cdef _clear_sinks(self):
+        # as `_out = []` does for process/advance: a call that raised leaves
+        # nothing behind for the next one
+        cdef MatchSink sink
+        self._emitted = 0
+        for sink in self._sink_of.values():
+            sink.clear()
+
     cdef _take(self):
         """This call's matches as a MatchBatch; the sinks start empty."""
         cdef MatchSink sink
         cols = []
-        for sink in self._extra_sinks.values():
+        for sink in self._sink_of.values():
             if sink.n:
                 cols.append(sink.take(self._pool))
         return MatchBatch(cols)

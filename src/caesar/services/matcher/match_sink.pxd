@@ -22,3 +22,4 @@ cdef class MatchSink:
     cdef Py_ssize_t row(self, i64 order, i64 part, i64 start, i64 end) except -1
     cdef int reserve_seqs(self, Py_ssize_t k) except -1
     cdef _put_value(self, Py_ssize_t at, value)
+    cdef void clear(self)

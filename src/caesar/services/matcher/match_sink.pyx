@@ -117,6 +117,11 @@ cdef class MatchSink:
             self.kinds[at] = K_OBJ
             self.objs[at] = value
 
+    cdef void clear(self):
+        self.n = self.ns = 0
+        if self.objs:
+            self.objs = {}
+
     def take(self, pool):
         """The rows so far as MatchColumns (string codes looked up in `pool`);
         the sink starts empty again."""
@@ -157,6 +162,5 @@ cdef class MatchSink:
                            _i64_array(self.part, n), _i64_array(self.start, n),
                            _i64_array(self.end, n), _i64_array(self.soff, n + 1),
                            _i64_array(self.seqs, self.ns), fields)
-        self.n = self.ns = 0
-        self.objs = {}
+        self.clear()
         return out
