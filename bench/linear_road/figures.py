@@ -475,6 +475,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--thin14", type=int, default=50, help="--thin for Figure 14 (1 road)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run)")
+    ap.add_argument("--default-point", action="store_true",
+                    help="Figure 12: only the paper's default point (10 queries, 3 roads, "
+                         "2 windows of 3 minutes), e.g. with --minutes 180 as in the paper")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
     from caesar.services.common.collector import tune_collector
@@ -487,8 +490,11 @@ def main(argv: list[str] | None = None) -> None:
     tag = "-quick" if args.quick else ""
     ok = True
     if args.figure in ("12", "all"):
-        ok &= figure12(thinned(data, thin), minutes, thin, end, rounds, args.out, tag,
-                       args.quick)
+        pts12 = points(args.quick)
+        if args.default_point:
+            pts12 = [Point("a", queries=10, roads=3, window_s=180, windows=2)]
+            tag += f"-default-{minutes}min"
+        ok &= figure12(thinned(data, thin), minutes, thin, end, rounds, args.out, tag, pts12)
     if args.figure in ("14", "all"):
         pts = points14(args.quick)
         longest = max(p.span_s for p in pts if p.figure == "b") if not args.quick else 0
@@ -501,11 +507,11 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def figure12(reports: Reports, minutes: int, thin: int, end: int, rounds: int, out: Path,
-             tag: str, quick: bool) -> bool:
+             tag: str, pts: list[Point]) -> bool:
     print(f"Figure 12: standard data, seconds [0, {end}), cars with vid % {thin} == 0: "
           f"{len(reports):,} reports per road")
     t0 = time.monotonic()
-    rows = measure(reports, points(quick), rounds, 0, end)
+    rows = measure(reports, pts, rounds, 0, end)
     summary = medians(rows)
     write_csv(out / f"figure12{tag}.csv", rows)
     write_csv(out / f"figure12{tag}-summary.csv", summary)
