@@ -486,20 +486,20 @@ def main(argv: list[str] | None = None) -> None:
     minutes, thin, thin14 = (6, 50, 50) if args.quick else (args.minutes, args.thin, args.thin14)
     rounds = 1 if args.quick else args.rounds
     end = 60 * minutes
-    data = load(args.data).window(0, end)
+    full = load(args.data)
+    data = full.window(0, end)
     tag = "-quick" if args.quick else ""
     ok = True
     if args.figure in ("12", "all"):
-        pts12 = points(args.quick)
+        pts12, tag12 = points(args.quick), tag
         if args.default_point:
             pts12 = [Point("a", queries=10, roads=3, window_s=180, windows=2)]
-            tag += f"-default-{minutes}min"
-        ok &= figure12(thinned(data, thin), minutes, thin, end, rounds, args.out, tag, pts12)
+            tag12 += f"-default-{minutes}min"
+        ok &= figure12(thinned(data, thin), minutes, thin, end, rounds, args.out, tag12, pts12)
     if args.figure in ("14", "all"):
         pts = points14(args.quick)
         longest = max(p.span_s for p in pts if p.figure == "b") if not args.quick else 0
-        long_input = (thinned(load(args.data).window(0, longest), thin14) if longest > end
-                      else None)
+        long_input = thinned(full.window(0, longest), thin14) if longest > end else None
         ok &= figure14(thinned(data, thin14), minutes, thin14, rounds, args.out, tag, pts,
                        long_input)
     if not ok:

@@ -7,7 +7,7 @@ the DerivedEvents when a caller wants them after all."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -79,10 +79,8 @@ class MatchBatch:
     def __add__(self, other: MatchBatch) -> MatchBatch:
         """This call's matches, then the other's (its order shifted after ours)."""
         shift = len(self)
-        moved = [MatchColumns(c.plan_id, c.event_type, c.order + shift, c.partition,
-                              c.start_ts, c.end_ts, c.seq_offsets, c.seqs, c.fields)
-                 for c in other.columns]
-        return MatchBatch(self.columns + moved)
+        return MatchBatch(self.columns + [replace(c, order=c.order + shift)
+                                          for c in other.columns])
 
     def events(self) -> list[DerivedEvent]:
         if len(self.columns) == 1:

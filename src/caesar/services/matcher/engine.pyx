@@ -157,6 +157,16 @@ cdef inline void _tuple_put(tuple t, Py_ssize_t i, object x):
     PyTuple_SET_ITEM(t, i, x)
 
 
+cdef inline int _match_len(PlanRT p, Env* env) noexcept:
+    """Events in the match bound in env: one per positive component, all of
+    a Kleene component's."""
+    cdef int k, c, n = 0
+    for k in range(p.npos):
+        c = p.pos[k]
+        n += env.klen[c] if p.kleene[c] else 1
+    return n
+
+
 def _held_order(item):
     return item[0]
 
@@ -1213,9 +1223,7 @@ cdef class CythonEngine:
         for _name, prog in p.outputs:
             sink.kinds[at] = eval_prog(p, prog, env, &sink.vals[at])
             at += 1
-        for k in range(p.npos):
-            c = p.pos[k]
-            n += env.klen[c] if p.kleene[c] else 1
+        n = _match_len(p, env)
         sink.reserve_seqs(n)
         for k in range(p.npos):
             c = p.pos[k]
@@ -1344,9 +1352,7 @@ cdef class CythonEngine:
         for name, prog in p.outputs:
             kd = eval_prog(p, prog, env, &v)
             fields[name] = _int_of(v.i) if kd == K_INT else pyvalue(kd, v, self._pool)
-        for k in range(p.npos):
-            c = p.pos[k]
-            n += env.klen[c] if p.kleene[c] else 1
+        n = _match_len(p, env)
         seqs = PyTuple_New(n)
         n = 0
         for k in range(p.npos):
