@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-TIMED = {"engine": ("process", "advance"), "aggregate": ("add_columns", "advance")}
+TIMED = {"engine": ("process", "advance", "process_columns"), "aggregate": ("add_columns", "advance")}
 
 
 class _Timed:

@@ -1,9 +1,11 @@
 """The matcher's fast paths around the engine against the code they replace
 (e150f03), the reference: results placed in their context partition through
 a per-call memo instead of `_home` per result, derived results made columns
-by one transpose instead of one lookup per row and attribute, and the alerts
-of a step built from the placed results. Same alerts (fields, partition, key,
-times, topic), same dead letters, same columns, for any input."""
+by one transpose instead of one lookup per row and attribute, results that
+feed later stages passed as the engine's match columns (process_columns)
+instead of one DerivedEvent and dict each, and the alerts of a step built
+from the placed results. Same alerts (fields, partition, key, times, topic),
+same dead letters, same columns, for any input, context-aware or not."""
 
 from __future__ import annotations
 
@@ -81,11 +83,12 @@ class ReferenceMatcher(MatcherProcessor):
         return alerts
 
 
-def reference_pipeline(model: str) -> EmbeddedPipeline:
-    pipe = EmbeddedPipeline(compile_model(model))
+def reference_pipeline(model: str, context_aware: bool = True) -> EmbeddedPipeline:
+    pipe = EmbeddedPipeline(compile_model(model, context_aware=context_aware))
     pipe.matcher.__class__ = ReferenceMatcher
-    pipe.matcher.graph.__class__ = ReferenceGraph
-    pipe.deriver.graph.__class__ = ReferenceGraph
+    for graph in (pipe.matcher.graph, pipe.deriver.graph):
+        graph.__class__ = ReferenceGraph
+        graph._columnar_route = False  # one DerivedEvent per result, as before
     return pipe
 
 
@@ -165,30 +168,41 @@ MODEL = """MODEL m
 TIME UNIT SECONDS
 PARTITION BY road
 CONTEXTS PER seg
-EVENT R(ts INT, vid INT, road INT, seg INT, spd INT) FROM TOPIC "r"
+EVENT R(ts INT, vid INT, road INT, seg INT, spd INT, tag STRING) FROM TOPIC "r"
 EVENT Slow(vid INT, seg INT, spd INT) TO TOPIC "slow"
-EVENT Entered(vid INT, seg INT, spd INT)
-EVENT Note(vid INT, seg INT, spd INT) TO TOPIC "note"
+EVENT Entered(vid INT, seg INT, spd INT, tag STRING, fast BOOL, half FLOAT)
+EVENT Note(vid INT, seg INT, spd INT, tag STRING, half FLOAT) TO TOPIC "note"
 EVENT Moved(vid INT, seg INT, from_seg INT) TO TOPIC "moved"
 EVENT Avg(seg INT, lav FLOAT)
+EVENT Warn(vid INT, seg INT) TO TOPIC "warn"
+EVENT Steps(vid INT, seg INT, n INT)
+EVENT Climb(vid INT, seg INT, n INT) TO TOPIC "climb"
 DERIVE Avg(seg, avg(spd) AS lav) FROM R GROUP BY seg WINDOW TUMBLING 10 SECONDS
-DERIVE Entered(b.vid, b.seg, b.spd) PATTERN SEQ(NOT R a, R b) WHERE [vid] AND a.seg = b.seg
-  WITHIN 5
+DERIVE Entered(b.vid, b.seg, b.spd, b.tag, b.spd > 60 AS fast, b.spd / 2.0 AS half)
+  PATTERN SEQ(NOT R a, R b) WHERE [vid] AND a.seg = b.seg WITHIN 5
 DERIVE Moved(b.vid, b.seg, a.seg AS from_seg) PATTERN SEQ(R a, R b)
   WHERE [vid] AND a.seg != b.seg WITHIN 5
+-- held matches (after-match skip) released with older timestamps
+DERIVE Steps(a.vid, a.seg, count(b) AS n) PATTERN SEQ(R a, R+ b, R c)
+  WHERE [vid] AND c.spd > a.spd WITHIN 5
+  STRATEGY skip_till_next_match AFTER MATCH SKIP PAST LAST EVENT
+DERIVE Climb(s.vid, s.seg, s.n) PATTERN Steps s
 DEFAULT CONTEXT clear {
   SWITCH CONTEXT jam PATTERN Avg a WHERE a.lav < 30
-  DERIVE Note(e.vid, e.seg, e.spd) PATTERN Entered e WHERE e.spd > 50
+  DERIVE Note(e.vid, e.seg, e.spd, e.tag, e.half) PATTERN Entered e WHERE e.spd > 50 OR e.fast
 }
 CONTEXT jam {
   DERIVE Slow(e.vid, e.seg, e.spd) PATTERN Entered e WHERE e.spd < 40
+  -- reads a result of this context (muted where jam does not hold, context-independent)
+  DERIVE Warn(s.vid, s.seg) PATTERN Slow s
   SWITCH CONTEXT clear PATTERN Avg a WHERE a.lav >= 30
 }
 """
 
 events = st.lists(st.fixed_dictionaries({
     "ts": st.integers(0, 60), "vid": st.integers(0, 5), "road": st.integers(0, 1),
-    "seg": st.integers(0, 3), "spd": st.integers(0, 100)}), max_size=80)
+    "seg": st.integers(0, 3), "spd": st.integers(0, 100),
+    "tag": st.sampled_from(["a", "b", ""])}), max_size=80)
 
 
 def _run(pipe: EmbeddedPipeline, raw: list[dict[str, Any]]) -> list[Alert]:
@@ -206,10 +220,11 @@ def _key(a: Alert) -> tuple:
 
 
 @settings(max_examples=60, deadline=None)
-@given(events)
-def test_pipeline_alerts_equal_reference(raw: list[dict[str, Any]]) -> None:
-    fast = EmbeddedPipeline(compile_model(MODEL))
-    ref = reference_pipeline(MODEL)
+@given(events, st.booleans())
+def test_pipeline_alerts_equal_reference(raw: list[dict[str, Any]], aware: bool) -> None:
+    fast = EmbeddedPipeline(compile_model(MODEL, context_aware=aware))
+    assert fast.matcher.graph._columnar_route
+    ref = reference_pipeline(MODEL, context_aware=aware)
     got, want = _run(fast, raw), _run(ref, raw)
     assert [_key(a) for a in got] == [_key(a) for a in want]
     assert fast.result.context_changes == ref.result.context_changes

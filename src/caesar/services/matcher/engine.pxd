@@ -25,6 +25,7 @@ cdef class CythonEngine:
     cdef list _type_groups    # by type id: unindexed _Group list
     cdef list _type_index     # by type id: [(type col, {value -> [_Group]})]
     cdef list _maps           # ((slot * MAXC) + comp) * ntypes + tid -> col map (None = identity)
+    cdef int** _mapp          # the same maps as pointers into those arrays (NULL = identity)
     cdef int _ntypes
     cdef list _strict         # plans with strict contiguity (see every event)
     # Active-node index (Cayuga AN): for skip-till-any-match, component k>0
@@ -57,6 +58,7 @@ cdef class CythonEngine:
     cdef list _followers      # plans sharing a prefix with a leader plan
     cdef i64 _last_local
     cdef int _last_comp
+    cdef _point_maps(self)
 
     cdef Part _leader_part(self, PlanRT p, object partition, object key)
     cdef _relink(self, PlanRT p, Part part, object partition, object key)

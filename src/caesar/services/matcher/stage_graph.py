@@ -18,16 +18,17 @@ from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, cast
 
 import numpy as np
 
 from caesar.errors import PlanError
-from caesar.events.batch import EventBatch, StringPool, TypeColumns
+from caesar.events.batch import NUMPY_DTYPES, EventBatch, StringPool, TypeColumns
 from caesar.plans.aggregate import AggregatePlan
 from caesar.plans.engine import DerivedEvent, PatternEngine
 from caesar.plans.execution import Stage
 from caesar.plans.functions import FunctionFailure
+from caesar.plans.matches import MatchBatch, MatchColumns
 from caesar.plans.pattern import PatternPlan
 from caesar.plans.serialize import stage_identity, state_fingerprint
 from caesar.plans.temporal import TemporalPlan
@@ -83,6 +84,13 @@ class StageOutput:
     end_ts: int
 
 
+class ColumnarEngine(Protocol):
+    """An engine that also returns its matches as columns (CythonEngine)."""
+
+    def process_columns(self, batch: EventBatch,
+                        active: Collection[str] | None = None) -> MatchBatch: ...
+
+
 Active = Mapping[int, frozenset[str]]  # partition id -> plan ids that may see its events
 
 
@@ -109,6 +117,9 @@ class StageGraph:
     # (a result landing in another context partition); default: the set of
     # the partition's latest transaction.
     active_of: Callable[[int], frozenset[str]] | None = None
+    # Results that feed later stages pass as the engine's match columns when
+    # it makes them (process_columns); False: one DerivedEvent each (A/B).
+    columnar: bool = True
 
     def __post_init__(self) -> None:
         ids = [plan_id(s) for s in self.stages]
@@ -130,6 +141,10 @@ class StageGraph:
         self.limiters: dict[str, OutputLimiter] = {
             plan_id(s): OutputLimiter(s.output_rate) for s in self.stages
             if s.output_rate is not None}
+        # limited results are held per record (OutputLimiter), so they take
+        # the DerivedEvent path
+        self._columnar_route = (self.columnar and not self.limiters
+                                and hasattr(self.engine, "process_columns"))
         self._clock = -(2**62)  # the time of the step being run
         self._overflows_seen: dict[str, int] = {}
         self._by_id = {plan_id(s): s for s in self.stages}
@@ -579,9 +594,115 @@ class StageGraph:
             assert self.partitions is not None
             cols = {t: TypeColumns(c.ts, c.seq, self.partitions.stream_of(c.partition), c.columns,
                                    c.nulls, c.ingest) for t, c in cols.items()}
-        derived = self.engine.process(EventBatch(cols, self.strings), plan_ids)
+        batch = EventBatch(cols, self.strings)
+        if self._columnar_route:
+            matches = cast(ColumnarEngine, self.engine).process_columns(batch, plan_ids)
+            self._report_overflows()
+            return self._route_columns(matches, available) if len(matches) else []
+        derived = self.engine.process(batch, plan_ids)
         self._report_overflows()
         return self._route(derived, available) if derived else []
+
+    def _route_columns(self, matches: MatchBatch, available: dict[str, list[TypeColumns]]
+                       ) -> list[StageOutput]:
+        """_route_plain on the engine's match columns: what later stages read
+        goes to them as columns, without a DerivedEvent and a dict per match
+        in between (LR: ~3 intermediate results per report); only emitted
+        results become records. Same rows, order and seqs as _route_plain."""
+        clock = self._clock
+        muted, consumed, emit = self._muted, self._consumed, self._emit
+        fed: list[tuple[str, np.ndarray, np.ndarray, np.ndarray, MatchColumns]] = []
+        emitted: list[tuple[int, StageOutput]] = []
+        for mc in matches:
+            n = len(mc)
+            if n == 0:
+                continue
+            ts = np.maximum(mc.end_ts, clock)
+            home = self._homes(mc)
+            keep = None
+            if muted:
+                keep = np.fromiter((mc.plan_id not in self.muted_at(h, t) for h, t in
+                                    zip(home.tolist(), ts.tolist(), strict=True)),
+                                   dtype=bool, count=n)
+            if mc.event_type in consumed:
+                rows = np.flatnonzero(keep) if keep is not None else np.arange(n)
+                fed.append((mc.event_type, rows, ts, home, mc))
+            if emit is None or mc.plan_id in emit:
+                emitted += self._records_of(mc, ts, home, keep)
+        if fed:
+            # seq: the row's place among every fed row, in the engine's order
+            orders = np.concatenate([mc.order[rows] for _t, rows, _ts, _h, mc in fed])
+            seq = np.empty(len(orders), dtype=np.int64)
+            seq[np.argsort(orders, kind="stable")] = np.arange(len(orders), dtype=np.int64)
+            by_type: dict[str, list[TypeColumns]] = defaultdict(list)
+            off = 0
+            for t, rows, ts, home, mc in fed:
+                k = len(rows)
+                by_type[t].append(self._fed_columns(t, mc, rows, ts[rows], seq[off:off + k],
+                                                    home[rows]))
+                off += k
+            for t, parts in by_type.items():
+                c = TypeColumns.concat(parts)
+                if len(parts) > 1:
+                    c = c.take(np.argsort(c.seq, kind="stable"))
+                available.setdefault(t, []).append(c)
+        emitted.sort(key=lambda e: e[0])
+        return [o for _order, o in emitted]
+
+    def _homes(self, mc: MatchColumns) -> np.ndarray:
+        """_home of every row, once per distinct (partition, key values)."""
+        parts = self.partitions
+        if parts is None or any(a not in mc.fields for a in self.context_key):
+            return mc.partition  # without key attributes a result stays where it was derived
+        keys = list(zip(mc.partition.tolist(),
+                        *(mc.fields[a].tolist() for a in self.context_key), strict=True))
+        memo: dict[tuple[Any, ...], int] = {}
+        for key in keys:
+            if key not in memo:
+                memo[key] = parts.context_of(parts.stream_id(key[0]), key[1:])
+        return np.array([memo[k] for k in keys], dtype=np.int64)
+
+    def _records_of(self, mc: MatchColumns, ts: np.ndarray, home: np.ndarray,
+                    keep: np.ndarray | None) -> list[tuple[int, StageOutput]]:
+        """The emitted rows as (engine order, StageOutput), as _derived makes them."""
+        stage = self._by_id[mc.plan_id]
+        names = list(mc.fields)
+        cols = [mc.fields[a].tolist() for a in names]
+        out = []
+        for i, (order, start, end, t, h) in enumerate(zip(
+                mc.order.tolist(), mc.start_ts.tolist(), mc.end_ts.tolist(), ts.tolist(),
+                home.tolist(), strict=True)):
+            if keep is not None and not keep[i]:
+                continue
+            rec: Record = {"type": mc.event_type}
+            for a, col in zip(names, cols, strict=True):
+                rec[a] = col[i]
+            rec.update(_ts=t, _p=h, _key=self._key_of(h))
+            out.append((order, StageOutput(stage, rec, start, end)))
+        return out
+
+    def _fed_columns(self, t: str, mc: MatchColumns, rows: np.ndarray, ts: np.ndarray,
+                     seq: np.ndarray, home: np.ndarray) -> TypeColumns:
+        """Rows of a match column as the input columns of type t, as
+        TypeColumns.from_values makes them from the records."""
+        schema = self._schemas.get(t, {})
+        n = len(rows)
+        lists: dict[str, list[Any]] = {}
+        cols: dict[str, np.ndarray] = {}
+        for attr, kind in schema.items():
+            col = mc.fields.get(attr)
+            if col is None:
+                lists[attr] = [None] * n
+            elif col.dtype == object or kind == "string":
+                lists[attr] = col[rows].tolist()
+            else:
+                cols[attr] = np.asarray(col[rows], dtype=NUMPY_DTYPES[kind])
+        if not lists:
+            return TypeColumns(ts=ts, seq=seq, partition=home, columns=cols)
+        out = TypeColumns.from_lists(lists, {a: schema[a] for a in lists}, self.strings,
+                                     ts, seq, home)
+        out.columns = {a: cols[a] if a in cols else out.columns[a] for a in schema}
+        return out
 
     def _route(self, derived: Sequence[DerivedEvent], available: dict[str, list[TypeColumns]]
                ) -> list[StageOutput]:
