@@ -44,7 +44,7 @@ def test_both_modes_agree_and_ca_derives_only_inside_the_windows() -> None:
     _, ci = figures.run_mode(compile_model(text, context_aware=False), seconds)
     assert sum(ca.values()) > 20
     assert sum(ci.values()) >= sum(ca.values())
-    assert figures.check(ca, ci, windows) == ""
+    assert figures.check(ca, ci, figures.partition_windows(reports, windows)) == ""
     # A partition (here: a direction) leaves the window on its first report at
     # or after the window's end; outputs of that second still count in it.
     times = {d: np.unique(reports.columns["time"][reports.columns["dir"] == d]) for d in (0, 1)}
@@ -52,21 +52,51 @@ def test_both_modes_agree_and_ca_derives_only_inside_the_windows() -> None:
     def last_second(d: int, b: int) -> int:
         return int(times[d][np.searchsorted(times[d], b)])
 
-    assert all(any(a < t <= last_second(vid % 2, b) for a, b in windows) for (_, vid, t) in ca)
+    assert all(any(a < t <= last_second(vid % 2, b) for a, b in windows)
+               for (_, (_, d), vid, t) in ca)
+    assert all(d == vid % 2 for (_, (_, d), vid, _) in ca)
     # Each replica is its own query: all three derive.
-    assert {name for name, _, _ in ca} == {f"NewTravelingCar{i}" for i in range(3)}
+    assert {name for name, _, _, _ in ca} == {f"NewTravelingCar{i}" for i in range(3)}
 
 
 def test_the_check_rejects_what_the_windows_do_not_explain() -> None:
-    windows = [(100, 160)]
-    both = Counter({("NewTravelingCar0", 1, 130): 1})
-    assert figures.check(both, both, windows) == ""
-    assert "CA only" in figures.check(both + Counter({("NewTravelingCar0", 2, 131): 1}),
-                                      both, windows)
-    late = both + Counter({("NewTravelingCar0", 3, 200): 1})  # after the window
-    assert "not explained" in figures.check(both, late, windows)
-    early = both + Counter({("NewTravelingCar0", 3, 150): 1})  # 50 s in: within 60 s
-    assert figures.check(both, early, windows) == ""
+    p = (0, 1)
+    held = {p: [(100, 160)]}
+    both = Counter({("NewTravelingCar0", p, 1, 130): 1})
+    assert figures.check(both, both, held) == ""
+    assert "CA only" in figures.check(both + Counter({("NewTravelingCar0", p, 2, 131): 1}),
+                                      both, held)
+    late = both + Counter({("NewTravelingCar0", p, 3, 200): 1})  # after the window
+    assert "not explained" in figures.check(both, late, held)
+    early = both + Counter({("NewTravelingCar0", p, 3, 150): 1})  # 50 s in: within 60 s
+    assert figures.check(both, early, held) == ""
+    # WITHIN 60 bounds last - first < 60: a run from at or before 100 ends before 160.
+    edge = both + Counter({("NewTravelingCar0", p, 3, 160): 1})
+    assert "not explained" in figures.check(both, edge, held)
+    # The window is the output's partition's: (0, 0) holds none here.
+    other = both + Counter({("NewTravelingCar0", (0, 0), 3, 130): 1})
+    assert "not explained" in figures.check(both, other, held)
+    # CA derives nothing outside its partition's windows.
+    outside = Counter({("NewTravelingCar0", p, 1, 100): 1})
+    assert "outside its windows" in figures.check(outside, outside, held)
+
+
+def test_partition_windows_follow_each_partitions_reports() -> None:
+    """(ti, tt]: from a partition's first report in a span to its first one
+    at or after the span's end; a partition silent through a span never opens
+    it; a window open at the end of the input holds on."""
+    rows = [(t, 1, 60, 0, 0, 1, 0, 0) for t in (140, 150, 170, 210, 300, 330)]
+    rows += [(t, 2, 60, 0, 0, 0, 0, 0) for t in (149, 151, 209, 211, 290, 320, 360)]
+    rows += [(t, 3, 60, 1, 0, 0, 0, 0) for t in (100, 220, 310)]
+    rows.sort()
+    cols = np.array(rows, dtype=np.int64).T
+    reports = Reports({f: cols[i] for i, f in enumerate(figures.FIELDS)})
+    held = figures.partition_windows(reports, [(150, 210), (300, 350)])
+    assert held == {(0, 1): [(150, 210), (300, float("inf"))],
+                    (0, 0): [(151, 211), (320, 360)],
+                    (1, 0): [(310, float("inf"))]}
+    assert figures.partition_windows(_sparse_end_reports(), [(150, 210)]) == {
+        (0, 0): [(151, 211)], (0, 1): [(150, 210)]}
 
 
 def test_points_follow_the_papers_defaults() -> None:
@@ -122,3 +152,47 @@ def test_overlap_length_points_run_on_their_span_and_agree() -> None:
         int((reports.columns["time"] < p.span_s).sum()) for p in tiny]
     assert all(r["agree"] and r["distinct_outputs"] > 0 for r in rows)
     assert [r["non_shared_stages"] for r in rows] == [6, 6]
+
+
+def _sparse_end_reports() -> Reports:
+    """Figure 12(d)'s quick point in miniature (window (150, 210)): direction
+    1 reports at 150 and 210, direction 0 only a second later (151, 211), so
+    direction 0's window is (151, 211]. Car 7 reports at 151 in segment 55
+    (the report that opens direction 0's window: outside it, suspended in CA),
+    at 181 still in 55 and at 211 in 56."""
+    rows = [(t, 2, 60, 0, 1, 1, 10 + k, 5280 * (10 + k))
+            for k, t in enumerate((120, 150, 180, 210, 240))]
+    rows += [(t, 7, 60, 0, 1, 0, seg, 5280 * seg)
+             for t, seg in ((121, 54), (151, 55), (181, 55), (211, 56), (241, 56))]
+    rows.sort()
+    cols = np.array(rows, dtype=np.int64).T
+    return Reports({f: cols[i] for i, f in enumerate(figures.FIELDS)})
+
+
+def test_a_partition_whose_window_ends_after_the_span_agrees() -> None:
+    """A partition's window is (its first report in the span, its first report
+    at or after the span's end]: direction 0's is (151, 211]. CI's run of car 7
+    from 151 (WITHIN 61: 211 - 151 < 61) ends at 211, inside that window, so
+    CI derives NewTravelingCar1 at 211 once more than CA (whose run starts at
+    181). The check must take the partition's own window, not the span (the
+    quick Figure 12(d) failed on exactly this: "CI output NewTravelingCar1 at
+    211 is not explained by a window start")."""
+    reports = _sparse_end_reports()
+    pt = figures.Point("d", 2, 1, 60, 1)
+    assert figures.spans(pt.windows, pt.window_s, 0, 360) == [(150, 210)]
+    rows = figures.measure(reports, [pt], rounds=1, start=0, end=360, log=lambda *_: None)
+    assert rows[0]["ca_outputs"] > 0
+    assert rows[0]["ci_outputs"] > rows[0]["ca_outputs"]
+    assert rows[0]["agree"]
+    # Both modes switch where partition_windows says: per direction, at its reports.
+    from bench.linear_road.throughput import TimedPipeline
+
+    text = figures.model_text(2, [(150, 210)])
+    for aware in (True, False):
+        pipe = TimedPipeline(compile_model(text, context_aware=aware))
+        for records in figures.input_records(reports):
+            pipe.second(records)
+        pipe.finish()
+        switches = {(c.key, c.ts, c.contexts) for c in pipe.pipe.result.context_changes}
+        assert switches == {("0|1", 150, ("critical",)), ("0|1", 210, ("normal",)),
+                            ("0|0", 151, ("critical",)), ("0|0", 211, ("normal",))}
