@@ -15,6 +15,7 @@ from caesar.events.batch import StringPool
 from caesar.plans.pattern import STRATEGIES
 from caesar.services.matcher.engine import CythonEngine
 from caesar.services.matcher.reference import ReferenceEngine
+from caesar.services.store import tagged
 
 from .strategies import patterns, tapes
 from .tapes import multiset, tape
@@ -39,7 +40,12 @@ def _drive(engine, plans, rows, cuts, actives, pool, snapshot_at=None):
             # move every partition's state into a fresh engine
             fresh = type(engine)(plans)
             for part in (0, 1):
-                fresh.restore(part, engine.snapshot(part))
+                state = engine.snapshot(part)
+                if isinstance(engine, CythonEngine):
+                    # the engine's own encoding is the generic one's
+                    assert state == {pid: tagged.encode(alts)
+                                     for pid, alts in engine._snapshot_raw(part).items()}
+                fresh.restore(part, state)
             engine = fresh
     out += engine.advance(10**9)
     return out

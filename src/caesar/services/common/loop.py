@@ -43,6 +43,7 @@ from typing import Any, Protocol
 from caesar.bus.errors import BusError, ProducerFencedError
 from caesar.bus.protocol import Bus, BusConsumer, BusProducer
 from caesar.bus.records import OutRecord, Record, TopicPartition
+from caesar.services.common.collector import collector_paused
 from caesar.services.common.latency import LatencyHistogram
 from caesar.services.store.checkpoint import StateStore, StoreError
 
@@ -209,13 +210,15 @@ class ServiceLoop:
             return offsets
         self.store.reset_read_counts()
         for j in self.partitions:
-            loaded = self.store.load(j)
+            with collector_paused():
+                loaded = self.store.load(j)
             if loaded is None:
                 continue
             state, covers = loaded
             if self.one_transaction:
                 self._check_group(j)
-            self.handler.restore_partition(j, state)
+            with collector_paused():
+                self.handler.restore_partition(j, state)
             for tp in self.handler.partition_inputs(j):
                 if tp in covers:
                     offsets[tp] = covers[tp]
@@ -353,9 +356,11 @@ class ServiceLoop:
                     covers = {tp: self.positions[tp] for tp in inputs if tp in self.positions}
                     offsets.update(covers)
                     if self.store is not None:  # 2. changelog: partition j's state
-                        self._state_sizes[j] = self.store.write(
-                            producer, j, self.handler.snapshot_partition(j), covers, ts,
-                            group=group)
+                        with collector_paused():
+                            state = self.handler.snapshot_partition(j)
+                            self._state_sizes[j] = self.store.write(
+                                producer, j, state, covers, ts, group=group)
+                            del state
                 # 3. their input offsets, in the same transaction
                 producer.send_offsets_to_transaction(offsets, self.consumer, timeout_s=10.0)
                 # 4. all of it visible at once
