@@ -258,6 +258,7 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
         caught = _wait_caught_up(bus, producer, settings, hist[-1][0] if hist else start)
         log(f"  history produced and processed ({caught:.0f} s after the last burst)")
         cpu0, load0, wall0 = meter.read(), os.getloadavg(), time.monotonic()
+        commits0 = _commit_totals(dep.stats())
         lag_max = _pace(producer, window, pace, arrivals)
         produce_wall = time.monotonic() - wall0
         out_tps = [TopicPartition(t, 0) for t in OUTPUTS]
@@ -272,6 +273,7 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
             time.sleep(0.5)
         time.sleep(1.0)
         cpu1, load1 = meter.read(), os.getloadavg()
+        commits1 = _commit_totals(dep.stats())
         flat = {etype: FlatCodec(repository().get(f"caesar.linear_road.{etype}"))
                 for etype in OUTPUTS.values()}
         got: dict[str, Counter] = {}
@@ -318,6 +320,11 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
             **{f"cpu_{g.split()[0]}_s": round(v, 1) for g, v in cpu.items()},
             **{f"{s}_us_per_report": round(1e6 * cpu.get(s, 0.0) / max(1, window_reports), 1)
                for s in SERVICES},
+            # commits during the window and the wall seconds they took, per service
+            **{f"{s}_commits": commits1.get(s, (0, 0.0))[0] - commits0.get(s, (0, 0.0))[0]
+               for s in SERVICES},
+            **{f"{s}_commit_s": round(commits1.get(s, (0, 0.0))[1]
+                                      - commits0.get(s, (0, 0.0))[1], 2) for s in SERVICES},
         }
         row["hops_ms"] = hops.as_json()["hops_ms"]
         log(hops.render())
@@ -333,6 +340,12 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
             shutil.rmtree(runtime.dir, ignore_errors=True)
         else:
             log(f"  runtime kept: {runtime.dir}")
+
+
+def _commit_totals(stats: dict[str, list[dict[str, Any]]]) -> dict[str, tuple[int, float]]:
+    """service -> (commits, seconds spent committing) over its actors so far."""
+    return {s: (sum(st["commits"] for st in sts), sum(st.get("commit_s", 0.0) for st in sts))
+            for s, sts in stats.items()}
 
 
 def _pace(producer: Producer, seconds: list[tuple[int, dict[int, list[bytes]]]], pace: float,

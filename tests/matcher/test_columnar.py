@@ -142,11 +142,12 @@ def test_batches_add_in_call_order():
     assert engine.advance(10**9) == []
 
 
-def test_snapshot_encodes_as_the_generic_walk():
-    """snapshot() encodes parts itself (the generic tagged walk took most of
-    a snapshot's time): the same data for int, tuple and string keys, empty
-    and non-empty runs, and it restores to the same matches."""
+def test_snapshot_round_trips_keys_runs_and_stacks():
+    """snapshot() stores a plan's parts column-wise (format 4): int, tuple
+    and string keys, parts with and without runs, restored as they were and
+    to the same matches; format 3 (tagged lists) still restores."""
     from caesar.services.store import tagged
+    from caesar.services.store.state_format import pack, unpack
 
     def row(t, ts, x, y, s):
         return (t, ts, {"part": 0, "x": x, "y": y, "s": s, "f": 0.0})
@@ -164,12 +165,16 @@ def test_snapshot_encodes_as_the_generic_walk():
     keys = {type(k) for alts in raw.values() for _alt, parts in alts for k, *_ in parts}
     assert keys == {int, tuple}  # string keys are 1-tuples of their code
     assert any(p[2] for _alt, parts in raw["run"] for p in parts)  # a run held
-    state = engine.snapshot(0)
-    assert state == {pid: tagged.encode(alts) for pid, alts in raw.items()}
-    fresh = CythonEngine(plans)
+    state = unpack(pack(engine.snapshot(0)))  # through the state format
+    assert all(v["v"] == 4 for v in state.values())
+    fresh, older = CythonEngine(plans), CythonEngine(plans)
     fresh.restore(0, state)
+    older.restore(0, {pid: tagged.encode(alts) for pid, alts in raw.items()})
+    assert fresh._snapshot_raw(0) == older._snapshot_raw(0) == raw
     more = [row("B", 5, 2, 2, "u"), row("B", 6, 1, 3, "v")]
-    assert [_key(e) for e in fresh.process(tape(more, pool, partition_key="part",
-                                                first_seq=4))] == \
-        [_key(e) for e in engine.process(tape(more, pool, partition_key="part",
-                                              first_seq=4))]
+
+    def out(e):
+        return [_key(ev) for ev in e.process(tape(more, pool, partition_key="part",
+                                                  first_seq=4))]
+    want = out(engine)
+    assert want and out(fresh) == want and out(older) == want

@@ -85,6 +85,7 @@ class LoopStats:
     records_out: int = 0
     batches: int = 0
     commits: int = 0
+    commit_s: float = 0.0  # wall seconds spent in commits (snapshot, changelog, commit)
     aborts: int = 0
     recoveries: int = 0
     # The newest checkpoint of each partition this loop owns, summed (compressed
@@ -381,6 +382,7 @@ class ServiceLoop:
         self._last_commit = time.monotonic()
         self._commit_cost = self._last_commit - started
         self.stats.commits += 1
+        self.stats.commit_s += self._commit_cost
 
     def _failed(self, fatal: bool) -> None:
         """Give up every open transaction and restore the last committed

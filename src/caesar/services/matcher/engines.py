@@ -78,6 +78,22 @@ class EngineSet:
             p: s for p, s in state.items() if p in self._temporal_ids}})
 
 
+def engine_state_formats_read(engine: Any) -> frozenset[str]:
+    """The engine formats this engine restores: its own, and the earlier
+    layouts its module lists in STATE_FORMATS_READ."""
+    if engine is None:
+        return frozenset({""})
+    if isinstance(engine, EngineSet):
+        from caesar.services.matcher.tpstream.engine import STATE_VERSION
+
+        return frozenset(f"{f}+TemporalEngine/{STATE_VERSION}"
+                         for f in engine_state_formats_read(engine.patterns))
+    module = sys.modules.get(type(engine).__module__)
+    own = engine_state_format(engine)
+    older = getattr(module, "STATE_FORMATS_READ", ())
+    return frozenset({own} | {f"{type(engine).__name__}/{v}" for v in older})
+
+
 def engine_state_format(engine: Any) -> str:
     """Which engine wrote a state, in which layout (the engine module's
     STATE_FORMAT or STATE_VERSION): restoring another engine's is refused."""

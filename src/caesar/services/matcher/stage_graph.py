@@ -35,7 +35,11 @@ from caesar.plans.temporal import TemporalPlan
 from caesar.services.common.config import EngineFactory
 from caesar.services.common.messages import END_OF_TIME, DeadLetter, Transaction, TxnBatch
 from caesar.services.matcher.aggregate import AggregateExecutor
-from caesar.services.matcher.engines import build_engine, engine_state_format
+from caesar.services.matcher.engines import (
+    build_engine,
+    engine_state_format,
+    engine_state_formats_read,
+)
 from caesar.services.matcher.output_rate import OutputLimiter
 from caesar.services.matcher.partitions import ContextPartitions
 from caesar.services.matcher.windows import WindowExecutor
@@ -881,7 +885,8 @@ class StageGraph:
         if state.get("format") != STATE_FORMAT:
             raise StateCompatibilityError(f"stage state format {state.get('format')} is not "
                                           f"{STATE_FORMAT}")
-        if self.engine is not None and state["engine_format"] != _engine_format(self.engine):
+        if self.engine is not None and \
+                state["engine_format"] not in engine_state_formats_read(self.engine):
             raise StateCompatibilityError(
                 f"the pattern engine's state format {state['engine_format']} is not "
                 f"{_engine_format(self.engine)} (written by another engine version)")

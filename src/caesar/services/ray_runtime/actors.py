@@ -75,6 +75,7 @@ class ServiceActor:
         return {"service": self.service, "actor": self.actor_id, "pid": os.getpid(),
                 "records_in": s.records_in,
                 "records_out": s.records_out, "batches": s.batches, "commits": s.commits,
+                "commit_s": round(s.commit_s, 3),
                 "aborts": s.aborts, "recoveries": s.recoveries, "state_bytes": s.state_bytes,
                 "restore_s": s.restore_s, "restore_records": s.restore_records,
                 "restore_bytes": s.restore_bytes, "restored_from": s.restored_from, "error": self.error,
