@@ -193,8 +193,11 @@ DEFAULT CONTEXT clear {
 }
 CONTEXT jam {
   DERIVE Slow(e.vid, e.seg, e.spd) PATTERN Entered e WHERE e.spd < 40
+  -- lands in the next segment's context partition, where jam may not hold
+  DERIVE Slow(e.vid, e.seg + 1 AS seg, e.spd) PATTERN Entered e WHERE e.spd < 20
   -- reads a result of this context (muted where jam does not hold, context-independent)
   DERIVE Warn(s.vid, s.seg) PATTERN Slow s
+  DERIVE Warn(s.vid, s.seg - 1 AS seg) PATTERN Slow s
   SWITCH CONTEXT clear PATTERN Avg a WHERE a.lav >= 30
 }
 """
