@@ -178,3 +178,26 @@ def test_snapshot_round_trips_keys_runs_and_stacks():
                                                   first_seq=4))]
     want = out(engine)
     assert want and out(fresh) == want and out(older) == want
+
+
+def test_snapshot_falls_back_to_format_3_for_mixed_widths():
+    """Format 4 stores one width per component; a plan whose stacks of one
+    component differ in width is written as format 3 and restores the same."""
+    from caesar.services.store import tagged
+
+    rows = [("A", 1, {"part": 0, "x": 1, "y": 0, "s": "u", "f": 0.0}),
+            ("A", 2, {"part": 0, "x": 2, "y": 0, "s": "u", "f": 0.0})]
+    plans = [plan("one", [comp("a", "A"), comp("b", "B")], equivalence=["x"], within=100)]
+    engine = CythonEngine(plans)
+    engine.process(tape(rows, StringPool(), partition_key="part"))
+    assert isinstance(engine.snapshot(0)["one"], dict)  # format 4
+    (p, keyed), = engine._keyed_parts(0)["one"]
+    empty = next(part.stacks[1] for part in keyed.values())
+    assert len(empty) == 0
+    empty.width += 1  # an empty stack: no row is read with the wrong width
+    raw = engine._snapshot_raw(0)
+    state = engine.snapshot(0)
+    assert state == {"one": tagged.encode(raw["one"])}  # format 3
+    fresh = CythonEngine(plans)
+    fresh.restore(0, state)
+    assert fresh._snapshot_raw(0) == raw

@@ -232,8 +232,10 @@ cdef object _encode_held(object v):
     return tagged.encode(v) if found is _NOT_INTS else found
 
 
-cdef dict _encode_block(int ncomp, dict keyed):
-    """A plan's parts (one alternative, one partition) column-wise; see snapshot()."""
+cdef object _encode_block(int ncomp, dict keyed):
+    """A plan's parts (one alternative, one partition) column-wise; see
+    snapshot(). None when a component's stacks differ in width (a follower's
+    prefix reads its leader's stacks): one width per component is stored."""
     cdef Part part
     cdef Stack s
     cdef Py_ssize_t n = len(keyed), i, c, m, off, w
@@ -255,7 +257,10 @@ cdef dict _encode_block(int ncomp, dict keyed):
             s = part.stacks[c]
             counts[c, i] = s.n - s.head
             bases[c, i] = s.base + s.head
-            widths[c] = s.width
+            if i == 0:
+                widths[c] = s.width
+            elif widths[c] != s.width:
+                return None
         i += 1
     comps = []
     totals = np.asarray(counts).sum(axis=1).tolist()
@@ -281,6 +286,15 @@ cdef dict _encode_block(int ncomp, dict keyed):
         comps.append([w, ts.tobytes(), seq.tobytes(), vals.tobytes(), kinds.tobytes()])
     return {"keys": keys, "extras": extras, "counts": np.asarray(counts).tobytes(),
             "bases": np.asarray(bases).tobytes(), "comps": comps}
+
+
+cdef list _raw_alt(PlanRT p, dict keyed):
+    """[alternative, [(key, [stack state, ...], runs, pending, ready, held)]]:
+    state format 3 before tagging."""
+    cdef Part part
+    cdef Stack s
+    return [p.alt, [(key, [s.state() for s in part.stacks], part.runs, part.pending,
+                     part.ready, part.held) for key, part in keyed.items()]]
 
 
 def _decode_alts(state):
@@ -796,18 +810,22 @@ cdef class CythonEngine:
         appear. One object per part instead of ~10 (state format 3): the
         snapshot of LR's peak state takes a fraction of the time."""
         cdef PlanRT p
-        return {pid: {"v": STATE_FORMAT, "alts": [[p.alt, _encode_block(p.ncomp, keyed)]
-                                                  for p, keyed in alts]}
-                for pid, alts in self._keyed_parts(partition).items()}
+        out = {}
+        for pid, alts in self._keyed_parts(partition).items():
+            blocks = []
+            for p, keyed in alts:
+                block = _encode_block(p.ncomp, keyed)
+                if block is None:  # stacks of several widths: format 3 for this plan
+                    blocks = None
+                    break
+                blocks.append([p.alt, block])
+            out[pid] = {"v": STATE_FORMAT, "alts": blocks} if blocks is not None else \
+                tagged.encode([_raw_alt(p, keyed) for p, keyed in alts])
+        return out
 
     def _snapshot_raw(self, partition):
         """snapshot() before encoding (tests compare the two encodings)."""
-        cdef Part part
-        cdef Stack s
-        return {pid: [[(<PlanRT> p).alt, [
-                    (key, [s.state() for s in part.stacks], part.runs, part.pending,
-                     part.ready, part.held) for key, part in keyed.items()]]
-                      for p, keyed in alts]
+        return {pid: [_raw_alt(p, keyed) for p, keyed in alts]
                 for pid, alts in self._keyed_parts(partition).items()}
 
     def restore(self, partition, state):
