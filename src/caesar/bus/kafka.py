@@ -30,6 +30,7 @@ from caesar.bus.errors import (
 )
 from caesar.bus.protocol import BusConsumer, OffsetReset
 from caesar.bus.records import Headers, OutRecord, Record, TopicPartition, TopicSpec
+from caesar.bus.retire import retire
 from caesar.settings import KafkaSettings
 
 # Errors a consumer reports in-band that are not failures.
@@ -201,10 +202,10 @@ class KafkaBus:
         """Forget the metadata consumer: after a broker pause librdkafka can
         keep answering "Unknown partition" for a partition that exists (60 s
         seen here, until the process restarted); a new client asks afresh.
-        Closed aside, since closing can block on the connection it lost."""
-        old, self._meta = self._meta, None
-        if old is not None:
-            threading.Thread(target=old.close, daemon=True, name="close-meta").start()
+        Retired aside, since closing can block on the connection it lost."""
+        if self._meta is not None:
+            retire(self._meta, "meta")
+            self._meta = None
 
     def _high_watermark(self, tp: TopicPartition) -> int:
         # A broker answers NOT_LEADER / LEADER_NOT_AVAILABLE while leadership
@@ -236,11 +237,25 @@ class KafkaBus:
         self._admin = None
 
 
+class _Health:
+    """What a producer's error callback saw."""
+
+    def __init__(self) -> None:
+        self.lost = False
+
+    def on_error(self, err: KafkaError) -> None:
+        if err.code() in _CONNECTION_LOST:
+            self.lost = True
+
+
 class KafkaProducer:
     def __init__(self, conf: dict[str, Any], transactional_id: str | None = None,
                  timeout_s: float = 30.0) -> None:
-        self._lost = False
-        self._producer = Producer({"error_cb": self._on_error, **conf})
+        # The error callback must not reach back to this object: a cycle would
+        # leave destroying the librdkafka handle to the garbage collector, on
+        # whichever thread it runs (retire.py).
+        self._health = _Health()
+        self._producer = Producer({"error_cb": self._health.on_error, **conf})
         self._errors: list[str] = []
         self.transactional = transactional_id is not None
         self.transactional_id = transactional_id
@@ -250,13 +265,9 @@ class KafkaProducer:
                           what=f"initialising transactions for {transactional_id!r}",
                           within_s=4 * timeout_s)
 
-    def _on_error(self, err: KafkaError) -> None:
-        if err.code() in _CONNECTION_LOST:
-            self._lost = True
-
     def connection_lost(self) -> bool:
         self._producer.poll(0)  # serves the error callbacks queued since the last call
-        return self._lost
+        return self._health.lost
 
     def _on_delivery(self, err: KafkaError | None, msg: Any) -> None:
         if err is not None and err.code() not in _PURGED:

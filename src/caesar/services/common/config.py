@@ -31,6 +31,7 @@ class RunnerOptions(TypedDict, total=False):
     max_commit_share: float  # commits use at most this share of a loop's time
     log_level: str  # the actors log like the driver (caesar.logs)
     log_format: LogFormat
+    stall_timeout_s: float  # a loop step running longer restarts the actor (watchdog.py)
 
 
 @dataclass

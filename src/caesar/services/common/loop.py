@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ from typing import Any, Protocol
 from caesar.bus.errors import BusError, ProducerFencedError
 from caesar.bus.protocol import Bus, BusConsumer, BusProducer
 from caesar.bus.records import OutRecord, Record, TopicPartition
+from caesar.bus.retire import retire
 from caesar.services.common.collector import collector_paused
 from caesar.services.common.latency import LatencyHistogram
 from caesar.services.store.checkpoint import StateStore, StoreError
@@ -141,6 +141,7 @@ class ServiceLoop:
         self._positions_seen: dict[TopicPartition, int | None] = {}
         self._positions_at = 0.0
         self._state_sizes: dict[int, int] = {}  # partition -> its newest checkpoint
+        self.beat = time.monotonic()  # when the current step began (watchdog.py)
 
     def _key(self, j: int) -> int:
         """The transaction partition j's outputs, state and offsets go in."""
@@ -256,15 +257,15 @@ class ServiceLoop:
 
     def _replace_consumer(self) -> None:
         """A new consumer in the group (assigned by the caller); the old one is
-        closed aside, since closing can block on the coordinator it lost."""
-        old, self.consumer = self.consumer, self.bus.consumer(self.group_id)
-        if old is not None:
-            threading.Thread(target=_close_quietly, args=(old,), daemon=True,
-                             name=f"close-{self.group_id}").start()
+        retired aside, since closing can block on the coordinator it lost."""
+        if self.consumer is not None:
+            retire(self.consumer, self.group_id)
+        self.consumer = self.bus.consumer(self.group_id)
 
     # ------------------------------------------------------------ running
     def run_once(self) -> int:
         assert self.consumer is not None
+        self.beat = time.monotonic()  # for the watchdog: a step began
         produced = 0
         control = getattr(self.handler, "control", None)
         if control is not None:  # e.g. the scheduler starting a model upgrade
@@ -395,6 +396,7 @@ class ServiceLoop:
         with it; from the second failure in a row on, the consumer is new too."""
         self._failed_commits += 1
         self.stats.aborts += 1
+        self.beat = time.monotonic()  # recovering is a step of its own (bounded calls)
         if self._failed_commits > self.max_failed_commits:
             raise BusError(f"{self.transactional_prefix}: {self._failed_commits} commits in a "
                            "row failed; giving up (the actor restarts)")
@@ -409,11 +411,14 @@ class ServiceLoop:
         self._restore()
 
     def _replace_producer(self, key: int) -> None:
-        with contextlib.suppress(BusError):
-            self.producers[key].close()
+        """A new producer with the same id (fencing the old one and aborting
+        its open transaction); the old one is retired aside: destroying a
+        producer that lost its coordinator can block."""
+        retire(self.producers.pop(key), self.transactional_id(key))
         self.producers[key] = self.bus.producer(transactional_id=self.transactional_id(key))
 
     def run(self, should_stop: Callable[[], bool], max_idle_s: float | None = None) -> None:
+        self.beat = time.monotonic()
         self.start()
         idle_since = time.monotonic()
         while not should_stop():
@@ -434,7 +439,3 @@ class ServiceLoop:
             for producer in self.producers.values():
                 producer.close()
 
-
-def _close_quietly(consumer: BusConsumer) -> None:
-    with contextlib.suppress(Exception):
-        consumer.close()

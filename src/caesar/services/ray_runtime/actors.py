@@ -21,6 +21,7 @@ import ray
 
 from caesar.plans.execution import ExecutionPlan
 from caesar.services.common.config import RunnerOptions, ServiceConfig
+from caesar.services.common.watchdog import DEFAULT_STALL_S, watch
 from caesar.services.wiring import make_loop
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,14 @@ class ServiceActor:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"caesar-{actor_id}", daemon=True)
         self._thread.start()
+        watch(self.loop, self._thread, options.get("stall_timeout_s", DEFAULT_STALL_S),
+              self._stalled, self._stop.is_set)
+
+    def _stalled(self, report: str) -> None:
+        self.error = report
+        log.error("caesar %s actor stalled, restarting: %s", self.service, report)
+        logging.shutdown()
+        os._exit(1)
 
     def _run(self) -> None:
         try:
