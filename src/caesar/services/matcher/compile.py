@@ -67,6 +67,10 @@ class CompInfo:
     # middle negation whose event ends, for good, every run waiting at it
     # (_kills_waiting): such runs are dropped, its events kept only while one waits
     kills_waiting: bool = False
+    # middle negation whose events need an earlier instance of this component
+    # that passes the negation's checks with them, else they block nothing
+    # (_gate): -1, or the component index
+    gate: int = -1
 
 
 @dataclass
@@ -329,6 +333,7 @@ def _compile(plan: PatternPlan, all_vars: frozenset[str], alt: int) -> CompiledP
     )
     for ci, comp in enumerate(comps):
         comp.kills_waiting = _kills_waiting(cp, ci, absent)
+        comp.gate = _gate(cp, ci, absent)
     for ci, comp in enumerate(comps):
         # canonical text of the pushed filters, the variable renamed, so that
         # identical filters of different plans are evaluated once per event
@@ -361,6 +366,39 @@ def _kills_waiting(cp: CompiledPlan, ci: int, absent: frozenset[str]) -> bool:
     before = {plan.components[c].var for c in cp.pos[:comp.prev_pos + 1]}
     return all(variables(conj) <= before | absent | {comp.var}
                for conj in plan.where if comp.var in variables(conj))
+
+
+def _gate(cp: CompiledPlan, ci: int, absent: frozenset[str]) -> int:
+    """The component a middle negation's events must pass their checks with
+    to be worth keeping, or -1. Under skip_till_any_match an event of
+    negation `ci` blocks a match only if its checks hold with the match's
+    events and it lies strictly after the positive before it; when every
+    check reads only the negated event, one plain positive component before
+    it and constants, an event that passes them with no instance of that
+    component already in its stack (all earlier, in time order) can block no
+    match now or later: every later instance comes at or after it. The LR
+    AccidentCleared query, SEQ(Accident a, NOT PositionReport o,
+    PositionReport m), then keeps the reports of the accidents' cars instead
+    of a day of every report. Keyless plans (equivalence checked while
+    matching), optional components (the interval may open earlier) and
+    user-defined functions (failures are reported) are left alone."""
+    comp, plan = cp.comps[ci], cp.plan
+    if not comp.negated or comp.prev_pos < 0 or comp.next_pos < 0 or cp.strategy != 0 \
+            or cp.keyless or cp.functions or not comp.neg_checks \
+            or any(c.kleene and c.min_count == 0 for c in cp.comps):
+        return -1
+    before = {plan.components[c].var: c for c in cp.pos[:comp.prev_pos + 1]}
+    read: set[str] = set()
+    for conj in plan.where:
+        used = variables(conj)
+        if comp.var in used:
+            if _has_agg(conj):
+                return -1
+            read |= used - absent - {comp.var}
+    if len(read) != 1 or next(iter(read)) not in before:
+        return -1
+    gate = before[next(iter(read))]
+    return -1 if cp.comps[gate].kleene else gate
 
 
 def _rename(expr: Expr, var: str) -> Expr:

@@ -90,6 +90,7 @@ cdef class CythonEngine:
     cdef _clear_sinks(self)
     cdef _take(self)
     cdef bint _kills(self, PlanRT p, Part part, list item, long mask) except -1
+    cdef bint _may_block(self, PlanRT p, Part part, int c) except -1
     cdef i64 _run_first_ts(self, Part part, PlanRT p, list run)
     cdef i64 _row_for(self, PlanRT p, Part part, int c, list pushed) except -2
     cdef int _load_run(self, PlanRT p, Part part, list run, Env* env, i64** bufs) except -1

@@ -21,7 +21,10 @@ plan_runtime.pyx); expressions run on the VM of vm.pyx.
   skip_till_next_match, a middle negation whose checks read only earlier
   events ends the runs waiting at it (compile.py's _kills_waiting): they are
   dropped once time passes the negated event, which is kept only while a
-  run waits; rows no run reads and empty parts go too (_trim).
+  run waits; rows no run reads and empty parts go too (_trim). With
+  skip_till_any_match, a middle negation's event whose checks read one
+  earlier positive is kept only if it passes them with an instance already
+  there (compile.py's _gate).
 - stacks are pruned by the window on every event of their part and on
   `advance`; empty parts are dropped, so state is bounded by the window.
 - repetition bounds and optional components bound the DFS over a Kleene
@@ -1120,6 +1123,8 @@ cdef class CythonEngine:
                 if s.n == s.head:
                     self._an_register(p, c, part.key, False)  # stale entry
                     continue
+                if p.neggate[c] >= 0 and not self._may_block(p, part, c):
+                    continue
             if p.nextpos[c] >= 0:
                 if p.killneg[c] and self._waiting_lo(p, part, c) >= self._ts:
                     continue  # no run waits at c, so this event can block nothing
@@ -1133,6 +1138,30 @@ cdef class CythonEngine:
                 self._release(p, part)
             if p.nkill:
                 self._trim(p, part, key)
+
+    cdef bint _may_block(self, PlanRT p, Part part, int c) except -1:
+        """Does the current event of middle negation c pass its checks with
+        an instance of the component they read (compile.py's _gate) that is
+        strictly earlier? If not, it can block no match: every instance to
+        come is at or after it."""
+        cdef Env env
+        cdef int j = p.neggate[c]
+        cdef Stack s = part.stacks[j]
+        cdef i64 i
+        env.vals[c] = p.scratch[c]
+        env.kinds[c] = p.scratch_k[c]
+        env.width[c] = p.width[c]
+        env.row[c] = 0
+        env.vals[j] = s.vals
+        env.kinds[j] = s.kinds
+        env.width[j] = s.width
+        for i in range(s.head, s.n):
+            if s.ts[i] >= self._ts:
+                break
+            env.row[j] = i
+            if negchecks(p, c, &env):
+                return True
+        return False
 
     # -- skip till any match: AIS + DFS --------------------------------------
 

@@ -38,6 +38,7 @@ cdef class PlanRT:
     cdef int greedy[MAXC]
     cdef int killneg[MAXC]  # middle negation that ends the runs waiting at it (compile.py)
     cdef public int nkill   # how many components have killneg
+    cdef int neggate[MAXC]  # middle negation: the component its events must pass checks with (-1: none)
     cdef int gate[MAXC]     # by positive rank: nearest earlier mandatory positive rank (-1: none)
     cdef int eqcol[MAXC][8]
     cdef int[::1] checks_ids, checks_start, checks_n

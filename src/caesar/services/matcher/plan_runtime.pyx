@@ -80,6 +80,7 @@ cdef class PlanRT:
             self.maxc[i] = comp.max_count
             self.greedy[i] = 1 if comp.greedy else 0
             self.killneg[i] = 1 if comp.kills_waiting else 0
+            self.neggate[i] = comp.gate
             if comp.kleene and comp.min_count == 0:
                 self.has_optional = 1
             for j in range(self.neq):
