@@ -142,47 +142,93 @@ def test_batches_add_in_call_order():
     assert engine.advance(10**9) == []
 
 
+def as_format_4(state):
+    """A format-5 snapshot as format 4 wrote it: a tagged key per part, the
+    runs of each part among its extras."""
+    import numpy as np
+
+    out = {}
+    for pid, plan_state in state.items():
+        alts = []
+        for alt, block in plan_state["alts"]:
+            block = dict(block)
+            if "key_ints" in block:
+                a = block.pop("key_arity")
+                ints = np.frombuffer(block.pop("key_ints"), dtype=np.int64).tolist()
+                block["keys"] = ints if a == 0 else \
+                    [{"$t": ints[i:i + a]} for i in range(0, len(ints), a)]
+            run_part, run_len, entry_len, rows = [
+                np.frombuffer(b, dtype=np.int64).tolist() for b in block.pop("runs")]
+            runs: dict[int, list] = {}
+            e = r = 0
+            for i, n in zip(run_part, run_len, strict=True):
+                run = []
+                for _ in range(n):
+                    run.append(rows[r:r + entry_len[e]])
+                    r += entry_len[e]
+                    e += 1
+                runs.setdefault(i, []).append(run)
+            empty = {"$t": []}
+            block["extras"] = sorted(block["extras"] + [[i, [rs, empty, empty, empty]]
+                                                        for i, rs in runs.items()])
+            alts.append([alt, block])
+        out[pid] = {"v": 4, "alts": alts}
+    return out
+
+
 def test_snapshot_round_trips_keys_runs_and_stacks():
-    """snapshot() stores a plan's parts column-wise (format 4): int, tuple
-    and string keys, parts with and without runs, restored as they were and
-    to the same matches; format 3 (tagged lists) still restores."""
+    """snapshot() stores a plan's parts column-wise (format 5): int, tuple
+    and string keys as one int64 column, float keys tagged, runs flattened,
+    parts with and without runs, restored as they were and to the same
+    matches; formats 4 and 3 (tagged lists) still restore."""
     from caesar.services.store import tagged
     from caesar.services.store.state_format import pack, unpack
 
     def row(t, ts, x, y, s):
         return (t, ts, {"part": 0, "x": x, "y": y, "s": s, "f": 0.0})
     rows = [row("A", 1, 1, 2, "u"), row("A", 2, 1, 3, "v"), row("B", 3, 1, 2, "u"),
-            row("A", 4, 2, 2, "u")]
+            row("A", 4, 2, 2, "u"), row("A", 5, 3, 2, "w")]
     plans = [plan("one", [comp("a", "A"), comp("b", "B")], equivalence=["x"], within=100),
              plan("two", [comp("a", "A"), comp("b", "B")], equivalence=["x", "y"], within=100),
              plan("str", [comp("a", "A"), comp("b", "B")], equivalence=["s"], within=100),
              plan("run", [comp("a", "A"), comp("b", "B")], equivalence=["x"], within=100,
-                  strategy="skip_till_next_match")]
+                  strategy="skip_till_next_match"),
+             plan("flt", [comp("a", "A"), comp("b", "B")], equivalence=["f"], within=100),
+             plan("kln", [comp("a", "A", kleene=True), comp("b", "B")], equivalence=["y"],
+                  within=100, strategy="skip_till_next_match")]
     pool = StringPool()
     engine = CythonEngine(plans)
     engine.process(tape(rows, pool, partition_key="part"))
     raw = engine._snapshot_raw(0)
     keys = {type(k) for alts in raw.values() for _alt, parts in alts for k, *_ in parts}
-    assert keys == {int, tuple}  # string keys are 1-tuples of their code
+    assert keys == {int, tuple, float}  # string keys are 1-tuples of their code
     assert any(p[2] for _alt, parts in raw["run"] for p in parts)  # a run held
+    # a run whose Kleene entry holds several rows, in their order
+    assert any(len(entry) > 1 for _alt, parts in raw["kln"] for p in parts
+               for run in p[2] for entry in run)
     state = unpack(pack(engine.snapshot(0)))  # through the state format
-    assert all(v["v"] == 4 for v in state.values())
-    fresh, older = CythonEngine(plans), CythonEngine(plans)
+    assert all(v["v"] == 5 for v in state.values())
+    blocks = {pid: v["alts"][0][1] for pid, v in state.items()}
+    assert [blocks[p].get("key_arity") for p in ("one", "two", "str", "run", "flt", "kln")] \
+        == [0, 2, 1, 0, None, 0]
+    assert "keys" in blocks["flt"] and blocks["run"]["extras"] == []  # runs flattened
+    fresh, older, four = CythonEngine(plans), CythonEngine(plans), CythonEngine(plans)
     fresh.restore(0, state)
     older.restore(0, {pid: tagged.encode(alts) for pid, alts in raw.items()})
-    assert fresh._snapshot_raw(0) == older._snapshot_raw(0) == raw
-    more = [row("B", 5, 2, 2, "u"), row("B", 6, 1, 3, "v")]
+    four.restore(0, as_format_4(state))
+    assert fresh._snapshot_raw(0) == older._snapshot_raw(0) == four._snapshot_raw(0) == raw
+    more = [row("B", 6, 2, 2, "u"), row("B", 7, 1, 3, "v")]
 
     def out(e):
         return [_key(ev) for ev in e.process(tape(more, pool, partition_key="part",
-                                                  first_seq=4))]
+                                                  first_seq=5))]
     want = out(engine)
-    assert want and out(fresh) == want and out(older) == want
+    assert want and out(fresh) == want and out(older) == want and out(four) == want
 
 
 def test_snapshot_falls_back_to_format_3_for_mixed_widths():
-    """Format 4 stores one width per component; a plan whose stacks of one
-    component differ in width is written as format 3 and restores the same."""
+    """Formats 4 and 5 store one width per component; a plan whose stacks of
+    one component differ in width is written as format 3 and restores the same."""
     from caesar.services.store import tagged
 
     rows = [("A", 1, {"part": 0, "x": 1, "y": 0, "s": "u", "f": 0.0}),
@@ -190,7 +236,7 @@ def test_snapshot_falls_back_to_format_3_for_mixed_widths():
     plans = [plan("one", [comp("a", "A"), comp("b", "B")], equivalence=["x"], within=100)]
     engine = CythonEngine(plans)
     engine.process(tape(rows, StringPool(), partition_key="part"))
-    assert isinstance(engine.snapshot(0)["one"], dict)  # format 4
+    assert isinstance(engine.snapshot(0)["one"], dict)  # format 5
     (p, keyed), = engine._keyed_parts(0)["one"]
     empty = next(part.stacks[1] for part in keyed.values())
     assert len(empty) == 0

@@ -82,8 +82,8 @@ cdef i64 _NOBODY = 4611686018427387904  # 2**62: later than any timestamp
 # different value is refused on restore, never misread).
 # 2: exact int64 cells; 3: alternatives, held matches (plain data); 4: a plan's
 # parts column-wise (snapshot()), format 3 still read
-STATE_FORMAT = 4
-STATE_FORMATS_READ = (3, 4)
+STATE_FORMAT = 5
+STATE_FORMATS_READ = (3, 4, 5)
 tagged.register(DerivedEvent)  # results held in partial matches
 
 cdef extern from "Python.h":
@@ -235,6 +235,60 @@ cdef object _encode_held(object v):
     return tagged.encode(v) if found is _NOT_INTS else found
 
 
+cdef object _I64_LO = -(2**63), _I64_HI = 2**63 - 1
+
+
+cdef object _key_columns(list keys):
+    """[arity, int64 bytes] of the keys when they are all ints (arity 0) or
+    all tuples of ints of one arity (LR's (vid, lane, pos)): one byte string
+    instead of a list per key for msgpack to walk; None otherwise."""
+    cdef Py_ssize_t n = len(keys), i, j, a
+    cdef i64[::1] v
+    if n == 0:
+        return None
+    first = keys[0]
+    if type(first) is int:
+        a = 0
+    elif type(first) is tuple and len(<tuple> first) > 0:
+        a = len(<tuple> first)
+    else:
+        return None
+    arr = np.empty(n * (a if a > 0 else 1), dtype=np.int64)
+    v = arr
+    for i in range(n):
+        k = keys[i]
+        if a == 0:
+            if type(k) is not int or not (_I64_LO <= k <= _I64_HI):
+                return None
+            v[i] = k
+            continue
+        if type(k) is not tuple or len(<tuple> k) != a:
+            return None
+        for j in range(a):
+            x = (<tuple> k)[j]
+            if type(x) is not int or not (_I64_LO <= x <= _I64_HI):
+                return None
+            v[i * a + j] = x
+    return [a, arr.tobytes()]
+
+
+cdef bint _plain_runs(object runs):
+    """Are the runs a non-empty list of runs, each a list of entries, each a
+    list of int64 row ids (what skip_till_next_match keeps)?"""
+    if type(runs) is not list or not runs:
+        return False
+    for run in <list> runs:
+        if type(run) is not list:
+            return False
+        for entry in <list> run:
+            if type(entry) is not list:
+                return False
+            for x in <list> entry:
+                if type(x) is not int or not (_I64_LO <= x <= _I64_HI):
+                    return False
+    return True
+
+
 cdef object _encode_block(int ncomp, dict keyed):
     """A plan's parts (one alternative, one partition) column-wise; see
     snapshot(). None when a component's stacks differ in width (a follower's
@@ -246,14 +300,23 @@ cdef object _encode_block(int ncomp, dict keyed):
     cdef i64[:, ::1] bases = np.zeros((ncomp, n), dtype=np.int64)
     cdef i64[::1] tsv, seqv, valv
     cdef u8[::1] kindv
-    keys = []
     extras = []
+    # runs of the parts holding nothing else, flattened: per run its part and
+    # entry count, per entry its row count, then the row ids
+    run_part, run_len, entry_len, rows = [], [], [], []
     widths = [0] * ncomp
     i = 0
     for key, part in keyed.items():
-        keys.append(_encode_key(key))
-        if not (part.runs == () and part.pending == () and part.ready == ()
-                and part.held == ()):
+        if part.pending == () and part.ready == () and part.held == () \
+                and _plain_runs(part.runs):
+            for run in part.runs:
+                run_part.append(i)
+                run_len.append(len(run))
+                for entry in run:
+                    entry_len.append(len(entry))
+                    rows.extend(entry)
+        elif not (part.runs == () and part.pending == () and part.ready == ()
+                  and part.held == ()):
             extras.append([i, [_encode_held(part.runs), _encode_held(part.pending),
                                _encode_held(part.ready), _encode_held(part.held)]])
         for c in range(ncomp):
@@ -287,8 +350,17 @@ cdef object _encode_block(int ncomp, dict keyed):
                 memcpy(&kindv[off * w], s.kinds + s.head * w, m * w * sizeof(u8))
             off += m
         comps.append([w, ts.tobytes(), seq.tobytes(), vals.tobytes(), kinds.tobytes()])
-    return {"keys": keys, "extras": extras, "counts": np.asarray(counts).tobytes(),
-            "bases": np.asarray(bases).tobytes(), "comps": comps}
+    block = {"extras": extras, "counts": np.asarray(counts).tobytes(),
+             "bases": np.asarray(bases).tobytes(), "comps": comps,
+             "runs": [np.array(x, dtype=np.int64).tobytes()
+                      for x in (run_part, run_len, entry_len, rows)]}
+    keys = list(keyed)
+    columns = _key_columns(keys)
+    if columns is None:
+        block["keys"] = [_encode_key(k) for k in keys]
+    else:
+        block["key_arity"], block["key_ints"] = columns
+    return block
 
 
 cdef list _raw_alt(PlanRT p, dict keyed):
@@ -303,14 +375,48 @@ cdef list _raw_alt(PlanRT p, dict keyed):
 def _decode_alts(state):
     """[(alternative, [(key, [stack state, ...], runs, pending, ready, held)])]
     of a plan's stored state: format 4 (snapshot()) or 3 (tagged lists)."""
-    if not (isinstance(state, dict) and state.get("v") == 4):
+    if not (isinstance(state, dict) and state.get("v") in (4, 5)):
         return tagged.decode(state)
     return [(alt, _decode_block(block)) for alt, block in state["alts"]]
 
 
+def _decode_keys(block):
+    if "keys" in block:
+        return [tagged.decode(k) for k in block["keys"]]
+    a = int(block["key_arity"])
+    ints = np.frombuffer(block["key_ints"], dtype=np.int64)
+    if a == 0:
+        return ints.tolist()
+    if ints.shape[0] % a:
+        raise ValueError("engine state: key columns do not match their arity")
+    return [tuple(k) for k in ints.reshape(-1, a).tolist()]
+
+
+def _decode_runs(block, Py_ssize_t n):
+    """{part index: runs} of the flattened runs (format 5)."""
+    cdef Py_ssize_t r, e, k, ei = 0, ii = 0
+    if "runs" not in block:
+        return {}
+    run_part, run_len, entry_len, rows = [np.frombuffer(b, dtype=np.int64).tolist()
+                                          for b in block["runs"]]
+    if len(run_part) != len(run_len) or sum(run_len) != len(entry_len) \
+            or sum(entry_len) != len(rows) or any(not 0 <= i < n for i in run_part):
+        raise ValueError("engine state: flattened runs do not add up")
+    out = {}
+    for r in range(len(run_part)):
+        run = []
+        for e in range(run_len[r]):
+            k = entry_len[ei]
+            ei += 1
+            run.append(rows[ii:ii + k])
+            ii += k
+        out.setdefault(run_part[r], []).append(run)
+    return out
+
+
 def _decode_block(block):
     cdef Py_ssize_t n, ncomp, i, c, m, w
-    keys = [tagged.decode(k) for k in block["keys"]]
+    keys = _decode_keys(block)
     n = len(keys)
     comps = block["comps"]
     ncomp = len(comps)
@@ -321,6 +427,10 @@ def _decode_block(block):
     counts = counts.reshape(ncomp, n).tolist()
     bases = bases.reshape(ncomp, n).tolist()
     extras = {int(i): tagged.decode(x) for i, x in block["extras"]}
+    for i, runs in _decode_runs(block, n).items():
+        if i in extras:
+            raise ValueError("engine state: a part's runs are stored twice")
+        extras[i] = (runs, (), (), ())
     starts = [0] * ncomp
     parts = []
     for i in range(n):
@@ -805,13 +915,16 @@ cdef class CythonEngine:
 
     def snapshot(self, partition):
         """This partition's run state as plain data (services/store/state_format.py):
-        {plan id: {"v": 4, "alts": [[alternative, block], ...]}}, a block holding
-        the plan's parts column-wise: their equivalence keys (tagged), the
-        (runs, pending, ready, held) of the parts that hold any, and per
-        component the live rows of every part's stack as a few byte strings
-        (row counts and first row ids per part). Only plans holding something
-        appear. One object per part instead of ~10 (state format 3): the
-        snapshot of LR's peak state takes a fraction of the time."""
+        {plan id: {"v": 5, "alts": [[alternative, block], ...]}}, a block holding
+        the plan's parts column-wise: their equivalence keys (one int64 byte
+        string when they are ints or int tuples of one arity, else tagged),
+        the runs of the parts holding only runs of row ids flattened into four
+        int64 byte strings, the (runs, pending, ready, held) of the other
+        parts that hold any, and per component the live rows of every part's
+        stack as a few byte strings (row counts and first row ids per part).
+        Only plans holding something appear. Format 4 stored a list per key
+        and a nested list per run: at LR's peak (260K StoppedCar parts, a run
+        each) msgpack walked millions of objects per checkpoint."""
         cdef PlanRT p
         out = {}
         for pid, alts in self._keyed_parts(partition).items():
