@@ -138,6 +138,37 @@ def test_a_crafted_changelog_record_cannot_run_code(bus, tmp_path):
     assert not marker.exists()
 
 
+def _raw_checkpoint(bus, codec, blob, **meta):
+    header = pack({"format": STATE_FORMAT, "service": "matcher", "partition": 0, "chunks": 1,
+                   "bytes": len(blob), "crc": zlib.crc32(blob), **meta})
+    bus.delete_topics([TOPIC])
+    bus.create_topics([TopicSpec(TOPIC, 2)])
+    bus.producer().produce([
+        OutRecord(TOPIC, raw_record(codec, b"0/0", blob), b"0/0", partition=0),
+        OutRecord(TOPIC, raw_record(codec, b"0", header), b"0", partition=0)])
+
+
+def test_checkpoints_are_lz4_and_zlib_ones_still_restore(bus):
+    """Checkpoints are compressed with LZ4 (the header says so); one written
+    before, zlib and no word in the header, restores; an unknown compression
+    or a corrupt frame is a clear StoreError."""
+    codec = make_codec()
+    commit(bus, store(bus), 0, {"rows": list(range(1000))}, {})
+    header = next(r for r in reversed(bus.records(TOPIC)) if r.key == b"0")
+    meta = unpack(codec.decode_as(CHANGELOG, header.value)["state"])
+    assert meta["compression"] == "lz4"
+    assert store(bus).load(0)[0] == {"rows": list(range(1000))}
+
+    _raw_checkpoint(bus, codec, zlib.compress(pack({"older": [1, 2]}), 1))
+    assert store(bus).load(0)[0] == {"older": [1, 2]}
+    _raw_checkpoint(bus, codec, b"abc", compression="brotli")
+    with pytest.raises(StoreError, match="compressed with 'brotli'"):
+        store(bus).load(0)
+    _raw_checkpoint(bus, codec, b"not an lz4 frame", compression="lz4")
+    with pytest.raises(StoreError, match="does not decompress"):
+        store(bus).load(0)
+
+
 def test_the_format_holds_plain_data_only():
     assert unpack(pack({"a": (1, 2), "s": {3, 1}})) == {"a": [1, 2], "s": [1, 3]}
     with pytest.raises(StateFormatError, match="holds a Exploit"):
