@@ -164,6 +164,7 @@ class ServiceLoop:
                 self.bus.producer(transactional_id=f"{self.transactional_prefix}-{j}").close()
         for key in sorted({self._key(j) for j in self.partitions}):
             self.producers[key] = self.bus.producer(transactional_id=self.transactional_id(key))
+            self.beat = time.monotonic()  # each is bounded: the watchdog times each
         self.consumer = self.bus.consumer(self.group_id)
         self._restore()
 
@@ -212,6 +213,7 @@ class ServiceLoop:
             return offsets
         self.store.reset_read_counts()
         for j in self.partitions:
+            self.beat = time.monotonic()  # a big restore moves on partition by partition
             with collector_paused():
                 loaded = self.store.load(j)
             if loaded is None:
@@ -438,4 +440,3 @@ class ServiceLoop:
                 self.consumer.close()
             for producer in self.producers.values():
                 producer.close()
-
