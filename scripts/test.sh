@@ -18,7 +18,7 @@ python -m mypy.stubtest caesar.services.matcher.engine --ignore-missing-stub
 
 echo; echo "==> pytest"
 set +e
-pytest "$@"
+pytest --durations=15 "$@"
 code=$?
 set -e
 if [ "$code" -eq 5 ]; then
