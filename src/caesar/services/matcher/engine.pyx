@@ -81,7 +81,8 @@ cdef i64 _NOBODY = 4611686018427387904  # 2**62: later than any timestamp
 # Layout of snapshot(): bump when it changes (stored with the state; a
 # different value is refused on restore, never misread).
 # 2: exact int64 cells; 3: alternatives, held matches (plain data); 4: a plan's
-# parts column-wise (snapshot()), format 3 still read
+# parts column-wise (snapshot()); 5: int keys and plain runs as int64 byte
+# strings; formats 3 and 4 still read
 STATE_FORMAT = 5
 STATE_FORMATS_READ = (3, 4, 5)
 tagged.register(DerivedEvent)  # results held in partial matches
@@ -374,7 +375,7 @@ cdef list _raw_alt(PlanRT p, dict keyed):
 
 def _decode_alts(state):
     """[(alternative, [(key, [stack state, ...], runs, pending, ready, held)])]
-    of a plan's stored state: format 4 (snapshot()) or 3 (tagged lists)."""
+    of a plan's stored state: format 5 or 4 (snapshot()) or 3 (tagged lists)."""
     if not (isinstance(state, dict) and state.get("v") in (4, 5)):
         return tagged.decode(state)
     return [(alt, _decode_block(block)) for alt, block in state["alts"]]
