@@ -258,7 +258,30 @@ class FaultLab:
         result.stuck = stuck_partitions(d.bus, d.settings, d.plan)
         result.restarts = d.driver.restarts()
         if result.stuck or result.lost:
-            result.note = d.driver.describe()
+            result.note = d.driver.describe() + self.keep_actor_logs(d.prefix, d.driver.began)
+
+    def keep_actor_logs(self, prefix: str, since: float, tail: int = 6) -> str:
+        """Copy the Ray worker logs written since `since` (wall time; one run
+        is deployed at a time: its actors') out of the Ray temp dir, which is
+        removed when the head stops, next to the driver's log; returns where
+        they went and their last warnings, for a failed run's report (they
+        name the call that failed)."""
+        logs = self.ray.temp_link / "session_latest" / "logs"
+        kept = self.workdir / "drivers" / f"{prefix}-actors"
+        lines = []
+        for path in sorted(logs.glob("worker-*")):
+            with contextlib.suppress(OSError):
+                if path.stat().st_mtime < since:
+                    continue
+                text = path.read_text(errors="replace")
+                kept.mkdir(parents=True, exist_ok=True)
+                (kept / path.name).write_text(text)
+                warned = [line for line in text.splitlines()
+                          if " WARNING " in line or " ERROR " in line or "Error" in line]
+                lines += [f"{path.name}: {line[:300]}" for line in warned[-tail:]]
+        if not kept.exists():
+            return f"; no actor logs found under {logs}"
+        return f"; actor logs in {kept}" + "".join(f"\n  {line}" for line in lines)
 
     def topic_bytes(self, prefix: str) -> dict[str, int]:
         """Bytes on the broker's disk per topic under `prefix`: the log
@@ -336,6 +359,7 @@ class Driver:
     def __init__(self, lab: FaultLab, model: Path, settings: Settings, prefix: str) -> None:
         self.lab, self.model, self.settings, self.prefix = lab, model, settings, prefix
         self.proc: subprocess.Popen[bytes] | None = None
+        self.began = time.time()  # the first start (wall time)
         self.log_file = lab.workdir / "drivers" / f"{prefix}.log"
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
 

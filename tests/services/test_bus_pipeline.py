@@ -150,3 +150,14 @@ def test_commits_are_spaced_to_a_share_of_the_time_when_snapshots_are_slow():
     assert not loop.commit_due(105.9) and loop.commit_due(106.0)
     loop.commit_interval_s = 0.0  # 0: after every batch, whatever it costs
     assert loop.commit_due(100.0)
+
+
+def test_a_transaction_is_committed_within_a_third_of_the_transaction_timeout():
+    """The spacing of slow commits never keeps a transaction open past a
+    third of the broker's timeout (it aborts one open longer)."""
+    loop = make_loop("matcher", config(), InMemoryBus(), commit_interval_s=1.0,
+                     max_commit_share=0.25, transaction_timeout_s=9.0)
+    assert loop.max_open_s == 3.0
+    loop._last_commit, loop._commit_cost = 100.0, 2.0  # spacing 6 s
+    loop._open, loop._opened_at = {0}, 100.5
+    assert not loop.commit_due(103.4) and loop.commit_due(103.5)

@@ -6,11 +6,13 @@ connection, blocked in its next transaction."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+import pytest
 from test_acep_service import IN, OUT, SharedCount
 
-from caesar.bus.errors import BusError
+from caesar.bus.errors import BusError, TransactionAbortedError
 from caesar.bus.memory import InMemoryBus
 from caesar.bus.records import OutRecord, TopicPartition, TopicSpec
 from caesar.services.common.loop import ServiceLoop
@@ -187,5 +189,60 @@ def test_a_producer_that_lost_its_connection_is_replaced_before_its_next_transac
     while loop.run_once():
         pass
     assert (lost.made, lost.used_lost, loop.stats.aborts) == (4, 0, 0)
+    assert_committed_two_each(loop)
+    loop.close()
+
+
+def test_the_memory_bus_aborts_a_transaction_open_past_its_timeout():
+    bus = InMemoryBus(transaction_timeout_s=0.05)
+    bus.create_topics([TopicSpec(OUT, 1)])
+    producer = bus.producer("t")
+    producer.begin_transaction()
+    producer.produce([OutRecord(OUT, b"x", None, partition=0)])
+    time.sleep(0.1)
+    with pytest.raises(TransactionAbortedError):
+        producer.commit_transaction()
+    assert bus.records(OUT) == []
+    producer.begin_transaction()  # the producer goes on with a new transaction
+    producer.produce([OutRecord(OUT, b"y", None, partition=0)])
+    producer.commit_transaction()
+    assert [r.value for r in bus.records(OUT)] == [b"y"]
+
+
+def test_a_slow_commit_does_not_space_the_next_past_the_transaction_timeout():
+    """Seen after a broker kill: a commit that took 12 s while the broker came
+    back spaced the next one 3x that, past the 10 s transaction timeout; the
+    broker aborted each transaction before its commit, the spacing stayed (no
+    commit succeeded to measure a new one) and the deriver redid the same
+    records every 35 s for good. A transaction is committed within a third of
+    the timeout, and a failed commit forgets the old cost."""
+    bus = InMemoryBus(transaction_timeout_s=0.3)
+    bus.create_topics([TopicSpec(IN, 2), TopicSpec(OUT, 1)])
+    loop = loop_on(bus, max_open_s=0.1)
+    loop.commit_interval_s, loop.max_commit_share = 0.01, 0.25
+    loop._commit_cost = 2.0  # the last commit took 2 s: spacing 6 s
+    produce_two_each(bus)
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline and not loop.stats.commits:
+        loop.run_once()
+    assert (loop.stats.commits, loop.stats.aborts) == (1, 0)
+    assert_committed_two_each(loop)
+    loop.close()
+
+
+def test_a_failed_commit_forgets_what_the_last_commit_cost():
+    """Without the `max_open_s` bound, the old cost still must not outlive a
+    failure: after the broker aborted the transaction the next one commits
+    at the interval, not 3x the 2 s of a commit made before the fault."""
+    bus = InMemoryBus(transaction_timeout_s=0.2)
+    bus.create_topics([TopicSpec(IN, 2), TopicSpec(OUT, 1)])
+    loop = loop_on(bus)
+    loop.commit_interval_s, loop.max_commit_share = 0.01, 0.25
+    loop._commit_cost = 0.1  # spacing 0.3 s: past the timeout once
+    produce_two_each(bus)
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline and not loop.stats.commits:
+        loop.run_once()
+    assert loop.stats.aborts == 1 and loop.stats.commits == 1
     assert_committed_two_each(loop)
     loop.close()

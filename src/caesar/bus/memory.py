@@ -8,10 +8,12 @@ aborts), a partition's last stable offset stops them at its oldest open
 transaction, commit/abort markers take an offset each (offsets have gaps, as
 on Kafka), offsets sent to a transaction are committed with it, and a new
 producer with the same transactional id fences the old one and aborts its
-open transaction.
+open transaction; with `transaction_timeout_s`, a transaction open longer
+than that is aborted (the broker's transaction.timeout.ms, checked when its
+producer next calls).
 
 Not modelled: compaction (every record is kept, the latest per key wins on
-read-back as with an uncompacted segment), retention, transaction timeouts.
+read-back as with an uncompacted segment), retention.
 """
 
 from __future__ import annotations
@@ -55,13 +57,16 @@ class _Group:
 @dataclass
 class _Txn:
     id: int
+    began: float = field(default_factory=time.monotonic)
     first: dict[TopicPartition, int] = field(default_factory=dict)  # first offset written
     offsets: dict[str, dict[TopicPartition, int]] = field(default_factory=dict)  # group -> tp -> off
 
 
 class InMemoryBus:
-    def __init__(self, *, auto_create_partitions: int = 1) -> None:
+    def __init__(self, *, auto_create_partitions: int = 1,
+                 transaction_timeout_s: float | None = None) -> None:
         self._cond = threading.Condition()
+        self.transaction_timeout_s = transaction_timeout_s
         self._topics: dict[str, _Topic] = {}
         self._groups: dict[str, _Group] = {}
         self._auto_create_partitions = auto_create_partitions
@@ -229,6 +234,12 @@ class InMemoryProducer:
         if self._bus._epochs.get(self.transactional_id) != self._epoch:
             raise ProducerFencedError(f"producer {self.transactional_id!r} was fenced by a "
                                       "newer instance with the same transactional id")
+        timeout = self._bus.transaction_timeout_s
+        txn = self._txn
+        if (timeout is not None and txn is not None and txn.id in self._bus._open
+                and time.monotonic() - txn.began > timeout):
+            self._bus._end_txn(txn, commit=False)  # as the coordinator does on its timeout
+            self._bus._open_by_producer.pop(self.transactional_id, None)
 
     def produce(self, records: Iterable[OutRecord]) -> None:
         if self.transactional_id is None:

@@ -69,9 +69,12 @@ def service_topics(cfg: ServiceConfig) -> list[TopicSpec]:
 def make_loop(service: str, cfg: ServiceConfig, bus: Bus, *, group_prefix: str = "caesar",
               batch_size: int = 2000, commit_interval_s: float = 1.0,
               poll_timeout_s: float = 0.2, checkpoints: bool = True,
-              max_commit_share: float = 0.25) -> ServiceLoop:
+              max_commit_share: float = 0.25,
+              transaction_timeout_s: float | None = None) -> ServiceLoop:
     """One runner loop; its transactional ids name the service and each Kafka
-    partition, so the next owner of a partition fences the one it replaces."""
+    partition, so the next owner of a partition fences the one it replaces.
+    With the bus's `transaction_timeout_s`, a transaction is committed within
+    a third of it (the rest is left for the commit itself)."""
     if cfg.plan_book is None:  # plan versions: the deployment's, else from the plans topic
         cfg = replace(cfg, plan_book=PlanBook(cfg.plan, plan_loader(bus, cfg.topics.plans)))
     store = None
@@ -83,6 +86,8 @@ def make_loop(service: str, cfg: ServiceConfig, bus: Bus, *, group_prefix: str =
                        handler_factory=lambda: (SERVICES | OPTIONAL)[service](cfg),
                        partitions=cfg.partitions, store=store, batch_size=batch_size,
                        poll_timeout_s=poll_timeout_s, commit_interval_s=commit_interval_s,
-                       max_commit_share=max_commit_share)
+                       max_commit_share=max_commit_share,
+                       max_open_s=None if transaction_timeout_s is None
+                       else transaction_timeout_s / 3)
     loop.plan_book = cfg.plan_book
     return loop

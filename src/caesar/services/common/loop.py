@@ -105,7 +105,8 @@ class ServiceLoop:
                  handler_factory: Callable[[], Handler], partitions: Sequence[int],
                  store: StateStore | None = None, batch_size: int = 2000,
                  poll_timeout_s: float = 0.2, commit_interval_s: float = 1.0,
-                 max_failed_commits: int = 20, max_commit_share: float = 0.25) -> None:
+                 max_failed_commits: int = 20, max_commit_share: float = 0.25,
+                 max_open_s: float | None = None) -> None:
         self.bus = bus
         self.group_id = group_id
         self.transactional_prefix = transactional_prefix
@@ -121,6 +122,12 @@ class ServiceLoop:
         # commit after every batch and spend most of its CPU on snapshots.
         self.max_commit_share = max_commit_share
         self._commit_cost = 0.0  # seconds the last commit took
+        # The spacing never keeps a transaction open past this: the broker
+        # aborts one open longer than its transaction.timeout.ms, and a commit
+        # that took long once (a broker restart: 12 s) spaced the next ones
+        # past a 10 s timeout, each aborted in turn, for good.
+        self.max_open_s = max_open_s
+        self._opened_at = 0.0  # when the oldest open transaction began
         self.max_failed_commits = max_failed_commits
         self.handler: Handler = handler_factory()
         self.plan_book: Any = None  # the actor's PlanBook (model upgrades), set by make_loop
@@ -303,9 +310,13 @@ class ServiceLoop:
 
     def commit_due(self, now: float) -> bool:
         """The interval has passed, and the time since the last commit is at
-        least what keeps commits within `max_commit_share` of the time. An
-        interval of 0 asks for a commit after every batch, whatever it costs."""
+        least what keeps commits within `max_commit_share` of the time; or an
+        open transaction is `max_open_s` old. An interval of 0 asks for a
+        commit after every batch, whatever it costs."""
         if self.commit_interval_s <= 0:
+            return True
+        if (self._open and self.max_open_s is not None
+                and now - self._opened_at >= self.max_open_s):
             return True
         spacing = self._commit_cost * (1.0 / self.max_commit_share - 1.0)
         return now - self._last_commit >= max(self.commit_interval_s, spacing)
@@ -321,6 +332,8 @@ class ServiceLoop:
                          self.transactional_id(key))
                 self._replace_producer(key)
             self.producers[key].begin_transaction()  # step 0
+            if not self._open:
+                self._opened_at = time.monotonic()
             self._open.add(key)
         return self.producers[key]
 
@@ -398,6 +411,7 @@ class ServiceLoop:
         with it; from the second failure in a row on, the consumer is new too."""
         self._failed_commits += 1
         self.stats.aborts += 1
+        self._commit_cost = 0.0  # what a commit before the failure cost says nothing now
         self.beat = time.monotonic()  # recovering is a step of its own (bounded calls)
         if self._failed_commits > self.max_failed_commits:
             raise BusError(f"{self.transactional_prefix}: {self._failed_commits} commits in a "

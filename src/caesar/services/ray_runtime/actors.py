@@ -54,6 +54,7 @@ class ServiceActor:
                               batch_size=settings.kafka.consume_batch_size,
                               commit_interval_s=options.get("commit_interval_s", 1.0),
                               max_commit_share=options.get("max_commit_share", 0.25),
+                              transaction_timeout_s=settings.kafka.transaction_timeout_ms / 1000,
                               poll_timeout_s=settings.kafka.poll_timeout_s)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"caesar-{actor_id}", daemon=True)
