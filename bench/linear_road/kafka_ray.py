@@ -291,8 +291,9 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
                                      strict=True):
                 if ts >= end:
                     continue
-                outputs.append(Output(r.key.decode() if r.key else "", ts, ingest,
-                                      r.timestamp_ms))
+                # outputs carry their second, transactions the ms event time
+                outputs.append(Output(r.key.decode() if r.key else "", ts * 1000, ingest,
+                                      r.timestamp_ms, span_ms=1000))
                 if ts >= start:
                     latencies.append((r.timestamp_ms - ingest) / 1000)
         diffs = {k: sum((want[k] - got[k]).values()) + sum((got[k] - want[k]).values())
@@ -300,7 +301,7 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
         dead = len(read_topic(bus, settings.topics.dead_letters))
         from caesar.codecs import make_codec
 
-        window_outputs = [o for o in outputs if start <= o.ts < end]
+        window_outputs = [o for o in outputs if start * 1000 <= o.ts < end * 1000]
         hops = breakdown(bus, make_codec(settings, repository()), _series(arrivals),
                          settings.topics, window_outputs)
         cpu = {g: cpu1[g] - cpu0[g] for g in cpu0}

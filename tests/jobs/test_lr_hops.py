@@ -31,12 +31,32 @@ def report(t: int) -> dict:
 
 
 def test_hops_are_differences_of_kafka_timestamps() -> None:
+    table = hop_table(KEY, 0)
+    got = {hop: stats[3] for hop, stats in table.percentiles().items()}
+    assert got == {"input wait": 1000, "scheduler": 100, "deriver": 150, "router": 50,
+                   "matcher": 300, "to topic (total)": 1600}
+    assert table.outputs == 1 and table.idle_released == 0
+    assert "router" in table.render()
+
+
+def test_an_output_of_a_context_partition_is_timed_by_its_stream_partitions_transaction():
+    """Outputs are keyed by their context partition (the stream key, then the
+    context key's values: "0|0|3|1"), and carry their second while the
+    transaction has the report's millisecond (the 417th of second 10)."""
+    table = hop_table(KEY + "|1", 417)
+    assert table.outputs == 1
+    assert table.percentiles()["matcher"][3] == 300
+    assert hop_table("0|0|4|1", 417).outputs == 0  # another stream partition's
+
+
+def hop_table(output_key: str, ms: int):
     codec, topics = make_codec(None, repository()), TopicSettings()
     bus = InMemoryBus()
     names = ["lr-position-reports", topics.transactions, topics.context_changes,
              topics.transactions + ".routed", "lr-tolls"]
     bus.create_topics(TopicSpec(n, 1) for n in names)
-    txn = Transaction(7, KEY, 10_000, ({"type": "PositionReport", **report(10)},))
+    txn = Transaction(7, KEY, 10_000 + ms,
+                      ({"type": "PositionReport", **report(10), "ts": 10_000 + ms},))
     toll = {"vid": 1, "time": 10, "xway": 0, "dir": 0, "seg": 3, "lav": 40, "toll": 0,
             "ingest_ms": 1000}
     records = [
@@ -46,17 +66,13 @@ def test_hops_are_differences_of_kafka_timestamps() -> None:
         (topics.transactions,
          codec.encode(TXN_BATCH, batch_record(TxnBatch.of([txn], SCHEMAS), 1)), 2100),
         (topics.context_changes,
-         codec.encode(PROGRESS, progress_record(Progress(10_000, "deriver"), "d", 0)), 2250),
+         codec.encode(PROGRESS, progress_record(Progress(10_000 + ms, "deriver"), "d", 0)), 2250),
         (topics.transactions + ".routed",
          codec.encode(ROUTED_BATCH, routed_record(
              RoutedBatch.of([RoutedTransaction(txn, ("p",))], SCHEMAS), 1)), 2300),
-        ("lr-tolls", encode(TOLL_NOTIFICATION, [toll])[0], 2600),
     ]
-    bus.producer().produce(OutRecord(t, v, KEY.encode(), partition=0, timestamp_ms=ms)
-                           for t, v, ms in records)
-    table = breakdown(bus, codec, topics, "lr-position-reports")
-    got = {hop: stats[3] for hop, stats in table.percentiles().items()}
-    assert got == {"input wait": 1000, "scheduler": 100, "deriver": 150, "router": 50,
-                   "matcher": 300, "to topic (total)": 1600}
-    assert table.outputs == 1 and table.idle_released == 0
-    assert "router" in table.render()
+    bus.producer().produce(OutRecord(t, v, KEY.encode(), partition=0, timestamp_ms=at)
+                           for t, v, at in records)
+    bus.producer().produce([OutRecord("lr-tolls", encode(TOLL_NOTIFICATION, [toll])[0],
+                                      output_key.encode(), partition=0, timestamp_ms=2600)])
+    return breakdown(bus, codec, topics, "lr-position-reports")

@@ -130,13 +130,48 @@ def first_after(series: tuple[list[int], list[int]], t: int) -> int | None:
 
 @dataclass
 class Output:
-    """One output as the hops see it: stream partition key, end time, ingest and
-    produce times (ms)."""
+    """One output as the hops see it: its partition key (a stream partition's,
+    or a context partition's within it: the stream key and more "|"-parts),
+    end time, ingest and produce times (ms). An output that carries its end
+    time only to `span_ms` (Linear Road's second) is timed by the last
+    transaction of its partition in [ts, ts + span_ms)."""
 
     key: str
     ts: int
     ingest_ms: int
     produced_ms: int
+    span_ms: int = 1
+
+
+class _ByKey:
+    """(key, ts) -> value, looked up by the stream key within an output's key
+    and the last ts in a range."""
+
+    def __init__(self, found: dict[tuple[str, int], Any]) -> None:
+        self.ts: dict[str, list[int]] = defaultdict(list)
+        self.values: dict[str, list[Any]] = defaultdict(list)
+        for (key, ts), value in sorted(found.items(), key=lambda kv: kv[0]):
+            self.ts[key].append(ts)
+            self.values[key].append(value)
+
+    def stream_key(self, key: str) -> str | None:
+        """`key` or its longest "|"-prefix that has transactions."""
+        parts = key.split("|")
+        for n in range(len(parts), 0, -1):
+            k = "|".join(parts[:n])
+            if k in self.ts:
+                return k
+        return None
+
+    def last(self, key: str, lo: int, hi: int) -> tuple[int, Any] | None:
+        """(ts, value) of the last entry of `key` with lo <= ts < hi."""
+        stamps = self.ts.get(key)
+        if not stamps:
+            return None
+        i = bisect.bisect_left(stamps, hi) - 1
+        if i < 0 or stamps[i] < lo:
+            return None
+        return stamps[i], self.values[key][i]
 
 
 def decoded(bus: Bus, codec: Codec, topic: str) -> Iterator[tuple[Record, str, dict[str, Any]]]:
@@ -200,8 +235,9 @@ def breakdown(bus: Bus, codec: Codec, arrivals: dict[int, list[tuple[list[int], 
     own (written - output Kafka ts, written - ingest) per row, when it ran."""
     from caesar.services.common.wire import PROGRESS, ROUTED_BATCH, TXN_BATCH
 
-    txn_at = {k: (r.partition, r.timestamp_ms)  # (key, t) -> (Kafka partition, ts)
-              for k, r in batched_transactions(bus, codec, topics.transactions, TXN_BATCH).items()}
+    txn_at = _ByKey({k: (r.partition, r.timestamp_ms)  # (key, t) -> (Kafka partition, ts)
+                     for k, r in batched_transactions(bus, codec, topics.transactions,
+                                                      TXN_BATCH).items()})
     raw: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
     for r, schema, value in decoded(bus, codec, topics.context_changes):
         if schema == PROGRESS:
@@ -213,19 +249,22 @@ def breakdown(bus: Bus, codec: Codec, arrivals: dict[int, list[tuple[list[int], 
     rows: dict[str, list[float]] = {h: [] for h in HOPS}
     count = idle = 0
     for o in outputs:
-        found = txn_at.get((o.key, o.ts))
-        routed = routed_at.get((o.key, o.ts))
-        if found is None or routed is None:
+        key = txn_at.stream_key(o.key)
+        found = None if key is None else txn_at.last(key, o.ts, o.ts + o.span_ms)
+        if found is None:
+            continue
+        t, (j, txn_ts) = found
+        routed = routed_at.get((key, t))
+        if routed is None:
             continue
         count += 1
-        j, txn_ts = found
-        later = [first_after(series, o.ts) for series in arrivals.get(j, [])]
+        later = [first_after(series, t) for series in arrivals.get(j, [])]
         if not later or None in later or max(v for v in later if v is not None) > txn_ts:
             idle += 1
             ready = txn_ts
         else:
             ready = max([o.ingest_ms, *(v for v in later if v is not None)])
-        derived = first_after(deriver_progress.get(j, ([], [])), o.ts - 1) or routed
+        derived = first_after(deriver_progress.get(j, ([], [])), t - 1) or routed
         rows["input wait"].append(ready - o.ingest_ms)
         rows["scheduler"].append(txn_ts - ready)
         rows["deriver"].append(max(0, derived - txn_ts))

@@ -39,9 +39,9 @@ def breakdown(bus: Bus, codec: Codec, topics: TopicSettings, input_topic: str,
             assert r.value is not None and r.key is not None  # outputs are keyed records
             _, value = codec.decode(r.value)
             # Outputs carry their second, transactions the ms event time (SPEC 1):
-            # an output is timed by its second's first transaction on its partition.
+            # an output is timed by its second's last transaction on its partition.
             outputs.append(Output(r.key.decode(), value["time"] * MS_PER_S, value["ingest_ms"],
-                                  r.timestamp_ms))
+                                  r.timestamp_ms, span_ms=MS_PER_S))
     spark_ms, table_ms = _parquet_latencies(parquet) if parquet is not None else ([], [])
     arrivals = input_arrivals(bus, codec, [input_topic], {POSITION_REPORT: "ts"})
     return generic_breakdown(bus, codec, arrivals, topics, outputs, spark_ms, table_ms)
