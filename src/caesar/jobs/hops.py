@@ -250,7 +250,9 @@ def breakdown(bus: Bus, codec: Codec, arrivals: dict[int, list[tuple[list[int], 
     count = idle = 0
     for o in outputs:
         key = txn_at.stream_key(o.key)
-        found = None if key is None else txn_at.last(key, o.ts, o.ts + o.span_ms)
+        if key is None:
+            continue
+        found = txn_at.last(key, o.ts, o.ts + o.span_ms)
         if found is None:
             continue
         t, (j, txn_ts) = found
