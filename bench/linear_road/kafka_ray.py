@@ -97,8 +97,10 @@ def expected_for_xways(one: dict[str, np.ndarray], xways: int) -> dict[str, Coun
 
 
 # ------------------------------------------------------------------ producing
-def encode_seconds(reports: Reports, xways: int) -> list[tuple[int, dict[int, list[bytes]]]]:
-    """Per simulated second: Kafka partition (2 * xway + dir) -> encoded reports."""
+def encode_seconds(reports: Reports, xways: int, last_ts: dict[tuple[int, int], int] | None = None
+                   ) -> list[tuple[int, dict[int, list[bytes]]]]:
+    """Per simulated second: Kafka partition (2 * xway + dir) -> encoded
+    reports; into `last_ts`, (second, partition) -> the burst's largest ts."""
     from caesar.codecs.flat import FlatCodec
     from caesar.examples.linear_road.avro import POSITION_REPORT, repository
     from caesar.examples.linear_road.partitioning import ms_timestamps
@@ -116,6 +118,9 @@ def encode_seconds(reports: Reports, xways: int) -> list[tuple[int, dict[int, li
         by_part: dict[int, list[bytes]] = {}
         for p, v in zip(part, encoded, strict=True):
             by_part.setdefault(p, []).append(v)
+        if last_ts is not None:
+            for p, ts in zip(part, cols["ts"].tolist(), strict=True):
+                last_ts[(t, p)] = ts  # ts is non-decreasing per partition
         out.append((t, by_part))
     return out
 
@@ -218,7 +223,8 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
     roads = reports.xways(xways)
     want = expected_for_xways(one_expected, xways)
     n_expected = sum(sum(c.values()) for c in want.values())
-    seconds = encode_seconds(roads, xways)
+    last_ts: dict[tuple[int, int], int] = {}
+    seconds = encode_seconds(roads, xways, last_ts)
     t = roads.columns["time"]
     window_reports = int(((t >= start) & (t < end)).sum())
     partitions = 2 * xways
@@ -256,17 +262,17 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
         log(f"L={xways}: {len(roads):,} reports, {partitions} input partitions, "
             f"{actors} actor(s) per service; history at x{history_pace:g}, window from "
             f"{start} at x{pace:g}; {n_expected:,} outputs expected")
-        arrivals: dict[int, list[tuple[int, int]]] = {}  # partition -> [(second, ms)]
+        arrivals: dict[int, list[tuple[int, int]]] = {}  # partition -> [(last ts, ms)]
         hist = [(t, b) for t, b in seconds if t < start]
         window = [(t, b) for t, b in seconds if t >= start]
-        _pace(producer, hist, history_pace, arrivals)
+        _pace(producer, hist, history_pace, arrivals, last_ts)
         caught = _wait_caught_up(bus, producer, settings, hist[-1][0] if hist else start)
         log(f"  history produced and processed ({caught:.0f} s after the last burst)")
         cpu0, load0, wall0 = meter.read(), os.getloadavg(), time.monotonic()
         commits0 = _commit_totals(dep.stats())
         tail = VisibleTail(runtime.bootstrap, list(OUTPUTS))
         tail.start()
-        lag_max = _pace(producer, window, pace, arrivals)
+        lag_max = _pace(producer, window, pace, arrivals, last_ts)
         produce_wall = time.monotonic() - wall0
         out_tps = [TopicPartition(t, 0) for t in OUTPUTS]
         deadline = time.monotonic() + 300
@@ -418,7 +424,8 @@ def _commit_totals(stats: dict[str, list[dict[str, Any]]]) -> dict[str, tuple[in
 
 
 def _pace(producer: Producer, seconds: list[tuple[int, dict[int, list[bytes]]]], pace: float,
-          arrivals: dict[int, list[tuple[int, int]]]) -> float:
+          arrivals: dict[int, list[tuple[int, int]]],
+          last_ts: dict[tuple[int, int], int]) -> float:
     """Send each second at its due wall time; returns the largest lateness (s)."""
     if not seconds:
         return 0.0
@@ -433,7 +440,7 @@ def _pace(producer: Producer, seconds: list[tuple[int, dict[int, list[bytes]]]],
         lag_max = max(lag_max, time.monotonic() - due)
         ms = producer.send(by_part)
         for p in by_part:
-            arrivals.setdefault(p, []).append((t, ms))
+            arrivals.setdefault(p, []).append((last_ts[(t, p)], ms))
     producer.flush()
     return lag_max
 
@@ -468,10 +475,8 @@ def _wait_caught_up(bus: Any, producer: Producer, settings: Any, last: int,
 
 
 def _series(arrivals: dict[int, list[tuple[int, int]]]) -> dict[int, list[tuple[list[int], list[int]]]]:
-    """Per input partition, the rising event times its bursts reached (the
-    last millisecond of the burst's second: transactions are in ms) and when."""
-    return {p: [([t * 1000 + 999 for t, _ in rows], [ms for _, ms in rows])]
-            for p, rows in arrivals.items()}
+    """Per input partition, the rising event times (ms) its bursts reached and when."""
+    return {p: [([ts for ts, _ in rows], [ms for _, ms in rows])] for p, rows in arrivals.items()}
 
 
 def _holds(row: dict[str, Any]) -> bool:

@@ -46,7 +46,9 @@ def test_an_output_of_a_context_partition_is_timed_by_its_stream_partitions_tran
     table = hop_table(KEY + "|1", 417)
     assert table.outputs == 1
     assert table.percentiles()["matcher"][3] == 300
-    assert hop_table("0|0|4|1", 417).outputs == 0  # another stream partition's
+    other = hop_table("0|0|4|1", 417)  # another stream partition's: not timed, and said why
+    assert other.outputs == 0 and other.untimed["without a stream partition"] == 1
+    assert "1 without a stream partition" in other.render()
 
 
 def hop_table(output_key: str, ms: int):

@@ -28,7 +28,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from caesar.bus.records import Record, TopicPartition
@@ -82,13 +82,17 @@ class HopTable:
     rows: dict[str, list[float]]  # hop -> latencies in ms, one per output
     outputs: int
     idle_released: int  # outputs whose transaction an idle flush released
+    # outputs left out, by why: no stream partition of their key has
+    # transactions, none in their time span, their transaction was not routed
+    untimed: dict[str, int] = field(default_factory=dict)
 
     def percentiles(self) -> dict[str, tuple[float, float, float, float]]:
         return {h: _stats(v) for h, v in self.rows.items() if v}
 
     def render(self) -> str:
+        left = "".join(f"; {n} {why}" for why, n in self.untimed.items() if n)
         lines = [f"latency per hop, ms ({self.outputs} outputs; {self.idle_released} released "
-                 "by an idle flush)",
+                 f"by an idle flush{left})",
                  f"  {'hop':<20}{'mean':>9}{'p50':>9}{'p99':>9}{'max':>9}"]
         for hop, (mean, p50, p99, mx) in self.percentiles().items():
             lines.append(f"  {hop:<20}{mean:>9,.0f}{p50:>9,.0f}{p99:>9,.0f}{mx:>9,.0f}")
@@ -96,6 +100,7 @@ class HopTable:
 
     def as_json(self) -> dict[str, Any]:
         return {"outputs": self.outputs, "idle_released": self.idle_released,
+                "untimed": dict(self.untimed),
                 "hops_ms": {h: dict(zip(("mean", "p50", "p99", "max"), s, strict=True))
                             for h, s in self.percentiles().items()}}
 
@@ -248,16 +253,21 @@ def breakdown(bus: Bus, codec: Codec, arrivals: dict[int, list[tuple[list[int], 
                                       ROUTED_BATCH).items()}
     rows: dict[str, list[float]] = {h: [] for h in HOPS}
     count = idle = 0
+    untimed = dict.fromkeys(("without a stream partition", "without a transaction",
+                             "not routed"), 0)
     for o in outputs:
         key = txn_at.stream_key(o.key)
         if key is None:
+            untimed["without a stream partition"] += 1
             continue
         found = txn_at.last(key, o.ts, o.ts + o.span_ms)
         if found is None:
+            untimed["without a transaction"] += 1
             continue
         t, (j, txn_ts) = found
         routed = routed_at.get((key, t))
         if routed is None:
+            untimed["not routed"] += 1
             continue
         count += 1
         later = [first_after(series, t) for series in arrivals.get(j, [])]
@@ -275,7 +285,7 @@ def breakdown(bus: Bus, codec: Codec, arrivals: dict[int, list[tuple[list[int], 
         rows["to topic (total)"].append(o.produced_ms - o.ingest_ms)
     rows["spark"] = [float(v) for v in spark_ms]
     rows["to table (total)"] = [float(v) for v in table_ms]
-    return HopTable(rows, count, idle)
+    return HopTable(rows, count, idle, untimed)
 
 
 def alerts_topic_outputs(bus: Bus, codec: Codec, topic: str) -> list[Output]:
