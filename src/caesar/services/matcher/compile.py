@@ -52,6 +52,9 @@ class CompInfo:
     negated: bool
     kleene: bool
     layout: tuple[str, ...]  # attribute names stored per event of this component
+    # every attribute the plan knows of its types: the layout of engine
+    # states written before layouts were per component (restored by name)
+    full_layout: tuple[str, ...] = ()
     filters: list[int] = field(default_factory=list)  # pushed-down program ids
     iter_filter: int = -1
     neg_checks: list[int] = field(default_factory=list)
@@ -185,10 +188,72 @@ class _Builder:
 
 
 def _layout(plan: PatternPlan, types: tuple[str, ...]) -> tuple[str, ...]:
+    """Every attribute the plan knows of the types (a stored row's columns
+    before per-component layouts: engine states written then have these)."""
     names: set[str] = set()
     for t in types:
         names.update(plan.schemas.get(t, {}))
     return tuple(sorted(names))
+
+
+def _attrs_into(expr: Expr, found: dict[str, set[str]]) -> None:
+    match expr:
+        case Attr(var=var, name=name) if var is not None:
+            found.setdefault(var, set()).add(name)
+        case Unary(operand=operand):
+            _attrs_into(operand, found)
+        case Binary(left=left, right=right):
+            _attrs_into(left, found)
+            _attrs_into(right, found)
+        case Call(args=args):
+            for arg in args:
+                _attrs_into(arg, found)
+        case Agg(arg=arg) if arg is not None:
+            _attrs_into(arg, found)
+
+
+def _read_attrs(plan: PatternPlan) -> dict[str, set[str]]:
+    """Variable -> the attributes some expression of the plan reads of it
+    (conditions, outputs, timeout outputs, iteration filters, aggregates)."""
+    exprs = list(plan.where)
+    for out in (plan.output, plan.timeout):
+        if out is not None:
+            exprs += [f.expr for f in out.fields]
+    exprs += [c.iteration_filter for c in plan.components if c.iteration_filter is not None]
+    found: dict[str, set[str]] = {}
+    for expr in exprs:
+        _attrs_into(expr, found)
+    return found
+
+
+def _shareable(plan: PatternPlan) -> set[int]:
+    """Components another plan may share (the engine's _plan_sharing: the
+    leading plain positive ones, but the last positive, of a
+    skip_till_any_match plan); sharing needs equal layouts, so these keep
+    every attribute whatever each plan reads of them."""
+    if plan.strategy != "skip_till_any_match":
+        return set()
+    pos = [i for i, c in enumerate(plan.components) if not c.negated]
+    out: set[int] = set()
+    d = 0
+    while d < len(pos) - 1 and pos[d] == d and not plan.components[d].kleene:
+        out.add(d)
+        d += 1
+    return out
+
+
+def _comp_layout(plan: PatternPlan, ci: int, read: dict[str, set[str]]) -> tuple[str, ...]:
+    """The columns a component's stored rows keep: what the plan reads of its
+    variable and the `[attr]` key, nothing else (StoppedCar's first three
+    reports are only counted: they kept all seven attributes, a third of
+    the matcher's state). A Kleene component keeps them all (its iteration
+    filter may read earlier iterations), and so do shareable ones."""
+    comp = plan.components[ci]
+    full = _layout(plan, comp.types)
+    if comp.kleene or ci in _shareable(plan):
+        return full
+    keep = read.get(comp.var, set()) | set(plan.equivalence)
+    return tuple(a for a in full if a in keep)
 
 
 def _const_eq(expr: Expr, var: str) -> tuple[str, int | float | str] | None:
@@ -269,10 +334,12 @@ def _link_components(plan: PatternPlan, comps: list[CompInfo], pos: list[int],
 def _compile(plan: PatternPlan, all_vars: frozenset[str], alt: int) -> CompiledPlan:
     if len(plan.components) > MAX_COMPONENTS:
         raise PlanError(f"plan {plan.plan_id}: more than {MAX_COMPONENTS} components")
-    comps = [CompInfo(c.var, c.types, c.negated, c.kleene, _layout(plan, c.types),
+    read = _read_attrs(plan)
+    comps = [CompInfo(c.var, c.types, c.negated, c.kleene, _comp_layout(plan, ci, read),
+                      full_layout=_layout(plan, c.types),
                       min_count=c.min_count if c.kleene else 1,
                       max_count=(c.max_count or 0) if c.kleene else 1, greedy=c.greedy)
-             for c in plan.components]
+             for ci, c in enumerate(plan.components)]
     comp_index = {c.var: i for i, c in enumerate(plan.components)}
     pos = [i for i, c in enumerate(plan.components) if not c.negated]
     pos_rank = {ci: k for k, ci in enumerate(pos)}

@@ -290,6 +290,32 @@ cdef bint _plain_runs(object runs):
     return True
 
 
+def _fit_rows(comp):
+    """A function (plan id, stack state) -> the state with rows of the
+    component's layout. States written before layouts were per component
+    keep every attribute of the types (`full_layout`): their columns are
+    picked by name. The engine reads rows at the layout's width unchecked,
+    so any other width is refused."""
+    width = len(comp.layout)
+    full = len(comp.full_layout)
+    pick = np.array([comp.full_layout.index(a) for a in comp.layout], dtype=np.intp)
+
+    def fit(pid, state):
+        w, base, tsb, seqb, valsb, kindsb = state
+        if w == width or not tsb:  # (an empty stack reads no row at any width)
+            return state
+        if w != full:
+            raise ValueError(f"engine state of {pid}: rows of {w} attributes, the plan stores "
+                             f"{width} ({', '.join(comp.layout)}) of {comp.var}")
+        m = len(tsb) // 8
+        vals = np.frombuffer(valsb, dtype=np.int64).reshape(m, w)[:, pick]
+        kinds = np.frombuffer(kindsb, dtype=np.uint8).reshape(m, w)[:, pick]
+        return (width, base, tsb, seqb,
+                np.ascontiguousarray(vals).tobytes() if width else b"",
+                np.ascontiguousarray(kinds).tobytes() if width else b"")
+    return fit
+
+
 cdef object _encode_block(int ncomp, dict keyed):
     """A plan's parts (one alternative, one partition) column-wise; see
     snapshot(). None when a component's stacks differ in width (a follower's
@@ -959,12 +985,14 @@ cdef class CythonEngine:
                 continue
             p = alts[alt]
             keyed = self._parts[p.slot].setdefault(partition, {})
+            fits = [_fit_rows(p.cp.comps[c]) for c in range(p.ncomp)]
             for key, stacks, runs, pending, ready, held in parts:
                 if len(stacks) != p.ncomp:  # the engine indexes stacks unchecked
                     raise ValueError(f"engine state of {pid}: {len(stacks)} stacks per part, "
                                      f"the plan has {p.ncomp} components")
                 part = Part(p, (partition, key))
-                part.stacks = tuple([Stack.from_state(s) for s in stacks])
+                part.stacks = tuple([Stack.from_state(fits[c](pid, s))
+                                     for c, s in enumerate(stacks)])
                 part.runs = runs
                 part.pending = pending
                 part.ready = ready
