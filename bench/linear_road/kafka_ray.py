@@ -515,7 +515,7 @@ def plot_runs(csv_path: Path, since: str, out: Path) -> None:
                 label="max, visible")
     axes[0].axhline(BOUND_S, color="red", lw=1, label="5 s bound")
     axes[0].set_ylabel("latency (s)")
-    axes[0].set_title("L = 1, seconds 6600-6630 at real time")
+    axes[0].set_title(f"L = 1 at real time, windows {', '.join(sorted({r['window'] for r in rows}))}")
     bottom = np.zeros(len(rows))
     for i, s in enumerate(SERVICES):
         vals = np.array([float(r[f"{s}_us_per_report"]) for r in rows])
