@@ -53,6 +53,7 @@ import numpy as np
 
 from bench.linear_road.standard import PEAK, Reports, data_path, load
 from bench.linear_road.throughput import append_row, commit
+from caesar.services.common.config import DEFAULT_CHECKPOINT_INTERVAL_S
 
 RESULTS = Path(__file__).parent / "results"
 BOUND_S = 5.0
@@ -200,6 +201,7 @@ def tree(pid: int | None, exclude: set[int] = frozenset()) -> list[int]:  # type
 def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int, *,
               start: int, end: int, history_pace: float, pace: float, actors: int,
               model: Path, commit_interval_s: float, max_commit_share: float = 0.25,
+              checkpoint_interval_s: float = DEFAULT_CHECKPOINT_INTERVAL_S,
               log: Any = print) -> dict[str, Any]:
     from caesar.runtime.ray_local import use_token_auth
 
@@ -249,7 +251,8 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
                  include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
         dep = Deployment(plan, settings, actors_per_service=actors,
                          options={"commit_interval_s": commit_interval_s,
-                                  "max_commit_share": max_commit_share})
+                                  "max_commit_share": max_commit_share,
+                                  "checkpoint_interval_s": checkpoint_interval_s})
         dep.start()
         stats = dep.stats()  # every actor is up and polling
         actor_pids = {s: [st["pid"] for st in sts] for s, sts in stats.items()}
@@ -270,6 +273,7 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
         log(f"  history produced and processed ({caught:.0f} s after the last burst)")
         cpu0, load0, wall0 = meter.read(), os.getloadavg(), time.monotonic()
         commits0 = _commit_totals(dep.stats())
+        checkpoints0 = _sum_stat(dep.stats(), "checkpoints")
         tail = VisibleTail(runtime.bootstrap, list(OUTPUTS))
         tail.start()
         lag_max = _pace(producer, window, pace, arrivals, last_ts)
@@ -288,6 +292,7 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
         tail.stop()
         cpu1, load1 = meter.read(), os.getloadavg()
         commits1 = _commit_totals(dep.stats())
+        checkpoints1 = _sum_stat(dep.stats(), "checkpoints")
         flat = {etype: FlatCodec(repository().get(f"caesar.linear_road.{etype}"))
                 for etype in OUTPUTS.values()}
         got: dict[str, Counter] = {}
@@ -328,7 +333,7 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
         cpu = {g: cpu1[g] - cpu0[g] for g in cpu0}
         row: dict[str, Any] = {
             "xways": xways, "actors_per_service": actors, "commit_interval_s": commit_interval_s,
-            "max_commit_share": max_commit_share,
+            "max_commit_share": max_commit_share, "checkpoint_interval_s": checkpoint_interval_s,
             "reports_window": window_reports,
             "reports_per_s": round(window_reports / max(1, end - start), 1),
             "outputs": sum(sum(c.values()) for c in got.values()), "expected": n_expected,
@@ -351,6 +356,8 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
                for s in SERVICES},
             **{f"{s}_commit_s": round(commits1.get(s, (0, 0.0))[1]
                                       - commits0.get(s, (0, 0.0))[1], 2) for s in SERVICES},
+            **{f"{s}_checkpoints": checkpoints1.get(s, 0) - checkpoints0.get(s, 0)
+               for s in SERVICES},
         }
         row["hops_ms"] = hops.as_json()["hops_ms"]
         log(hops.render())
@@ -415,6 +422,11 @@ class VisibleTail(threading.Thread):
         offsets, stamps = self.batches.get((topic, partition), ([], []))
         i = bisect.bisect_left(offsets, offset)
         return stamps[i] if i < len(stamps) else None
+
+
+def _sum_stat(stats: dict[str, list[dict[str, Any]]], name: str) -> dict[str, int]:
+    """service -> the stat summed over its actors."""
+    return {s: sum(st.get(name, 0) for st in sts) for s, sts in stats.items()}
 
 
 def _commit_totals(stats: dict[str, list[dict[str, Any]]]) -> dict[str, tuple[int, float]]:
@@ -581,7 +593,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--pace", type=float, default=1.0)
     ap.add_argument("--actors", type=int, default=1, help="actors per service")
     ap.add_argument("--commit-interval", type=float, default=10.0,
-                    help="s between commits (each writes every service's full state)")
+                    help="s between commits")
+    ap.add_argument("--checkpoint-interval", type=float, default=DEFAULT_CHECKPOINT_INTERVAL_S,
+                    help="s between two state checkpoints of the deriver and the matcher "
+                         "(0: with every commit); a restore replays their inputs since")
     ap.add_argument("--max-commit-share", type=float, default=0.25,
                     help="commits take at most this share of a service loop's time (1 = off)")
     ap.add_argument("--model", type=Path,
@@ -607,7 +622,8 @@ def main(argv: list[str] | None = None) -> None:
         row = run_level(reports, one, xw, start=start, end=end, history_pace=args.history_pace,
                         pace=args.pace, actors=args.actors, model=args.model,
                         commit_interval_s=args.commit_interval,
-                        max_commit_share=args.max_commit_share)
+                        max_commit_share=args.max_commit_share,
+                        checkpoint_interval_s=args.checkpoint_interval)
         row = {"label": args.label, "commit": commit(), "when": time.strftime("%Y-%m-%d %H:%M"),
                "window": f"{start}-{end}", "history_s": args.history, **row}
         rows.append(row)

@@ -13,7 +13,7 @@ from caesar.bus.protocol import Bus
 from caesar.bus.records import TopicPartition, TopicSpec
 from caesar.bus.topics import topic_specs
 from caesar.plans.execution import ExecutionPlan
-from caesar.services.common.config import ServiceConfig
+from caesar.services.common.config import DEFAULT_CHECKPOINT_INTERVAL_S, ServiceConfig
 from caesar.services.common.loop import Handler, ServiceLoop
 from caesar.services.common.plans import PlanBook, plan_loader
 from caesar.services.deriver.runner import DeriverHandler
@@ -70,7 +70,8 @@ def make_loop(service: str, cfg: ServiceConfig, bus: Bus, *, group_prefix: str =
               batch_size: int = 2000, commit_interval_s: float = 1.0,
               poll_timeout_s: float = 0.2, checkpoints: bool = True,
               max_commit_share: float = 0.25,
-              transaction_timeout_s: float | None = None) -> ServiceLoop:
+              transaction_timeout_s: float | None = None,
+              checkpoint_interval_s: float = DEFAULT_CHECKPOINT_INTERVAL_S) -> ServiceLoop:
     """One runner loop; its transactional ids name the service and each Kafka
     partition, so the next owner of a partition fences the one it replaces.
     With the bus's `transaction_timeout_s`, a transaction is committed within
@@ -87,6 +88,7 @@ def make_loop(service: str, cfg: ServiceConfig, bus: Bus, *, group_prefix: str =
                        partitions=cfg.partitions, store=store, batch_size=batch_size,
                        poll_timeout_s=poll_timeout_s, commit_interval_s=commit_interval_s,
                        max_commit_share=max_commit_share,
+                       checkpoint_interval_s=checkpoint_interval_s,
                        max_open_s=None if transaction_timeout_s is None
                        else transaction_timeout_s / 3)
     loop.plan_book = cfg.plan_book

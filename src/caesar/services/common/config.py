@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     from caesar.services.common.plans import PlanBook
     from caesar.settings import TopicSettings
 
+# Seconds between two checkpoints of a replayable service's partition state.
+DEFAULT_CHECKPOINT_INTERVAL_S = 10.0
+
 # Builds the pattern engine of a matcher from its plans (tests swap in the reference).
 EngineFactory = Callable[[Sequence["PatternPlan"]], "PatternEngine"]
 
@@ -29,6 +32,9 @@ class RunnerOptions(TypedDict, total=False):
     group_prefix: str  # consumer groups and actor names start with it
     commit_interval_s: float
     max_commit_share: float  # commits use at most this share of a loop's time
+    # the deriver's and matcher's states go out at most this often (0: with
+    # every commit); a restore replays their inputs since (loop.py)
+    checkpoint_interval_s: float
     log_level: str  # the actors log like the driver (caesar.logs)
     log_format: LogFormat
     stall_timeout_s: float  # a loop step running longer restarts the actor (watchdog.py)

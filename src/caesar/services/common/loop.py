@@ -28,6 +28,18 @@ input partition's offsets. Each checkpoint still goes to its partition's
 changelog and names the group it was written by; a restore by a different
 grouping is refused (StoreError), since the shared state covers the old
 group's inputs.
+
+Checkpoints every `checkpoint_interval_s` instead of every commit: a handler
+whose outputs and state are a function of its input records, in offset order
+per input partition, whatever the batches (`replayable = True`: the deriver
+and the matcher, docs/operations.md "Determinism"), writes partition j's state
+in at most one commit per interval. The commits between carry outputs and
+offsets only, so the state's offsets trail the group's committed ones. A
+restore then loads the state and replays the inputs from the offsets it covers
+up to the committed ones with their outputs dropped (they are committed
+already), which brings the state to the committed offsets, and goes on from
+there. A partition is checkpointed at its first commit after a restore that
+replayed it, so the replay never grows beyond one interval's input.
 """
 
 from __future__ import annotations
@@ -78,6 +90,10 @@ class Handler(Protocol):
 
     def event_time(self) -> int: ...
 
+    # replayable: bool  (optional) outputs and state are a function of the
+    # input records per partition in offset order, not of the batches: the
+    # loop may checkpoint every `checkpoint_interval_s` and replay the rest
+
 
 @dataclass
 class LoopStats:
@@ -95,6 +111,10 @@ class LoopStats:
     restore_records: int = 0  # changelog records (and bytes) the last restore read
     restore_bytes: int = 0
     restored_from: dict[str, int] = field(default_factory=dict)
+    checkpoints: int = 0  # partition states written
+    # input records handled again after a restore, their outputs dropped
+    # (the state's offsets trailed the committed ones: checkpoint_interval_s)
+    replayed: int = 0
     # How long the oldest record of each batch waited between the previous hop
     # producing it (its Kafka timestamp) and this loop handling it.
     hop_ms: LatencyHistogram = field(default_factory=LatencyHistogram)
@@ -106,7 +126,7 @@ class ServiceLoop:
                  store: StateStore | None = None, batch_size: int = 2000,
                  poll_timeout_s: float = 0.2, commit_interval_s: float = 1.0,
                  max_failed_commits: int = 20, max_commit_share: float = 0.25,
-                 max_open_s: float | None = None) -> None:
+                 max_open_s: float | None = None, checkpoint_interval_s: float = 0.0) -> None:
         self.bus = bus
         self.group_id = group_id
         self.transactional_prefix = transactional_prefix
@@ -133,6 +153,17 @@ class ServiceLoop:
         self.plan_book: Any = None  # the actor's PlanBook (model upgrades), set by make_loop
         self.inputs = list(self.handler.inputs())
         self.one_transaction = bool(getattr(self.handler, "one_transaction", False))
+        # Partition states go out at most once per interval (0: with every
+        # commit); only a replayable handler can catch up from an older state.
+        # (One input per partition: the order of records across two inputs is
+        # not the same on a replay, and a function of it is not replayable.)
+        replayable = (bool(getattr(self.handler, "replayable", False))
+                      and not self.one_transaction
+                      and all(len(self.handler.partition_inputs(j)) == 1 for j in partitions))
+        self.checkpoint_interval_s = checkpoint_interval_s if replayable else 0.0
+        self._checkpointed_at: dict[int, float] = {}  # partition -> its last state write
+        self._replay_to: dict[TopicPartition, int] = {}  # input -> the committed offset
+        self._behind: set[int] = set()  # committed since their last state write
         # Producers (and open transactions) by transaction key: the partition
         # j, or with one_transaction the group's lowest partition for all.
         self.producers: dict[int, BusProducer] = {}
@@ -183,11 +214,27 @@ class ServiceLoop:
         self.handler = self.handler_factory()
         self.stats.restored_from = {}
         offsets = self._load_states()
-        if len(offsets) < len(self.inputs):
+        self._replay_to = {}
+        if len(offsets) < len(self.inputs) or self.checkpoint_interval_s > 0:
             committed = self._committed()
             for tp in self.inputs:
+                done = committed.get(tp)
                 if tp not in offsets:
-                    offsets[tp] = committed.get(tp) or 0
+                    offsets[tp] = done or 0
+                elif done is not None and done > offsets[tp]:
+                    # the state is older than the outputs already committed
+                    self._replay_to[tp] = done
+        # A partition without an entry writes its state at its next commit:
+        # one never checkpointed, or replayed (so the next replay is short).
+        now = time.monotonic()
+        replaying = {self._owner[tp] for tp in self._replay_to}
+        self._checkpointed_at = {j: now for j in self.partitions
+                                 if j in self._restored and j not in replaying}
+        self._behind = set()
+        if self._replay_to:
+            log.info("%s replays %d records to the committed offsets (outputs dropped)",
+                     self.transactional_prefix,
+                     sum(self._replay_to[tp] - offsets[tp] for tp in self._replay_to))
         self.positions = dict(offsets)
         self.consumer.assign(self.inputs, offsets)
         self._dirty = set()
@@ -216,6 +263,7 @@ class ServiceLoop:
         """Each partition's last committed state into the handler; the input
         offsets those states cover."""
         offsets: dict[TopicPartition, int] = {}
+        self._restored: set[int] = set()  # partitions with a committed state
         if self.store is None:
             return offsets
         self.store.reset_read_counts()
@@ -230,6 +278,7 @@ class ServiceLoop:
                 self._check_group(j)
             with collector_paused():
                 self.handler.restore_partition(j, state)
+            self._restored.add(j)
             for tp in self.handler.partition_inputs(j):
                 if tp in covers:
                     offsets[tp] = covers[tp]
@@ -275,18 +324,15 @@ class ServiceLoop:
     def run_once(self) -> int:
         assert self.consumer is not None
         self.beat = time.monotonic()  # for the watchdog: a step began
-        produced = 0
-        control = getattr(self.handler, "control", None)
-        if control is not None:  # e.g. the scheduler starting a model upgrade
-            for j, out in control().items():
-                self._dirty.add(j)
-                if out and not self._produce(j, out):
-                    return 0
-                produced += len(out)
+        produced = self._control()
+        if produced < 0:
+            return 0
         records = self.consumer.poll(self.batch_size, self.poll_timeout_s)
         if time.monotonic() - self._positions_at > 1.0:  # for lag(), read by other threads
             self._positions_seen = self.consumer.position(self.inputs)
             self._positions_at = time.monotonic()
+        if records and self._replay_to:
+            records = self._replay(records)
         if records:
             self.stats.hop_ms.observe(time.time() * 1000 - min(r.timestamp_ms for r in records))
             outputs = self.handler.handle(records)
@@ -307,6 +353,36 @@ class ServiceLoop:
         if self._dirty and self.commit_due(time.monotonic()):
             self.commit()
         return len(records) + produced  # anything moved
+
+    def _control(self) -> int:
+        """The handler's own outputs (e.g. the scheduler starting a model
+        upgrade): how many, or -1 when producing failed."""
+        produced = 0
+        control = getattr(self.handler, "control", None)
+        if control is not None:
+            for j, out in control().items():
+                self._dirty.add(j)
+                if out and not self._produce(j, out):
+                    return -1
+                produced += len(out)
+        return produced
+
+    def _replay(self, records: Sequence[Record]) -> list[Record]:
+        """Hand the records below the committed offsets to the handler and drop
+        their outputs (committed before the restore); the rest, live."""
+        replay: list[Record] = []
+        live: list[Record] = []
+        for r in records:
+            target = self._replay_to.get(r.topic_partition)
+            (replay if target is not None and r.offset < target else live).append(r)
+        for r in live:  # past the committed offset (transaction markers lie between)
+            self._replay_to.pop(r.topic_partition, None)
+        if replay:
+            self.handler.handle(replay)
+            for r in replay:
+                self.positions[r.topic_partition] = r.offset + 1
+            self.stats.replayed += len(replay)
+        return live
 
     def commit_due(self, now: float) -> bool:
         """The interval has passed, and the time since the last commit is at
@@ -362,6 +438,8 @@ class ServiceLoop:
         assert self.consumer is not None
         group = self.partitions if self.one_transaction else None
         started = time.monotonic()
+        written: list[int] = []
+        committed: list[int] = []
         try:
             ts = self.handler.event_time()
             for key in sorted({self._key(j) for j in self._dirty}):
@@ -372,18 +450,20 @@ class ServiceLoop:
                     inputs = self.handler.partition_inputs(j)
                     covers = {tp: self.positions[tp] for tp in inputs if tp in self.positions}
                     offsets.update(covers)
-                    if self.store is not None:  # 2. changelog: partition j's state
-                        with collector_paused():
+                    if self.store is not None and self._checkpoint_due(j, started):
+                        with collector_paused():  # 2. changelog: partition j's state
                             state = self.handler.snapshot_partition(j)
                             self._state_sizes[j] = self.store.write(
                                 producer, j, state, covers, ts, group=group)
                             del state
+                        written.append(j)
                 # 3. their input offsets, in the same transaction
                 producer.send_offsets_to_transaction(offsets, self.consumer, timeout_s=10.0)
                 # 4. all of it visible at once
                 producer.commit_transaction()
                 self._open.discard(key)
                 self._dirty.difference_update(members)
+                committed += members
             self.stats.state_bytes = sum(self._state_sizes.values())
         except ProducerFencedError as exc:
             log.warning("%s: %s", self.transactional_prefix, exc)
@@ -395,10 +475,24 @@ class ServiceLoop:
             self._failed(fatal=False)
             return
         self._failed_commits = 0
+        for j in written:
+            self._checkpointed_at[j] = started
+        self._behind.difference_update(written)
+        self._behind.update(j for j in committed if j not in written)
+        self.stats.checkpoints += len(written)
         self._last_commit = time.monotonic()
         self._commit_cost = self._last_commit - started
         self.stats.commits += 1
         self.stats.commit_s += self._commit_cost
+
+    def _checkpoint_due(self, j: int, now: float) -> bool:
+        """Does partition j's state go out with this commit? Every commit
+        without an interval; else its first, its first after a replay, and
+        then one per interval."""
+        if self.checkpoint_interval_s <= 0:
+            return True
+        last = self._checkpointed_at.get(j)
+        return last is None or now - last >= self.checkpoint_interval_s
 
     def _failed(self, fatal: bool) -> None:
         """Give up every open transaction and restore the last committed
@@ -442,6 +536,17 @@ class ServiceLoop:
                 idle_since = time.monotonic()
             elif max_idle_s is not None and time.monotonic() - idle_since > max_idle_s:
                 break
+        self.checkpoint_all()
+
+    def checkpoint_all(self) -> None:
+        """Commit with every partition's state up to date (a graceful stop: the
+        next owner restores without replaying)."""
+        if self._replay_to:
+            self.commit()  # a replay not finished: its partitions have nothing new
+            return
+        for j in self._behind:
+            self._checkpointed_at.pop(j, None)
+        self._dirty |= self._behind
         self.commit()
 
     def close(self) -> None:

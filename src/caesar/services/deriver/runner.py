@@ -34,6 +34,11 @@ PROGRESS_KEY = b"__progress__"
 
 
 class DeriverHandler:
+    # Outputs and state are a function of the input records in offset order
+    # (one input per partition), not of the batches: the loop may checkpoint
+    # every interval and replay the rest (loop.py; test_checkpoint_replay.py).
+    replayable = True
+
     def __init__(self, cfg: ServiceConfig) -> None:
         self.cfg = cfg
         self.codec = cfg.codec

@@ -20,7 +20,11 @@ from typing import Any
 import ray
 
 from caesar.plans.execution import ExecutionPlan
-from caesar.services.common.config import RunnerOptions, ServiceConfig
+from caesar.services.common.config import (
+    DEFAULT_CHECKPOINT_INTERVAL_S,
+    RunnerOptions,
+    ServiceConfig,
+)
 from caesar.services.common.watchdog import DEFAULT_STALL_S, watch
 from caesar.services.wiring import make_loop
 
@@ -54,6 +58,8 @@ class ServiceActor:
                               batch_size=settings.kafka.consume_batch_size,
                               commit_interval_s=options.get("commit_interval_s", 1.0),
                               max_commit_share=options.get("max_commit_share", 0.25),
+                              checkpoint_interval_s=options.get(
+                                  "checkpoint_interval_s", DEFAULT_CHECKPOINT_INTERVAL_S),
                               transaction_timeout_s=settings.kafka.transaction_timeout_ms / 1000,
                               poll_timeout_s=settings.kafka.poll_timeout_s)
         self._stop = threading.Event()
@@ -85,7 +91,8 @@ class ServiceActor:
         return {"service": self.service, "actor": self.actor_id, "pid": os.getpid(),
                 "records_in": s.records_in,
                 "records_out": s.records_out, "batches": s.batches, "commits": s.commits,
-                "commit_s": round(s.commit_s, 3),
+                "commit_s": round(s.commit_s, 3), "checkpoints": s.checkpoints,
+                "replayed": s.replayed,
                 "aborts": s.aborts, "recoveries": s.recoveries, "state_bytes": s.state_bytes,
                 "restore_s": s.restore_s, "restore_records": s.restore_records,
                 "restore_bytes": s.restore_bytes, "restored_from": s.restored_from, "error": self.error,
