@@ -127,6 +127,9 @@ class RunResult:
     stuck: list[str] = field(default_factory=list)
     drain_s: float = 0.0  # input end -> every expected alert committed
     restarts: int = 0  # actors that restored a checkpoint
+    # input records the restored actors handled again with their outputs
+    # dropped (their checkpoint trailed the committed offsets)
+    replayed: int = 0
     note: str = ""
 
     @property
@@ -257,6 +260,7 @@ class FaultLab:
         result.duplicated = sum((got - stream.expected).values())
         result.stuck = stuck_partitions(d.bus, d.settings, d.plan)
         result.restarts = d.driver.restarts()
+        result.replayed = d.driver.replayed()
         if result.stuck or result.lost:
             result.note = d.driver.describe() + self.keep_actor_logs(d.prefix, d.driver.began)
 
@@ -417,6 +421,12 @@ class Driver:
 
         stats = ray.get([self._actor(s).stats.remote() for s in SERVICES], timeout=60)
         return sum(1 for st in stats if st["restored_from"])
+
+    def replayed(self) -> int:
+        import ray
+
+        stats = ray.get([self._actor(s).stats.remote() for s in SERVICES], timeout=60)
+        return sum(st.get("replayed", 0) for st in stats)
 
     def describe(self) -> str:
         """Each actor's loop as it is now, for the report of a failed run."""
