@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from service_plans import pos, two_context_plan
 
+from caesar.bus.errors import BusError
 from caesar.bus.memory import InMemoryBus
 from caesar.codecs import make_codec
 from caesar.services.common.config import ServiceConfig
@@ -122,25 +123,47 @@ def test_a_graceful_stop_writes_every_state_so_the_next_owner_replays_nothing():
     assert loop.stats.restored_from and not loop._replay_to
 
 
-@settings(max_examples=20, deadline=None)
+def flaky_checkpoints(loop, rnd):
+    """The loop's checkpoints after an outputs' commit fail at random (the
+    broker gone between the two transactions)."""
+    real = loop._checkpoint
+
+    def checkpoint(j, ts):
+        if rnd.random() < 0.3:
+            raise BusError("injected: the checkpoint's transaction failed")
+        real(j, ts)
+
+    loop._checkpoint = checkpoint
+
+
+@settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 10_000), partitions=st.integers(1, 3),
        crashes=st.lists(st.tuples(st.integers(0, 12), st.sampled_from(["deriver", "matcher"])),
                         max_size=4),
-       batch=st.integers(5, 60), interval=st.sampled_from([NEVER, 0.0, 0.001]))
-def test_crashes_anywhere_lose_and_repeat_nothing(seed, partitions, crashes, batch, interval):
-    """Deriver and matcher crash at random steps, with random batch sizes:
-    the visible outputs equal the embedded pipeline's, each exactly once."""
+       batch=st.integers(5, 60), interval=st.sampled_from([NEVER, 0.0, 0.001]),
+       flaky=st.booleans())
+def test_crashes_anywhere_lose_and_repeat_nothing(seed, partitions, crashes, batch, interval,
+                                                 flaky):
+    """Deriver and matcher crash at random steps, with random batch sizes,
+    and (flaky) checkpoints fail after their outputs' commit: the visible
+    outputs equal the embedded pipeline's, each exactly once."""
     events = stream(240, seed=seed, segs=4)
     cfg, bus = config(partitions), InMemoryBus()
     options = dict(commit_interval_s=0.0, poll_timeout_s=0.0, batch_size=batch,
                    checkpoint_interval_s=interval)
     pipe = BusPipeline(cfg, bus, **options)
+    rnd = random.Random(seed)
+    if flaky:
+        for service in ("deriver", "matcher"):
+            flaky_checkpoints(pipe.loops[service], rnd)
     produce_inputs(bus, cfg, events, end=True)
     at = sorted(crashes)
     for step in range(13):
         for loop in pipe.loops.values():
             loop.run_once()
         for _, service in (c for c in at if c[0] == step):
-            crash(pipe, cfg, bus, service, **options)
+            loop = crash(pipe, cfg, bus, service, **options)
+            if flaky:
+                flaky_checkpoints(loop, rnd)
     pipe.run_until_quiet(quiet_s=0.2)
     assert identities(read_alerts(bus, cfg)) == expected(events)

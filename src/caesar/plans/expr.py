@@ -30,6 +30,7 @@ Semantics every engine must follow:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeGuard, get_args
 
@@ -127,6 +128,24 @@ def variables(expr: Expr) -> frozenset[str]:
         case Agg(var=var, arg=arg):
             return frozenset({var}) | (variables(arg) if arg is not None else frozenset())
     raise TypeError(f"not an expression: {expr!r}")
+
+
+def nodes(expr: Expr, *, into_aggregates: bool = True) -> Iterator[Expr]:
+    """The expression and every subexpression, parents first; an aggregate's
+    argument only `into_aggregates` (it is evaluated per iteration, not at
+    the aggregate's place)."""
+    yield expr
+    match expr:
+        case Unary(operand=operand):
+            yield from nodes(operand, into_aggregates=into_aggregates)
+        case Binary(left=left, right=right):
+            yield from nodes(left, into_aggregates=into_aggregates)
+            yield from nodes(right, into_aggregates=into_aggregates)
+        case Call(args=args):
+            for arg in args:
+                yield from nodes(arg, into_aggregates=into_aggregates)
+        case Agg(arg=arg) if arg is not None and into_aggregates:
+            yield from nodes(arg, into_aggregates=into_aggregates)
 
 
 def conjuncts(expr: Expr | None) -> tuple[Expr, ...]:

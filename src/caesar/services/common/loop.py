@@ -231,6 +231,7 @@ class ServiceLoop:
         self._checkpointed_at = {j: now for j in self.partitions
                                  if j in self._restored and j not in replaying}
         self._behind = set()
+        self._stated = set(self._restored)  # partitions with a state (restored or written)
         if self._replay_to:
             log.info("%s replays %d records to the committed offsets (outputs dropped)",
                      self.transactional_prefix,
@@ -432,7 +433,9 @@ class ServiceLoop:
     def commit(self) -> None:
         """Steps 2-4 for every partition that changed (all in one transaction
         with one_transaction, else one per partition); on failure abort and
-        rewind to the last commit."""
+        rewind to the last commit. With a checkpoint interval, a state that is
+        due goes out after the outputs' commit, in a transaction of its own
+        (one partition per commit), so no output waits for a snapshot."""
         if not self._dirty:
             return
         assert self.consumer is not None
@@ -440,6 +443,7 @@ class ServiceLoop:
         started = time.monotonic()
         written: list[int] = []
         committed: list[int] = []
+        after: list[int] = []  # states due, written once the outputs are committed
         try:
             ts = self.handler.event_time()
             for key in sorted({self._key(j) for j in self._dirty}):
@@ -447,16 +451,16 @@ class ServiceLoop:
                 members = [j for j in sorted(self._dirty) if self._key(j) == key]
                 offsets: dict[TopicPartition, int] = {}
                 for j in members:
-                    inputs = self.handler.partition_inputs(j)
-                    covers = {tp: self.positions[tp] for tp in inputs if tp in self.positions}
+                    covers = self._covers(j)
                     offsets.update(covers)
-                    if self.store is not None and self._checkpoint_due(j, started):
-                        with collector_paused():  # 2. changelog: partition j's state
-                            state = self.handler.snapshot_partition(j)
-                            self._state_sizes[j] = self.store.write(
-                                producer, j, state, covers, ts, group=group)
-                            del state
-                        written.append(j)
+                    if self.store is None or not self._checkpoint_due(j, started):
+                        continue
+                    if self.checkpoint_interval_s > 0 and j in self._stated:
+                        after.append(j)  # an older state and a replay cover j meanwhile
+                        continue
+                    # 2. changelog: partition j's state, with the offsets it covers
+                    self._write_state(producer, j, covers, ts, group)
+                    written.append(j)
                 # 3. their input offsets, in the same transaction
                 producer.send_offsets_to_transaction(offsets, self.consumer, timeout_s=10.0)
                 # 4. all of it visible at once
@@ -464,6 +468,11 @@ class ServiceLoop:
                 self._open.discard(key)
                 self._dirty.difference_update(members)
                 committed += members
+            outputs_s = time.monotonic() - started
+            if after:  # the most overdue; the others at the next commits
+                j = min(after, key=lambda j: self._checkpointed_at.get(j, -1.0))
+                self._checkpoint(j, ts)
+                written.append(j)
             self.stats.state_bytes = sum(self._state_sizes.values())
         except ProducerFencedError as exc:
             log.warning("%s: %s", self.transactional_prefix, exc)
@@ -475,15 +484,43 @@ class ServiceLoop:
             self._failed(fatal=False)
             return
         self._failed_commits = 0
-        for j in written:
-            self._checkpointed_at[j] = started
-        self._behind.difference_update(written)
-        self._behind.update(j for j in committed if j not in written)
-        self.stats.checkpoints += len(written)
+        self._behind.update(committed)
+        self._wrote(written, started)
         self._last_commit = time.monotonic()
-        self._commit_cost = self._last_commit - started
+        # The spacing follows what the outputs waited for; a checkpoint after
+        # them is bounded by the checkpoint interval instead.
+        self._commit_cost = outputs_s
         self.stats.commits += 1
-        self.stats.commit_s += self._commit_cost
+        self.stats.commit_s += self._last_commit - started
+
+    def _covers(self, j: int) -> dict[TopicPartition, int]:
+        """The input offsets partition j's state covers now."""
+        return {tp: self.positions[tp] for tp in self.handler.partition_inputs(j)
+                if tp in self.positions}
+
+    def _write_state(self, producer: BusProducer, j: int, covers: dict[TopicPartition, int],
+                     ts: int, group: tuple[int, ...] | None) -> None:
+        assert self.store is not None
+        with collector_paused():
+            state = self.handler.snapshot_partition(j)
+            self._state_sizes[j] = self.store.write(producer, j, state, covers, ts, group=group)
+            del state
+
+    def _checkpoint(self, j: int, ts: int) -> None:
+        """Partition j's state alone in a transaction, covering the offsets
+        just committed (nothing was handled in between)."""
+        key = self._key(j)
+        producer = self._begin(key)
+        self._write_state(producer, j, self._covers(j), ts, None)
+        producer.commit_transaction()
+        self._open.discard(key)
+
+    def _wrote(self, written: list[int], at: float) -> None:
+        for j in written:
+            self._checkpointed_at[j] = at
+        self._stated.update(written)
+        self._behind.difference_update(written)
+        self.stats.checkpoints += len(written)
 
     def _checkpoint_due(self, j: int, now: float) -> bool:
         """Does partition j's state go out with this commit? Every commit
@@ -539,15 +576,20 @@ class ServiceLoop:
         self.checkpoint_all()
 
     def checkpoint_all(self) -> None:
-        """Commit with every partition's state up to date (a graceful stop: the
-        next owner restores without replaying)."""
-        if self._replay_to:
-            self.commit()  # a replay not finished: its partitions have nothing new
-            return
-        for j in self._behind:
-            self._checkpointed_at.pop(j, None)
-        self._dirty |= self._behind
+        """Commit, then write every state that trails its commits (a graceful
+        stop: the next owner restores without replaying)."""
         self.commit()
+        if self._dirty or self._replay_to or self.store is None:
+            return  # the commit failed, or a replay is not finished
+        started = time.monotonic()
+        try:
+            ts = self.handler.event_time()
+            for j in sorted(self._behind):
+                self._checkpoint(j, ts)
+                self._wrote([j], started)
+        except BusError as exc:
+            log.warning("%s: final checkpoint failed (%s): the next owner replays",
+                        self.transactional_prefix, exc)
 
     def close(self) -> None:
         try:

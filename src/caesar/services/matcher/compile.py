@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from caesar.errors import PlanError
-from caesar.plans.expr import Agg, Attr, Binary, Call, Const, Expr, Unary, render, variables
+from caesar.plans.expr import Agg, Attr, Binary, Call, Const, Expr, Unary, nodes, render, variables
 from caesar.plans.functions import Function
 from caesar.plans.pattern import PatternPlan
 from caesar.services.matcher.expr_eval import MISSING, aggregate, failures, holds
@@ -102,6 +102,7 @@ class CompiledPlan:
     timeout_outputs: list[tuple[str, int]] = field(default_factory=list)
     dead: bool = False  # a WHERE conjunct is constantly false: nothing ever starts
     functions: list[Function] = field(default_factory=list)  # OP_UDF's table
+    share_prefix: int = 0  # leading components another plan may share (share_prefix())
 
 
 class _Builder:
@@ -196,22 +197,6 @@ def _layout(plan: PatternPlan, types: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-def _attrs_into(expr: Expr, found: dict[str, set[str]]) -> None:
-    match expr:
-        case Attr(var=var, name=name) if var is not None:
-            found.setdefault(var, set()).add(name)
-        case Unary(operand=operand):
-            _attrs_into(operand, found)
-        case Binary(left=left, right=right):
-            _attrs_into(left, found)
-            _attrs_into(right, found)
-        case Call(args=args):
-            for arg in args:
-                _attrs_into(arg, found)
-        case Agg(arg=arg) if arg is not None:
-            _attrs_into(arg, found)
-
-
 def _read_attrs(plan: PatternPlan) -> dict[str, set[str]]:
     """Variable -> the attributes some expression of the plan reads of it
     (conditions, outputs, timeout outputs, iteration filters, aggregates)."""
@@ -222,24 +207,25 @@ def _read_attrs(plan: PatternPlan) -> dict[str, set[str]]:
     exprs += [c.iteration_filter for c in plan.components if c.iteration_filter is not None]
     found: dict[str, set[str]] = {}
     for expr in exprs:
-        _attrs_into(expr, found)
+        for node in nodes(expr):
+            if isinstance(node, Attr) and node.var is not None:
+                found.setdefault(node.var, set()).add(node.name)
     return found
 
 
-def _shareable(plan: PatternPlan) -> set[int]:
-    """Components another plan may share (the engine's _plan_sharing: the
-    leading plain positive ones, but the last positive, of a
-    skip_till_any_match plan); sharing needs equal layouts, so these keep
-    every attribute whatever each plan reads of them."""
+def share_prefix(plan: PatternPlan) -> int:
+    """How many leading components another plan may share (the engine's
+    _plan_sharing reads it from CompiledPlan.share_prefix): the leading plain
+    positive ones, but the last positive, of a skip_till_any_match plan.
+    Sharing needs equal layouts, so these keep every attribute whatever each
+    plan reads of them."""
     if plan.strategy != "skip_till_any_match":
-        return set()
+        return 0
     pos = [i for i, c in enumerate(plan.components) if not c.negated]
-    out: set[int] = set()
     d = 0
     while d < len(pos) - 1 and pos[d] == d and not plan.components[d].kleene:
-        out.add(d)
         d += 1
-    return out
+    return d
 
 
 def _comp_layout(plan: PatternPlan, ci: int, read: dict[str, set[str]]) -> tuple[str, ...]:
@@ -250,7 +236,7 @@ def _comp_layout(plan: PatternPlan, ci: int, read: dict[str, set[str]]) -> tuple
     filter may read earlier iterations), and so do shareable ones."""
     comp = plan.components[ci]
     full = _layout(plan, comp.types)
-    if comp.kleene or ci in _shareable(plan):
+    if comp.kleene or ci < share_prefix(plan):
         return full
     keep = read.get(comp.var, set()) | set(plan.equivalence)
     return tuple(a for a in full if a in keep)
@@ -389,6 +375,7 @@ def _compile(plan: PatternPlan, all_vars: frozenset[str], alt: int) -> CompiledP
         equivalence=tuple(plan.equivalence),
         has_end_negation=has_end,
         alt=alt,
+        share_prefix=share_prefix(plan),
         keyless=(plan.strategy == "strict_contiguity" or plan.skip != "no_skip"
                  or (not plan.equivalence_negated and bool(plan.equivalence)
                      and bool(plan.negated))),

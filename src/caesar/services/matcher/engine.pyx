@@ -585,9 +585,7 @@ cdef class CythonEngine:
         for p in self._plans:
             if p.strategy != 0 or p.has_end_neg or p.keyless:
                 continue
-            dmax = 0
-            while dmax < p.npos - 1 and p.pos[dmax] == dmax and not p.kleene[dmax]:
-                dmax += 1
+            dmax = p.cp.share_prefix  # (compile.py: those keep their full layouts)
             if dmax == 0:
                 continue
             sig = [(p.within, p.cp.equivalence)]

@@ -11,7 +11,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from caesar.errors import PlanError
-from caesar.plans.expr import Agg, Attr, Binary, Call, Const, Expr, Unary
+from caesar.plans.expr import Agg, Attr, Expr, nodes
 from caesar.plans.temporal import INVERSE, TemporalPlan, mask_of
 
 MAX_SITUATIONS = 16
@@ -55,23 +55,6 @@ class CompiledPlan:
     @property
     def n(self) -> int:
         return len(self.names)
-
-
-def _agg_nodes(expr: Expr, out: list[Agg]) -> None:
-    match expr:
-        case Agg():
-            if expr not in out:
-                out.append(expr)
-        case Unary(operand=o):
-            _agg_nodes(o, out)
-        case Binary(left=left, right=right):
-            _agg_nodes(left, out)
-            _agg_nodes(right, out)
-        case Call(args=args):
-            for a in args:
-                _agg_nodes(a, out)
-        case Const() | Attr():
-            pass
 
 
 def _arg_type(arg: Expr | None, schema: dict[str, str]) -> str:
@@ -134,16 +117,18 @@ def _relation_masks(plan: TemporalPlan, index: dict[str, int]) -> list[list[int]
 
 def _aggregates(plan: TemporalPlan, index: dict[str, int]) -> tuple[list[Agg], list[AggSpec]]:
     """The distinct aggregate nodes of the output fields and their specs."""
-    nodes: list[Agg] = []
+    found: list[Agg] = []
     if plan.output is not None:
         for f in plan.output.fields:
-            _agg_nodes(f.expr, nodes)
+            for node in nodes(f.expr, into_aggregates=False):
+                if isinstance(node, Agg) and node not in found:
+                    found.append(node)
     aggs = []
-    for node in nodes:
+    for node in found:
         src = plan.situations[index[node.var]].source_type
         typ = _arg_type(node.arg, plan.schemas.get(src, {}))
         aggs.append(AggSpec(index[node.var], node.func, node.arg, typ))
-    return nodes, aggs
+    return found, aggs
 
 
 def default_selectivity(cp: CompiledPlan) -> list[list[float]]:
