@@ -1,0 +1,190 @@
+"""Issue 18's figures from one command: embedded reports per CPU-second
+against the plain loop, the Kafka + Ray L-rating on the standard profile's
+peak with its per-hop table, and the paper's Figures 12 and 14 (CI / CA and
+non-shared / shared ratios), on the public Linear Road standard data.
+
+    python -m bench.linear_road.report [--data L1.dat] [--quick] [--skip PART ...]
+
+Runs, one after the other (each in its own process, as when run alone; none
+of them beside another, the machine has 2 cores):
+
+1. `throughput`: the embedded pipeline and the plain loop, interleaved
+   (default: seconds 6600-6660 after 60 s of history, 2 rounds);
+2. `kafka_ray`: the L-rating on the 30 peak minutes (6000-7800, after 600 s
+   of history), 1 then 2 expressways until one does not hold (~40 min per
+   level), commit interval 0.25 s, max commit share 0.5;
+3. `figures`: Figures 12 and 14 (~13 min).
+
+`--quick` runs each small (a 30 s throughput window, 2 minutes of the peak at
+1 expressway, the figures' tiny sizes): ~15 minutes in all, for a check that
+it all works, not for the figures. Each part appends its rows to its own CSV
+in bench/linear_road/results (and draws its PNG); this command then writes
+`report.md` and `report.json` there with the rows of this run (label
+"report <time>"). Exits non-zero if any part failed or any output differed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).parent / "results"
+PARTS = ("throughput", "kafka_ray", "figures")
+
+
+def commands(args: argparse.Namespace, label: str) -> dict[str, list[str]]:
+    data = ["--data", args.data] if args.data else []
+    data += ["--out", str(args.out)]
+    if args.quick:
+        return {
+            "throughput": [*data, "--window", "6600", "6630", "--history", "30", "--rounds", "1",
+                           "--models", "model_per_segment", "--label", label],
+            "kafka_ray": [*data, "--xways", "1", "--window", "6600", "6720", "--history", "600",
+                          "--commit-interval", "0.25", "--max-commit-share", "0.5",
+                          "--label", label, "--tag", "-report-quick"],
+            "figures": [*data, "--quick"],
+        }
+    return {
+        "throughput": [*data, "--window", "6600", "6660", "--history", "60", "--rounds", "2",
+                       "--models", "model_per_segment", "--label", label],
+        "kafka_ray": [*data, "--xways", *map(str, args.xways), "--history", "600",
+                      "--commit-interval", "0.25", "--max-commit-share", "0.5",
+                      "--label", label],
+        "figures": [*data, "--rounds", "2"],
+    }
+
+
+def rows_of(path: Path, label: str) -> list[dict[str, str]]:
+    if not path.exists():
+        return []
+    with path.open() as f:
+        return [r for r in csv.DictReader(f) if r.get("label") == label]
+
+
+def csv_rows(path: Path) -> list[dict[str, str]]:
+    if not path.exists():
+        return []
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def summarize(label: str, quick: bool, status: dict[str, int], out: Path) -> dict[str, Any]:
+    """What this run measured, from the rows its parts appended."""
+    report: dict[str, Any] = {"label": label, "quick": quick, "exit_codes": status}
+    thr = rows_of(out / "throughput_vs_plain.csv", label)
+    pipe = [float(r["reports_per_cpu_s"]) for r in thr if r["config"] != "plain loop"]
+    plain = [float(r["all_reports_per_cpu_s"]) for r in thr if r["config"] == "plain loop"]
+    pipe_all = [float(r["all_reports_per_cpu_s"]) for r in thr if r["config"] != "plain loop"]
+    if pipe:
+        report["embedded"] = {
+            "reports_per_cpu_s": sorted(pipe)[len(pipe) // 2],
+            "plain_loop_reports_per_cpu_s": sorted(plain)[len(plain) // 2] if plain else None,
+            "ratio_to_plain": round(sorted(pipe_all)[len(pipe_all) // 2]
+                                    / sorted(plain)[len(plain) // 2], 3) if plain else None,
+            "exact": all(r["differences_tolls"] in ("0", "") and r["differences_alerts"]
+                         in ("0", "") for r in thr),
+            "target": 100_000,
+        }
+    kr = rows_of(out / ("kafka_ray-report-quick.csv" if quick else "kafka_ray.csv"), label)
+    if kr:
+        levels: list[dict[str, Any]] = []
+        for r in sorted(kr, key=lambda r: int(r["xways"])):
+            held = (float(r["visible_max_s"]) <= 5.0 and r["outputs"] == r["expected"]
+                    and r["differences_tolls"] == "0" and r["differences_alerts"] == "0"
+                    and r["dead_letters"] == "0" and r["visible_unseen"] == "0")
+            levels.append({"xways": int(r["xways"]), "window": r["window"], "held": held,
+                           **{k: float(r[k]) for k in ("visible_p50_s", "visible_p99_s",
+                                                       "visible_max_s", "topic_max_s")},
+                           "outputs": int(r["outputs"]), "expected": int(r["expected"])})
+        rating = 0
+        for lv in levels:
+            if not lv["held"]:
+                break
+            rating = lv["xways"]
+        hops_file = out / ("kafka_ray-report-quick_hops.json" if quick else "kafka_ray_hops.json")
+        report["kafka_ray"] = {"l_rating": rating, "levels": levels, "target": 4,
+                               "hops_ms": json.loads(hops_file.read_text())
+                               if hops_file.exists() else None}
+    tag = "-quick" if quick else ""
+    report["figure12"] = csv_rows(out / f"figure12{tag}-summary.csv")
+    report["figure14"] = csv_rows(out / f"figure14{tag}-summary.csv")
+    return report
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [f"# Linear Road report: {report['label']}", ""]
+    if report["quick"]:
+        lines += ["**Quick run** (small sizes: a check that it all works, not the figures).", ""]
+    lines += ["Exit codes: " + ", ".join(f"{k} {v}" for k, v in report["exit_codes"].items()), ""]
+    emb = report.get("embedded")
+    if emb:
+        lines += ["## Embedded pipeline (one core)", "",
+                  f"- {emb['reports_per_cpu_s']:,.0f} reports per CPU-second in the window "
+                  f"(target {emb['target']:,}); plain loop "
+                  f"{emb['plain_loop_reports_per_cpu_s'] or 0:,.0f}; ratio "
+                  f"{emb['ratio_to_plain']} on the whole input; outputs exact: {emb['exact']}", ""]
+    kr = report.get("kafka_ray")
+    if kr:
+        lines += ["## Kafka + Ray", "", f"**L-rating {kr['l_rating']}** (target {kr['target']}; "
+                  "latency until a read-committed consumer sees the output, bound 5 s)", "",
+                  "| xways | window | visible p50 s | p99 s | max s | produced max s | exact | holds |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for lv in kr["levels"]:
+            lines.append(f"| {lv['xways']} | {lv['window']} | {lv['visible_p50_s']} | "
+                         f"{lv['visible_p99_s']} | {lv['visible_max_s']} | {lv['topic_max_s']} | "
+                         f"{lv['outputs']:,} of {lv['expected']:,} | {lv['held']} |")
+        if kr["hops_ms"]:
+            lines += ["", "Per hop (ms, produced time), highest level:", "",
+                      "| hop | p50 | p99 | max |", "|---|---|---|---|"]
+            top = kr["hops_ms"][max(kr["hops_ms"], key=int)]
+            lines += [f"| {h} | {v['p50']} | {v['p99']} | {v['max']} |" for h, v in top.items()]
+        lines.append("")
+    for fig, ratio in (("figure12", "ci_over_ca"), ("figure14", "non_shared_over_shared")):
+        rows = report.get(fig) or []
+        if rows:
+            lines += [f"## {fig.replace('figure', 'Figure ')} ({ratio})", "",
+                      "| point | ratio | agree |", "|---|---|---|"]
+            lines += [f"| {r['figure']} {r['label']} | {r[ratio]} | {r['agree']} |" for r in rows]
+            lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", help="LR data file (default: $CAESAR_LR_DATA)")
+    ap.add_argument("--quick", action="store_true", help="small sizes: ~15 min in all")
+    ap.add_argument("--xways", type=int, nargs="+", default=[1, 2],
+                    help="Kafka + Ray levels to try, in order, until one does not hold")
+    ap.add_argument("--skip", nargs="*", choices=PARTS, default=[])
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    args = ap.parse_args(argv)
+    label = f"report {time.strftime('%Y-%m-%d %H:%M')}"
+    status: dict[str, int] = {}
+    for part, extra in commands(args, label).items():
+        if part in args.skip:
+            continue
+        cmd = [sys.executable, "-m", f"bench.linear_road.{part}", *extra]
+        print(f"== {part}: {' '.join(cmd[1:])}", flush=True)
+        started = time.monotonic()
+        status[part] = subprocess.call(cmd)
+        print(f"== {part}: exit {status[part]} after {time.monotonic() - started:.0f} s",
+              flush=True)
+    report = summarize(label, args.quick, status, args.out)
+    args.out.mkdir(parents=True, exist_ok=True)
+    name = "report-quick" if args.quick else "report"
+    (args.out / f"{name}.json").write_text(json.dumps(report, indent=1) + "\n")
+    (args.out / f"{name}.md").write_text(markdown(report) + "\n")
+    print(markdown(report))
+    print(f"\n{args.out / name}.md, .json")
+    failed = any(status.values()) or not report.get("embedded", {}).get("exact", True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

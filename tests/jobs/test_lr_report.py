@@ -1,0 +1,61 @@
+"""bench/linear_road/report.py: the L-rating it reports is the highest level
+that holds with every level below it holding, a level holds only with exact
+outputs, and it reads only the rows of its own run."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parents[2]))  # bench/ is not an installed package
+
+from bench.linear_road import report  # noqa: E402
+
+
+def _level(xways: int, max_s: float, label: str = "r", diff: int = 0) -> dict[str, object]:
+    return {"label": label, "xways": xways, "window": "6000-7800", "visible_p50_s": 0.7,
+            "visible_p99_s": 3.0, "visible_max_s": max_s, "topic_max_s": 2.0,
+            "outputs": 100, "expected": 100, "differences_tolls": diff,
+            "differences_alerts": 0, "dead_letters": 0, "visible_unseen": 0}
+
+
+def _write(path: Path, rows: list[dict[str, object]]) -> None:
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def test_the_rating_stops_at_the_first_level_that_does_not_hold(tmp_path):
+    _write(tmp_path / "kafka_ray.csv", [
+        _level(1, 4.2), _level(2, 5.5), _level(4, 4.0),  # 4 held, but 2 did not
+        _level(8, 1.0, label="an older run")])
+    got = report.summarize("r", False, {"kafka_ray": 0}, tmp_path)["kafka_ray"]
+    assert got["l_rating"] == 1
+    assert [lv["xways"] for lv in got["levels"]] == [1, 2, 4]
+    assert "**L-rating 1**" in report.markdown(
+        report.summarize("r", False, {"kafka_ray": 0}, tmp_path))
+
+
+def test_a_level_with_a_wrong_output_does_not_hold(tmp_path):
+    _write(tmp_path / "kafka_ray.csv", [_level(1, 1.0, diff=3)])
+    assert report.summarize("r", False, {}, tmp_path)["kafka_ray"]["l_rating"] == 0
+
+
+def test_embedded_ratio_and_exactness_come_from_this_runs_rows(tmp_path):
+    rows: list[dict[str, object]] = []
+    for rate, plain, diff in ((30_000, 380_000, 0), (28_000, 360_000, 0)):
+        rows.append({"label": "r", "config": "model_per_segment", "reports_per_cpu_s": rate,
+                     "all_reports_per_cpu_s": rate, "differences_tolls": diff,
+                     "differences_alerts": 0})
+        rows.append({"label": "r", "config": "plain loop", "reports_per_cpu_s": "",
+                     "all_reports_per_cpu_s": plain, "differences_tolls": "",
+                     "differences_alerts": ""})
+    rows.append({"label": "old", "config": "model_per_segment", "reports_per_cpu_s": 1,
+                 "all_reports_per_cpu_s": 1, "differences_tolls": 5, "differences_alerts": 0})
+    _write(tmp_path / "throughput_vs_plain.csv", rows)
+    emb = report.summarize("r", False, {}, tmp_path)["embedded"]
+    assert emb["reports_per_cpu_s"] == 30_000 and emb["plain_loop_reports_per_cpu_s"] == 380_000
+    assert emb["ratio_to_plain"] == round(30_000 / 380_000, 3)
+    assert emb["exact"]
