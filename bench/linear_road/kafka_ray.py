@@ -294,7 +294,8 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
         tail.stop()
         cpu1, load1 = meter.read(), os.getloadavg()
         commits1 = _commit_totals(dep.stats())
-        checkpoints1 = _sum_stat(dep.stats(), "checkpoints")
+        end_stats = dep.stats()
+        checkpoints1 = _sum_stat(end_stats, "checkpoints")
         flat = {etype: FlatCodec(repository().get(f"caesar.linear_road.{etype}"))
                 for etype in OUTPUTS.values()}
         got: dict[str, Counter] = {}
@@ -363,6 +364,9 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
                                       - commits0.get(s, (0, 0.0))[1], 2) for s in SERVICES},
             **{f"{s}_checkpoints": checkpoints1.get(s, 0) - checkpoints0.get(s, 0)
                for s in SERVICES},
+            # a restarted actor or a failed commit shows here (and its replay)
+            **{f"{s}_{k}": v for k in ("aborts", "replayed")
+               for s, v in _sum_stat(end_stats, k).items()},
         }
         row["hops_ms"] = hops.as_json()["hops_ms"]
         log(hops.render())
