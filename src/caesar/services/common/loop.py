@@ -32,14 +32,16 @@ group's inputs.
 Checkpoints every `checkpoint_interval_s` instead of every commit: a handler
 whose outputs and state are a function of its input records, in offset order
 per input partition, whatever the batches (`replayable = True`: the deriver
-and the matcher, docs/operations.md "Determinism"), writes partition j's state
-in at most one commit per interval. The commits between carry outputs and
-offsets only, so the state's offsets trail the group's committed ones. A
-restore then loads the state and replays the inputs from the offsets it covers
-up to the committed ones with their outputs dropped (they are committed
-already), which brings the state to the committed offsets, and goes on from
-there. A partition is checkpointed at its first commit after a restore that
-replayed it, so the replay never grows beyond one interval's input.
+and the matcher, docs/operations.md "Determinism"), commits outputs and
+offsets only, and writes partition j's state once per interval, in a
+transaction of its own right after an outputs' commit (its first state goes
+with its first commit: there is nothing older to replay from). The state's
+offsets thus trail the group's committed ones. A restore loads the state and
+replays the inputs from the offsets it covers up to the committed ones with
+their outputs dropped (they are committed already), which brings the state to
+the committed offsets, and goes on from there. A partition is checkpointed at
+its first commit after a restore that replayed it, so a replay never grows
+beyond about one interval's input.
 """
 
 from __future__ import annotations
@@ -164,6 +166,8 @@ class ServiceLoop:
         self._checkpointed_at: dict[int, float] = {}  # partition -> its last state write
         self._replay_to: dict[TopicPartition, int] = {}  # input -> the committed offset
         self._behind: set[int] = set()  # committed since their last state write
+        self._restored: set[int] = set()  # partitions the last restore found a state for
+        self._stated: set[int] = set()  # partitions with a state (restored or written)
         # Producers (and open transactions) by transaction key: the partition
         # j, or with one_transaction the group's lowest partition for all.
         self.producers: dict[int, BusProducer] = {}
@@ -231,7 +235,7 @@ class ServiceLoop:
         self._checkpointed_at = {j: now for j in self.partitions
                                  if j in self._restored and j not in replaying}
         self._behind = set()
-        self._stated = set(self._restored)  # partitions with a state (restored or written)
+        self._stated = set(self._restored)
         if self._replay_to:
             log.info("%s replays %d records to the committed offsets (outputs dropped)",
                      self.transactional_prefix,
@@ -264,7 +268,7 @@ class ServiceLoop:
         """Each partition's last committed state into the handler; the input
         offsets those states cover."""
         offsets: dict[TopicPartition, int] = {}
-        self._restored: set[int] = set()  # partitions with a committed state
+        self._restored = set()
         if self.store is None:
             return offsets
         self.store.reset_read_counts()
