@@ -273,8 +273,9 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
         caught += _wait_idle(dep)
         log(f"  history produced and processed ({caught:.0f} s after the last burst)")
         cpu0, load0, wall0 = meter.read(), os.getloadavg(), time.monotonic()
-        commits0 = _commit_totals(dep.stats())
-        checkpoints0 = _sum_stat(dep.stats(), "checkpoints")
+        start_stats = dep.stats()
+        commits0 = _commit_totals(start_stats)
+        checkpoints0 = _sum_stat(start_stats, "checkpoints")
         out_tps = [TopicPartition(t, 0) for t in OUTPUTS]
         tail = VisibleTail(runtime.bootstrap, list(OUTPUTS),
                            {tp.topic: o for tp, o in bus.end_offsets(out_tps).items()})
@@ -294,8 +295,8 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
         time.sleep(1.0)
         tail.stop()
         cpu1, load1 = meter.read(), os.getloadavg()
-        commits1 = _commit_totals(dep.stats())
         end_stats = dep.stats()
+        commits1 = _commit_totals(end_stats)
         checkpoints1 = _sum_stat(end_stats, "checkpoints")
         flat = {etype: FlatCodec(repository().get(f"caesar.linear_road.{etype}"))
                 for etype in OUTPUTS.values()}

@@ -60,18 +60,16 @@ def commands(args: argparse.Namespace, label: str) -> dict[str, list[str]]:
     }
 
 
-def rows_of(path: Path, label: str) -> list[dict[str, str]]:
-    if not path.exists():
-        return []
-    with path.open() as f:
-        return [r for r in csv.DictReader(f) if r.get("label") == label]
-
-
 def csv_rows(path: Path) -> list[dict[str, str]]:
     if not path.exists():
         return []
     with path.open() as f:
         return list(csv.DictReader(f))
+
+
+def rows_of(path: Path, label: str) -> list[dict[str, str]]:
+    """The rows of one run (its label)."""
+    return [r for r in csv_rows(path) if r.get("label") == label]
 
 
 def summarize(label: str, quick: bool, status: dict[str, int], out: Path) -> dict[str, Any]:

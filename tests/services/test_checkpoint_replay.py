@@ -57,16 +57,23 @@ def crash(pipe, cfg, bus, service, **options):
     return loop
 
 
-def test_a_restore_replays_to_the_committed_offsets_and_drops_their_outputs():
-    events = stream(600, seed=3)
-    cfg, bus = config(1), InMemoryBus()
+def stepped(partitions, events, steps=10):
+    """A pipeline whose states go out at the first commit only, fed `events`
+    and run `steps` rounds (commits after every batch)."""
+    cfg, bus = config(partitions), InMemoryBus()
     options = dict(commit_interval_s=0.0, poll_timeout_s=0.01, batch_size=30,
                    checkpoint_interval_s=NEVER)
     pipe = BusPipeline(cfg, bus, **options)
-    produce_inputs(bus, cfg, events[:300])
-    for _ in range(10):
+    produce_inputs(bus, cfg, events)
+    for _ in range(steps):
         for loop in pipe.loops.values():
             loop.run_once()
+    return cfg, bus, pipe, options
+
+
+def test_a_restore_replays_to_the_committed_offsets_and_drops_their_outputs():
+    events = stream(600, seed=3)
+    cfg, bus, pipe, options = stepped(1, events[:300])
     matcher = pipe.loops["matcher"]
     assert matcher.stats.commits > 2 and matcher.stats.checkpoints == 1  # the first commit's
     visible = len(read_alerts(bus, cfg))
@@ -109,15 +116,7 @@ def test_state_goes_out_once_per_interval_and_with_every_commit_at_zero():
 
 
 def test_a_graceful_stop_writes_every_state_so_the_next_owner_replays_nothing():
-    events = stream(300, seed=9)
-    cfg, bus = config(2), InMemoryBus()
-    options = dict(commit_interval_s=0.0, poll_timeout_s=0.01, batch_size=30,
-                   checkpoint_interval_s=NEVER)
-    pipe = BusPipeline(cfg, bus, **options)
-    produce_inputs(bus, cfg, events)
-    for _ in range(10):
-        for loop in pipe.loops.values():
-            loop.run_once()
+    cfg, bus, pipe, options = stepped(2, stream(300, seed=9))
     pipe.loops["deriver"].checkpoint_all()
     loop = crash(pipe, cfg, bus, "deriver", **options)
     assert loop.stats.restored_from and not loop._replay_to
