@@ -50,5 +50,3 @@ def test_a_fault_mid_stream_loses_and_repeats_nothing(lab, stream, kind, at_s, p
         print("\n" + report)
     assert result.expected > 50, report
     assert (result.lost, result.duplicated, result.stuck) == (0, 0, []), report
-    if kind == "actor:matcher":  # restored from a checkpoint older than its last commit
-        assert result.replayed > 0, report
