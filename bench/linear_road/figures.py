@@ -514,7 +514,7 @@ def plot14(path: Path, summary: list[dict[str, Any]], title: str) -> None:
     plt.close(fig)
 
 
-def main(argv: list[str] | None = None) -> None:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--figure", choices=("12", "14", "all"), default="all")
     ap.add_argument("--data", default=None, help="standard data file (default: as standard.py)")
@@ -527,7 +527,11 @@ def main(argv: list[str] | None = None) -> None:
                     help="Figure 12: only the paper's default point (10 queries, 3 roads, "
                          "2 windows of 3 minutes), e.g. with --minutes 180 as in the paper")
     ap.add_argument("--out", type=Path, default=RESULTS)
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser().parse_args(argv)
     from caesar.services.common.collector import tune_collector
 
     tune_collector()  # as the services do (throughput.py too)

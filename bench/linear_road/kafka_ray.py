@@ -617,7 +617,7 @@ def write_results(rows: list[dict[str, Any]], out: Path, tag: str) -> None:
     plt.close(fig)
 
 
-def main(argv: list[str] | None = None) -> None:
+def parser() -> argparse.ArgumentParser:
     from caesar.examples import model_path
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -640,7 +640,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--tag", default="")
     ap.add_argument("--label", default="")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser().parse_args(argv)
     start, end = args.window
     data = data_path(args.data)
     every = load(data)

@@ -47,7 +47,7 @@ def commands(args: argparse.Namespace, label: str) -> dict[str, list[str]]:
                            "--models", "model_per_segment", "--label", label],
             "kafka_ray": [*data, "--xways", "1", "--window", "6600", "6720", "--history", "600",
                           "--commit-interval", "0.25", "--max-commit-share", "0.5",
-                          "--label", label, "--tag", "-report-quick"],
+                          "--label", label, "--tag=-report-quick"],
             "figures": [*data, "--quick"],
         }
     return {
@@ -153,7 +153,7 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", help="LR data file (default: $CAESAR_LR_DATA)")
     ap.add_argument("--quick", action="store_true", help="small sizes: ~15 min in all")
@@ -161,7 +161,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="Kafka + Ray levels to try, in order, until one does not hold")
     ap.add_argument("--skip", nargs="*", choices=PARTS, default=[])
     ap.add_argument("--out", type=Path, default=RESULTS)
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     label = f"report {time.strftime('%Y-%m-%d %H:%M')}"
     status: dict[str, int] = {}
     for part, extra in commands(args, label).items():

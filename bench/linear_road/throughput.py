@@ -334,7 +334,7 @@ def plot(path: Path, out: Path) -> None:
     plt.close(fig)
 
 
-def main(argv: list[str] | None = None) -> None:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", help="LR data file (default: $CAESAR_LR_DATA)")
     ap.add_argument("--window", type=int, nargs=2, default=[6600, 6720],
@@ -348,7 +348,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--label", default="", help="what this run measures (goes in the CSV)")
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--no-save", action="store_true")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser().parse_args(argv)
     start, end = args.window
     reports = load(args.data).window(start - args.history, end).xways(args.xways)
     head = {"label": args.label, "commit": commit(), "when": time.strftime("%Y-%m-%d %H:%M"),

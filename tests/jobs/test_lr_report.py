@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parents[2]))  # bench/ is not an installed package
 
-from bench.linear_road import report  # noqa: E402
+from bench.linear_road import figures, kafka_ray, report, throughput  # noqa: E402
 
 
 def _level(xways: int, max_s: float, label: str = "r", diff: int = 0) -> dict[str, object]:
@@ -59,3 +59,18 @@ def test_embedded_ratio_and_exactness_come_from_this_runs_rows(tmp_path):
     assert emb["reports_per_cpu_s"] == 30_000 and emb["plain_loop_reports_per_cpu_s"] == 380_000
     assert emb["ratio_to_plain"] == round(30_000 / 380_000, 3)
     assert emb["exact"]
+
+
+def test_each_part_accepts_the_command_it_is_given(tmp_path):
+    """What report runs parses with each part's own parser (a quick run once
+    lost its Kafka + Ray part to "--tag -report-quick" read as an option),
+    and the quick Kafka + Ray rows go where summarize reads them."""
+    parts = {"throughput": throughput, "kafka_ray": kafka_ray, "figures": figures}
+    for argv in ([], ["--quick"], ["--xways", "1", "2", "4"]):
+        args = report.parser().parse_args([*argv, "--out", str(tmp_path)])
+        for part, extra in report.commands(args, "a label").items():
+            got = parts[part].parser().parse_args(extra)
+            assert got.out == tmp_path
+            if part == "kafka_ray":
+                assert got.xways == ([1] if args.quick else args.xways)
+                assert got.tag == ("-report-quick" if args.quick else "")

@@ -122,6 +122,25 @@ def test_a_graceful_stop_writes_every_state_so_the_next_owner_replays_nothing():
     assert loop.stats.restored_from and not loop._replay_to
 
 
+def test_an_idle_loop_writes_the_states_that_trail_its_commits():
+    """No input: the states due go out one per idle step, none before they are
+    due, so input that resumes meets no backlog of checkpoints and a crash
+    then replays nothing."""
+    cfg, bus, pipe, options = stepped(2, stream(300, seed=11), steps=20)
+    for service in ("deriver", "matcher"):
+        loop = pipe.loops[service]
+        behind, written = set(loop._behind), loop.stats.checkpoints
+        assert behind and not loop._dirty
+        loop.run_once()  # idle, nothing due yet
+        assert loop.stats.checkpoints == written and loop._behind == behind
+        loop.checkpoint_interval_s = 1e-6  # now every trailing state is due
+        for _ in behind:
+            loop.run_once()
+        assert not loop._behind and loop.stats.checkpoints == written + len(behind)
+        again = crash(pipe, cfg, bus, service, **options)
+        assert again.stats.restored_from and not again._replay_to
+
+
 def flaky_checkpoints(loop, rnd):
     """The loop's checkpoints after an outputs' commit fail at random (the
     broker gone between the two transactions)."""

@@ -357,6 +357,8 @@ class ServiceLoop:
                 produced += len(out)
         if self._dirty and self.commit_due(time.monotonic()):
             self.commit()
+        elif not records and not self._dirty:
+            self._checkpoint_idle()
         return len(records) + produced  # anything moved
 
     def _control(self) -> int:
@@ -518,6 +520,30 @@ class ServiceLoop:
         self._write_state(producer, j, self._covers(j), ts, None)
         producer.commit_transaction()
         self._open.discard(key)
+
+    def _checkpoint_idle(self) -> None:
+        """With no input, write the most overdue state that trails its commits
+        (one per idle step). Otherwise every state falls due in the idle time
+        and the first commits after it each carry one, just as input resumes."""
+        if self.store is None or self.checkpoint_interval_s <= 0 or self._open or self._replay_to:
+            return
+        now = time.monotonic()
+        due = [j for j in self._behind if self._checkpoint_due(j, now)]
+        if not due:
+            return
+        j = min(due, key=lambda j: self._checkpointed_at.get(j, -1.0))
+        try:
+            self._checkpoint(j, self.handler.event_time())
+        except ProducerFencedError as exc:
+            log.warning("%s: %s", self.transactional_prefix, exc)
+            self._failed(fatal=True)
+            return
+        except BusError as exc:
+            log.warning("%s: idle checkpoint failed (%s): rewinding to the last commit",
+                        self.transactional_prefix, exc)
+            self._failed(fatal=False)
+            return
+        self._wrote([j], now)
 
     def _wrote(self, written: list[int], at: float) -> None:
         for j in written:
