@@ -237,7 +237,9 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
         "runtime_dir": CACHE_DIR / f"bench-lr-{os.getpid()}", "broker_port": broker_port,
         "controller_port": free_port(), "ray_port": free_port()}))
     shutil.rmtree(runtime.dir, ignore_errors=True)
-    runtime.up(base, progress=lambda *_: None)
+    # The deployment creates its topics at 2 partitions per expressway; the
+    # runtime's defaults (4) were too few from 4 expressways on.
+    runtime.up(base, create_topics=False, progress=lambda *_: None)
     settings = base.model_copy(update={
         "kafka": base.kafka.model_copy(update={"bootstrap_servers": runtime.bootstrap,
                                                "poll_timeout_s": 0.05}),

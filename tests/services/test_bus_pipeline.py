@@ -161,3 +161,32 @@ def test_a_transaction_is_committed_within_a_third_of_the_transaction_timeout():
     loop._last_commit, loop._commit_cost = 100.0, 2.0  # spacing 6 s
     loop._open, loop._opened_at = {0}, 100.5
     assert not loop.commit_due(103.4) and loop.commit_due(103.5)
+
+
+def test_topics_created_earlier_with_too_few_partitions_are_refused_by_name():
+    """A deployment at 8 partitions on topics a default setup made with 4
+    (seen: `caesar runtime up` then a bench at 4 expressways) used to retry
+    producing to partition 4 forever; now it stops at once, naming each."""
+    from caesar.bus.errors import BusError
+    from caesar.bus.records import TopicSpec
+    from caesar.services.wiring import create_service_topics
+
+    cfg = config(partitions=4)
+    txn, (inp,) = cfg.topics.transactions, cfg.input_topics()
+    for fewer, more_input in ((True, False), (False, True)):
+        bus = InMemoryBus()
+        bus.create_topics([TopicSpec(txn, 2 if fewer else 8),
+                           TopicSpec(inp, 6 if more_input else 4)])
+        try:
+            create_service_topics(bus, cfg)
+        except BusError as exc:
+            named = txn if fewer else inp
+            assert f"{named} has {2 if fewer else 6} partitions" in str(exc)
+            assert "needs 4" in str(exc)
+        else:
+            raise AssertionError("mismatched partition counts went through")
+    # more partitions than needed on a topic it only writes to: usable, accepted
+    bus = InMemoryBus()
+    bus.create_topics([TopicSpec(txn, 8)])
+    assert inp in create_service_topics(bus, cfg)
+    BusPipeline(cfg, bus)  # and a pipeline starts on them

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
 
+from caesar.bus.errors import BusError
 from caesar.bus.protocol import Bus
 from caesar.bus.records import TopicPartition, TopicSpec
 from caesar.bus.topics import topic_specs
@@ -64,6 +65,26 @@ def service_topics(cfg: ServiceConfig) -> list[TopicSpec]:
     for spec in specs:
         unique.setdefault(spec.name, spec)
     return list(unique.values())
+
+
+def create_service_topics(bus: Bus, cfg: ServiceConfig) -> list[str]:
+    """Create what `service_topics` lists that is missing (returns those), and
+    refuse topics that exist with partition counts this deployment cannot
+    use: fewer than it writes to (producing to partition j fails, and the
+    loops retry forever), or an input topic with more than it reads (the
+    records in the extra partitions would never be read)."""
+    specs = service_topics(cfg)
+    created = bus.create_topics(specs)
+    have = bus.list_topics()
+    inputs = set(cfg.input_topics())
+    wrong = [f"{s.name} has {have[s.name]} partitions, this deployment needs {s.partitions}"
+             for s in specs if s.name in have and (
+                 have[s.name] < s.partitions or (s.name in inputs and have[s.name] > s.partitions))]
+    if wrong:
+        raise BusError("topics created earlier with other partition counts: "
+                       + "; ".join(wrong) + ". Set topics.partitions (or partitions_by_topic) "
+                       "to match, or delete those topics (their data goes with them).")
+    return created
 
 
 def make_loop(service: str, cfg: ServiceConfig, bus: Bus, *, group_prefix: str = "caesar",

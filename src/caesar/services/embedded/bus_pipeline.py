@@ -26,7 +26,7 @@ from caesar.services.common.wire import (
     register_model_schemas,
 )
 from caesar.services.scheduler.runner import ERROR_HEADER, watermark_record
-from caesar.services.wiring import make_loop, service_topics, services_of
+from caesar.services.wiring import create_service_topics, make_loop, services_of
 
 
 def produce_inputs(bus: Bus, cfg: ServiceConfig, values: Iterable[Mapping[str, Any]],
@@ -108,7 +108,7 @@ class BusPipeline:
 
     def __init__(self, cfg: ServiceConfig, bus: Bus, **loop_options: Any) -> None:
         self.cfg, self.bus = cfg, bus
-        bus.create_topics(service_topics(cfg))
+        create_service_topics(bus, cfg)
         self.loops: dict[str, ServiceLoop] = {}
         for name in services_of(cfg.plan):
             scfg = replace(cfg, actor_id=f"{name}-{cfg.actor_id}")

@@ -26,7 +26,7 @@ from caesar.plans.execution import ExecutionPlan
 from caesar.runtime.ray_local import use_token_auth
 from caesar.services.common.config import RunnerOptions, ServiceConfig
 from caesar.services.common.plans import UpgradeError, UpgradePlan, check_upgrade, publish_plan
-from caesar.services.wiring import OPTIONAL, SERVICES, service_topics, services_of
+from caesar.services.wiring import OPTIONAL, SERVICES, create_service_topics, services_of
 from caesar.settings import Settings
 
 
@@ -71,7 +71,7 @@ class Deployment:
         try:
             cfg = ServiceConfig(self.plan, self.settings.topics, make_codec(self.settings),
                                 (), "setup")
-            return bus.create_topics(service_topics(cfg))
+            return create_service_topics(bus, cfg)
         finally:
             bus.close()
 
