@@ -13,7 +13,11 @@ as one burst:
 
 * the `history` seconds before the window at `history-pace` times real
   time (the state the window needs), then a pause until the services have
-  caught up;
+  caught up; the last `warmup` seconds of the history (default 60) go at
+  real-time pace right before the window, without a pause: the window
+  starts on a pipeline at the steady state of real time, as in the
+  benchmark, which has no faster phase (its outputs are compared, not
+  timed; their worst latency is reported as `warmup_visible_max_s`);
 * the window [start, end) (default: the 30 peak minutes, ~2,860 reports/s
   per expressway) at real-time pace: second t's burst at wall time t.
 
@@ -46,6 +50,8 @@ import shutil
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -201,6 +207,7 @@ def tree(pid: int | None, exclude: set[int] = frozenset()) -> list[int]:  # type
 def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int, *,
               start: int, end: int, history_pace: float, pace: float, actors: int,
               model: Path, commit_interval_s: float, max_commit_share: float = 0.25,
+              warmup: int = 0,
               checkpoint_interval_s: float = DEFAULT_CHECKPOINT_INTERVAL_S,
               log: Any = print) -> dict[str, Any]:
     from caesar.runtime.ray_local import use_token_auth
@@ -212,7 +219,7 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
     from caesar.bus.records import TopicPartition
     from caesar.codecs.flat import FlatCodec
     from caesar.examples.linear_road.avro import repository
-    from caesar.jobs.hops import Output, breakdown, read_topic
+    from caesar.jobs.hops import breakdown, read_topic
     from caesar.language import compile_model
     from caesar.runtime.local import LocalRuntime
     from caesar.runtime.processes import free_port
@@ -265,25 +272,31 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
                           "bench producer": [os.getpid()]})
         producer = Producer(runtime.bootstrap)
         log(f"L={xways}: {len(roads):,} reports, {partitions} input partitions, "
-            f"{actors} actor(s) per service; history at x{history_pace:g}, window from "
-            f"{start} at x{pace:g}; {n_expected:,} outputs expected")
+            f"{actors} actor(s) per service; history at x{history_pace:g} (its last "
+            f"{warmup} s at x{pace:g}), window from {start} at x{pace:g}; "
+            f"{n_expected:,} outputs expected")
         arrivals: dict[int, list[tuple[int, int]]] = {}  # partition -> [(last ts, ms)]
-        hist = [(t, b) for t, b in seconds if t < start]
-        window = [(t, b) for t, b in seconds if t >= start]
+        hist = [(t, b) for t, b in seconds if t < start - warmup]
+        window = [(t, b) for t, b in seconds if t >= start - warmup]
         _pace(producer, hist, history_pace, arrivals, last_ts)
         caught = _wait_caught_up(bus, producer, settings, hist[-1][0] if hist else start)
         caught += _wait_idle(dep)
         log(f"  history produced and processed ({caught:.0f} s after the last burst)")
-        cpu0, load0, wall0 = meter.read(), os.getloadavg(), time.monotonic()
-        start_stats = dep.stats()
-        commits0 = _commit_totals(start_stats)
-        checkpoints0 = _sum_stat(start_stats, "checkpoints")
         out_tps = [TopicPartition(t, 0) for t in OUTPUTS]
         tail = VisibleTail(runtime.bootstrap, list(OUTPUTS),
                            {tp.topic: o for tp, o in bus.end_offsets(out_tps).items()})
         tail.start()
         tail.polling.wait(60)
-        lag_max = _pace(producer, window, pace, arrivals, last_ts)
+        at_start: dict[str, Any] = {}
+
+        def window_starts() -> None:  # measured from the window's first burst on
+            at_start.update(cpu=meter.read(), load=os.getloadavg(), wall=time.monotonic(),
+                            stats=dep.stats())
+
+        lag_max = _pace(producer, window, pace, arrivals, last_ts, at=(start, window_starts))
+        cpu0, load0, wall0, start_stats = (at_start[k] for k in ("cpu", "load", "wall", "stats"))
+        commits0 = _commit_totals(start_stats)
+        checkpoints0 = _sum_stat(start_stats, "checkpoints")
         produce_wall = time.monotonic() - wall0
         deadline = time.monotonic() + 300
         last_count, still = -1, 0
@@ -302,35 +315,9 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
         checkpoints1 = _sum_stat(end_stats, "checkpoints")
         flat = {etype: FlatCodec(repository().get(f"caesar.linear_road.{etype}"))
                 for etype in OUTPUTS.values()}
-        got: dict[str, Counter] = {}
-        latencies: list[float] = []
-        visible: list[float] = []
-        worst = (-1.0, 0)  # the highest visible latency and its output's second
-        unseen = 0
-        outputs: list[Output] = []
-        for topic, etype in OUTPUTS.items():
-            recs = read_topic(bus, topic)
-            cols = flat[etype].decode([r.value for r in recs if r.value is not None])
-            assert cols is not None, f"{topic}: records not of {etype}"
-            fields = [f for f in flat[etype].names if f != "ingest_ms"]
-            inside = cols["time"] < end
-            got[etype] = Counter(map(tuple, np.stack([cols[f][inside] for f in fields],
-                                                     axis=1).tolist()))
-            for r, ts, ingest in zip(recs, cols["time"].tolist(), cols["ingest_ms"].tolist(),
-                                     strict=True):
-                if ts >= end:
-                    continue
-                # outputs carry their second, transactions the ms event time
-                outputs.append(Output(r.key.decode() if r.key else "", ts * 1000, ingest,
-                                      r.timestamp_ms, span_ms=1000))
-                if ts >= start:
-                    latencies.append((r.timestamp_ms - ingest) / 1000)
-                    seen_ms = tail.seen_at(r.topic, r.partition, r.offset)
-                    if seen_ms is None:
-                        unseen += 1
-                    else:
-                        visible.append((seen_ms - ingest) / 1000)
-                        worst = max(worst, (visible[-1], ts))
+        seen = _read_outputs(bus, tail, flat, start, end, warmup)
+        got, latencies, visible, warm = seen.got, seen.latencies, seen.visible, seen.warm
+        worst, unseen, outputs = seen.worst, seen.unseen, seen.outputs
         diffs = {k: sum((want[k] - got[k]).values()) + sum((got[k] - want[k]).values())
                  for k in want}
         dead = len(read_topic(bus, settings.topics.dead_letters))
@@ -356,6 +343,7 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
             "visible_max_s": round(max(visible, default=float("nan")), 3),
             "visible_unseen": unseen,
             "visible_max_at_s": worst[1] - start,  # window second of the worst output
+            "warmup_s": warmup, "warmup_visible_max_s": round(max(warm, default=float("nan")), 3),
             "producer_lag_max_s": round(lag_max, 3), "produce_wall_s": round(produce_wall, 1),
             "load_before": round(load0[0], 2), "load_after": round(load1[0], 2),
             **{f"cpu_{g.split()[0]}_s": round(v, 1) for g, v in cpu.items()},
@@ -442,6 +430,56 @@ class VisibleTail(threading.Thread):
         return stamps[i] if i < len(stamps) else None
 
 
+@dataclass
+class _Seen:
+    """The outputs of a run as read back: what they are (per type, for the
+    comparison) and when each became visible."""
+
+    got: dict[str, Counter] = field(default_factory=dict)
+    latencies: list[float] = field(default_factory=list)  # produced, window outputs
+    visible: list[float] = field(default_factory=list)  # seen by the tail, window outputs
+    warm: list[float] = field(default_factory=list)  # seen by the tail, warm-up outputs
+    worst: tuple[float, int] = (-1.0, 0)  # the highest visible latency and its second
+    unseen: int = 0
+    outputs: list[Any] = field(default_factory=list)  # caesar.jobs.hops.Output
+
+
+def _read_outputs(bus: Any, tail: VisibleTail, flat: dict[str, Any], start: int, end: int,
+                  warmup: int) -> _Seen:
+    from caesar.jobs.hops import Output, read_topic
+
+    seen = _Seen()
+    for topic, etype in OUTPUTS.items():
+        recs = read_topic(bus, topic)
+        cols = flat[etype].decode([r.value for r in recs if r.value is not None])
+        assert cols is not None, f"{topic}: records not of {etype}"
+        fields = [f for f in flat[etype].names if f != "ingest_ms"]
+        inside = cols["time"] < end
+        seen.got[etype] = Counter(map(tuple, np.stack([cols[f][inside] for f in fields],
+                                                      axis=1).tolist()))
+        for r, ts, ingest in zip(recs, cols["time"].tolist(), cols["ingest_ms"].tolist(),
+                                 strict=True):
+            if ts >= end:
+                continue
+            # outputs carry their second, transactions the ms event time
+            seen.outputs.append(Output(r.key.decode() if r.key else "", ts * 1000, ingest,
+                                       r.timestamp_ms, span_ms=1000))
+            if ts < start - warmup:
+                continue
+            seen_ms = tail.seen_at(r.topic, r.partition, r.offset)
+            lat = None if seen_ms is None else (seen_ms - ingest) / 1000
+            if ts < start:
+                seen.warm += [] if lat is None else [lat]
+                continue
+            seen.latencies.append((r.timestamp_ms - ingest) / 1000)
+            if lat is None:
+                seen.unseen += 1
+            else:
+                seen.visible.append(lat)
+                seen.worst = max(seen.worst, (lat, ts))
+    return seen
+
+
 def _sum_stat(stats: dict[str, list[dict[str, Any]]], name: str) -> dict[str, int]:
     """service -> the stat summed over its actors."""
     return {s: sum(st.get(name, 0) for st in sts) for s, sts in stats.items()}
@@ -455,8 +493,11 @@ def _commit_totals(stats: dict[str, list[dict[str, Any]]]) -> dict[str, tuple[in
 
 def _pace(producer: Producer, seconds: list[tuple[int, dict[int, list[bytes]]]], pace: float,
           arrivals: dict[int, list[tuple[int, int]]],
-          last_ts: dict[tuple[int, int], int]) -> float:
-    """Send each second at its due wall time; returns the largest lateness (s)."""
+          last_ts: dict[tuple[int, int], int],
+          at: tuple[int, Callable[[], None]] | None = None) -> float:
+    """Send each second at its due wall time; returns the largest lateness (s)
+    from second `at[0]` on, calling `at[1]` just before sending the first
+    second from there."""
     if not seconds:
         return 0.0
     started = time.monotonic()
@@ -467,6 +508,9 @@ def _pace(producer: Producer, seconds: list[tuple[int, dict[int, list[bytes]]]],
         now = time.monotonic()
         if due > now:
             time.sleep(due - now)
+        if at is not None and t >= at[0]:
+            at[1]()
+            at, lag_max = None, 0.0
         lag_max = max(lag_max, time.monotonic() - due)
         ms = producer.send(by_part)
         for p in by_part:
@@ -628,6 +672,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--window", type=int, nargs=2, default=list(PEAK), metavar=("START", "END"))
     ap.add_argument("--history", type=int, default=600)
     ap.add_argument("--history-pace", type=float, default=5.0)
+    ap.add_argument("--warmup", type=int, default=60,
+                    help="the history's last seconds, sent at --pace right before the window "
+                         "(0: none; the window then starts after the fast history and a pause)")
     ap.add_argument("--pace", type=float, default=1.0)
     ap.add_argument("--actors", type=int, default=1, help="actors per service")
     ap.add_argument("--commit-interval", type=float, default=10.0,
@@ -665,7 +712,7 @@ def main(argv: list[str] | None = None) -> None:
                         pace=args.pace, actors=args.actors, model=args.model,
                         commit_interval_s=args.commit_interval,
                         max_commit_share=args.max_commit_share,
-                        checkpoint_interval_s=args.checkpoint_interval)
+                        checkpoint_interval_s=args.checkpoint_interval, warmup=args.warmup)
         row = {"label": args.label, "commit": commit(), "when": time.strftime("%Y-%m-%d %H:%M"),
                "window": f"{start}-{end}", "history_s": args.history, **row}
         rows.append(row)
