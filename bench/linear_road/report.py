@@ -32,6 +32,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 RESULTS = Path(__file__).parent / "results"
@@ -81,10 +82,10 @@ def summarize(label: str, quick: bool, status: dict[str, int], out: Path) -> dic
     pipe_all = [float(r["all_reports_per_cpu_s"]) for r in thr if r["config"] != "plain loop"]
     if pipe:
         report["embedded"] = {
-            "reports_per_cpu_s": sorted(pipe)[len(pipe) // 2],
-            "plain_loop_reports_per_cpu_s": sorted(plain)[len(plain) // 2] if plain else None,
-            "ratio_to_plain": round(sorted(pipe_all)[len(pipe_all) // 2]
-                                    / sorted(plain)[len(plain) // 2], 3) if plain else None,
+            # medians of the rounds, as throughput.py prints them
+            "reports_per_cpu_s": round(median(pipe)),
+            "plain_loop_reports_per_cpu_s": round(median(plain)) if plain else None,
+            "ratio_to_plain": round(median(pipe_all) / median(plain), 3) if plain else None,
             "exact": all(r["differences_tolls"] in ("0", "") and r["differences_alerts"]
                          in ("0", "") for r in thr),
             "target": 100_000,
