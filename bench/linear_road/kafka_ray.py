@@ -567,11 +567,14 @@ def _series(arrivals: dict[int, list[tuple[int, int]]]) -> dict[int, list[tuple[
     return {p: [([ts for ts, _ in rows], [ms for _, ms in rows])] for p, rows in arrivals.items()}
 
 
-def _holds(row: dict[str, Any]) -> bool:
-    """Every output of the window visible within the bound, all exact."""
-    return (row["visible_max_s"] < BOUND_S and not row["visible_unseen"]
-            and not row["differences_tolls"] and not row["differences_alerts"]
-            and not row["dead_letters"])
+def holds(row: dict[str, Any]) -> bool:
+    """Every output of the window visible within the bound, all exact (a row
+    as run_level returns it, or as read back from the CSV)."""
+    n = {k: float(row[k]) for k in ("visible_max_s", "visible_unseen", "differences_tolls",
+                                    "differences_alerts", "dead_letters", "outputs", "expected")}
+    return (n["visible_max_s"] < BOUND_S and not n["visible_unseen"]
+            and not n["differences_tolls"] and not n["differences_alerts"]
+            and not n["dead_letters"] and n["outputs"] == n["expected"])
 
 
 def _pct(values: list[float], p: float) -> float:
@@ -721,12 +724,12 @@ def main(argv: list[str] | None = None) -> None:
         append_row(args.out / f"kafka_ray{args.tag}.csv",
                    {k: v for k, v in row.items() if k != "hops_ms"})
         write_results(rows, args.out, args.tag)
-        held = _holds(row)
+        held = holds(row)
         if not held:
             break
     held_levels = []
     for r in sorted(rows, key=lambda r: r["xways"]):
-        if not _holds(r):
+        if not holds(r):
             break
         held_levels.append(r["xways"])
     print(f"L-rating (Kafka + Ray, standard data {start}-{end}, x{args.pace:g}): "
