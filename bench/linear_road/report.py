@@ -110,6 +110,9 @@ def summarize(label: str, quick: bool, status: dict[str, int], out: Path) -> dic
                                "hops_ms": json.loads(hops_file.read_text())
                                if hops_file.exists() else None}
     tag = "-quick" if quick else ""
+    # The figures' summaries are not labelled: a run that skipped them shows
+    # the latest earlier run's, and says so.
+    report["figures_this_run"] = "figures" in status
     report["figure12"] = csv_rows(out / f"figure12{tag}-summary.csv")
     report["figure14"] = csv_rows(out / f"figure14{tag}-summary.csv")
     return report
@@ -146,8 +149,10 @@ def markdown(report: dict[str, Any]) -> str:
     for fig, ratio in (("figure12", "ci_over_ca"), ("figure14", "non_shared_over_shared")):
         rows = report.get(fig) or []
         if rows:
-            lines += [f"## {fig.replace('figure', 'Figure ')} ({ratio})", "",
-                      "| point | ratio | agree |", "|---|---|---|"]
+            lines += [f"## {fig.replace('figure', 'Figure ')} ({ratio})", ""]
+            if not report.get("figures_this_run", True):
+                lines += ["Not run here (skipped): the latest earlier run's summary.", ""]
+            lines += ["| point | ratio | agree |", "|---|---|---|"]
             lines += [f"| {r['figure']} {r['label']} | {r[ratio]} | {r['agree']} |" for r in rows]
             lines.append("")
     return "\n".join(lines)

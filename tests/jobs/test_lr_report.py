@@ -75,3 +75,12 @@ def test_each_part_accepts_the_command_it_is_given(tmp_path):
             if part == "kafka_ray":
                 assert got.xways == ([1] if args.quick else args.xways)
                 assert got.tag == ("-report-quick" if args.quick else "")
+
+
+def test_figures_a_run_skipped_are_shown_as_an_earlier_runs(tmp_path):
+    _write(tmp_path / "figure12-summary.csv", [{"figure": "a", "label": "5 queries",
+                                                "ci_over_ca": 2.3, "agree": True}])
+    ran = report.markdown(report.summarize("r", False, {"figures": 0}, tmp_path))
+    skipped = report.markdown(report.summarize("r", False, {"kafka_ray": 0}, tmp_path))
+    assert "| a 5 queries | 2.3 | True |" in ran and "| a 5 queries | 2.3 | True |" in skipped
+    assert "Not run here" not in ran and "Not run here" in skipped
