@@ -128,6 +128,9 @@ class KafkaSettings(_Section):
     transaction_timeout_ms: int = 60_000
     producer_batch_bytes: int = 1_000_000
     consume_batch_size: int = 2000
+    # A service handles at most this many bytes of a poll at once and commits
+    # in between (internal records carry up to 20,000 rows each).
+    consume_batch_bytes: int = Field(default=262_144, gt=0)
     poll_timeout_s: float = 0.5
     # Extra librdkafka properties for producers / consumers, verbatim.
     producer: dict[str, str] = Field(default_factory=dict)

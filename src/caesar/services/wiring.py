@@ -92,7 +92,8 @@ def make_loop(service: str, cfg: ServiceConfig, bus: Bus, *, group_prefix: str =
               poll_timeout_s: float = 0.2, checkpoints: bool = True,
               max_commit_share: float = 0.25,
               transaction_timeout_s: float | None = None,
-              checkpoint_interval_s: float = DEFAULT_CHECKPOINT_INTERVAL_S) -> ServiceLoop:
+              checkpoint_interval_s: float = DEFAULT_CHECKPOINT_INTERVAL_S,
+              batch_bytes: int = 262_144) -> ServiceLoop:
     """One runner loop; its transactional ids name the service and each Kafka
     partition, so the next owner of a partition fences the one it replaces.
     With the bus's `transaction_timeout_s`, a transaction is committed within
@@ -109,7 +110,7 @@ def make_loop(service: str, cfg: ServiceConfig, bus: Bus, *, group_prefix: str =
                        partitions=cfg.partitions, store=store, batch_size=batch_size,
                        poll_timeout_s=poll_timeout_s, commit_interval_s=commit_interval_s,
                        max_commit_share=max_commit_share,
-                       checkpoint_interval_s=checkpoint_interval_s,
+                       checkpoint_interval_s=checkpoint_interval_s, max_batch_bytes=batch_bytes,
                        max_open_s=None if transaction_timeout_s is None
                        else transaction_timeout_s / 3)
     loop.plan_book = cfg.plan_book

@@ -128,7 +128,8 @@ class ServiceLoop:
                  store: StateStore | None = None, batch_size: int = 2000,
                  poll_timeout_s: float = 0.2, commit_interval_s: float = 1.0,
                  max_failed_commits: int = 20, max_commit_share: float = 0.25,
-                 max_open_s: float | None = None, checkpoint_interval_s: float = 0.0) -> None:
+                 max_open_s: float | None = None, checkpoint_interval_s: float = 0.0,
+                 max_batch_bytes: int = 262_144) -> None:
         self.bus = bus
         self.group_id = group_id
         self.transactional_prefix = transactional_prefix
@@ -136,6 +137,14 @@ class ServiceLoop:
         self.partitions = tuple(partitions)
         self.store = store
         self.batch_size = batch_size
+        # A batch handed to the handler holds at most this many bytes of values
+        # (at least one record); the rest of a poll waits for the next step.
+        # An internal record carries up to 20,000 rows, so a loop behind its
+        # input polled minutes of work at once (a matcher at 4 expressways:
+        # 4 commits in 2 minutes), and nothing became visible until it was done.
+        self.max_batch_bytes = max_batch_bytes
+        self._held: list[Record] = []  # polled, not handled yet
+        self._held_from: dict[TopicPartition, int] = {}  # their first offset per input
         self.poll_timeout_s = poll_timeout_s
         self.commit_interval_s = commit_interval_s
         # A commit snapshots every changed partition's whole state: when that
@@ -242,6 +251,7 @@ class ServiceLoop:
                      sum(self._replay_to[tp] - offsets[tp] for tp in self._replay_to))
         self.positions = dict(offsets)
         self.consumer.assign(self.inputs, offsets)
+        self._held, self._held_from = [], {}  # polled before the rewind: read again
         self._dirty = set()
         self._open = set()
         self._last_commit = time.monotonic()
@@ -297,7 +307,9 @@ class ServiceLoop:
         consumer's position counts transaction markers it has skipped)."""
         end = self.bus.end_offsets(self.inputs)
         seen = self._positions_seen  # (the consumer is not to be called from other threads)
-        return sum(max(0, end[tp] - max(self.positions.get(tp, 0), seen.get(tp) or 0))
+        held = self._held_from  # polled but not handled: the consumer's position is past them
+        return sum(max(0, end[tp] - (held[tp] if tp in held
+                                     else max(self.positions.get(tp, 0), seen.get(tp) or 0)))
                    for tp in self.inputs)
 
     def _committed(self, timeout_s: float = 60.0) -> dict[TopicPartition, int | None]:
@@ -332,7 +344,7 @@ class ServiceLoop:
         produced = self._control()
         if produced < 0:
             return 0
-        records = self.consumer.poll(self.batch_size, self.poll_timeout_s)
+        records = self._take()
         if time.monotonic() - self._positions_at > 1.0:  # for lag(), read by other threads
             self._positions_seen = self.consumer.position(self.inputs)
             self._positions_at = time.monotonic()
@@ -360,6 +372,24 @@ class ServiceLoop:
         elif not records and not self._dirty:
             self._checkpoint_idle()
         return len(records) + produced  # anything moved
+
+    def _take(self) -> list[Record]:
+        """The next batch: what the last poll left, else a new poll; cut at
+        `max_batch_bytes` of values."""
+        assert self.consumer is not None
+        records = self._held or list(self.consumer.poll(self.batch_size, self.poll_timeout_s))
+        self._held = []
+        size = 0
+        for i, r in enumerate(records):
+            size += len(r.value or b"")
+            if size > self.max_batch_bytes and i > 0:
+                records, self._held = records[:i], records[i:]
+                break
+        held_from: dict[TopicPartition, int] = {}
+        for r in self._held:
+            held_from.setdefault(r.topic_partition, r.offset)
+        self._held_from = held_from
+        return records
 
     def _control(self) -> int:
         """The handler's own outputs (e.g. the scheduler starting a model

@@ -56,6 +56,7 @@ class ServiceActor:
                             engine_factory=options.get("engine_factory"))
         self.loop = make_loop(service, cfg, bus, group_prefix=options.get("group_prefix", "caesar"),
                               batch_size=settings.kafka.consume_batch_size,
+                              batch_bytes=settings.kafka.consume_batch_bytes,
                               commit_interval_s=options.get("commit_interval_s", 1.0),
                               max_commit_share=options.get("max_commit_share", 0.25),
                               checkpoint_interval_s=options.get(
