@@ -57,6 +57,6 @@ def test_a_rewind_reads_what_was_kept_again():
     deriver.run_once()
     assert deriver._held  # polled and kept
     deriver._failed(fatal=False)  # e.g. a commit that failed: back to the last commit
-    assert not deriver._held and not deriver._held_from
+    assert not deriver._held
     pipe.run_until_quiet(quiet_s=0.2)
     assert identities(read_alerts(bus, cfg)) == expected(events)

@@ -15,7 +15,7 @@ from caesar.bus.records import TopicPartition, TopicSpec
 from caesar.bus.topics import topic_specs
 from caesar.plans.execution import ExecutionPlan
 from caesar.services.common.config import DEFAULT_CHECKPOINT_INTERVAL_S, ServiceConfig
-from caesar.services.common.loop import Handler, ServiceLoop
+from caesar.services.common.loop import DEFAULT_BATCH_BYTES, Handler, ServiceLoop
 from caesar.services.common.plans import PlanBook, plan_loader
 from caesar.services.deriver.runner import DeriverHandler
 from caesar.services.matcher.runner import MatcherHandler
@@ -93,7 +93,7 @@ def make_loop(service: str, cfg: ServiceConfig, bus: Bus, *, group_prefix: str =
               max_commit_share: float = 0.25,
               transaction_timeout_s: float | None = None,
               checkpoint_interval_s: float = DEFAULT_CHECKPOINT_INTERVAL_S,
-              batch_bytes: int = 262_144) -> ServiceLoop:
+              batch_bytes: int = DEFAULT_BATCH_BYTES) -> ServiceLoop:
     """One runner loop; its transactional ids name the service and each Kafka
     partition, so the next owner of a partition fences the one it replaces.
     With the bus's `transaction_timeout_s`, a transaction is committed within

@@ -122,6 +122,10 @@ class LoopStats:
     hop_ms: LatencyHistogram = field(default_factory=LatencyHistogram)
 
 
+# Bytes of record values a loop hands its handler at once (loop._take).
+DEFAULT_BATCH_BYTES = 262_144
+
+
 class ServiceLoop:
     def __init__(self, *, bus: Bus, group_id: str, transactional_prefix: str,
                  handler_factory: Callable[[], Handler], partitions: Sequence[int],
@@ -129,7 +133,7 @@ class ServiceLoop:
                  poll_timeout_s: float = 0.2, commit_interval_s: float = 1.0,
                  max_failed_commits: int = 20, max_commit_share: float = 0.25,
                  max_open_s: float | None = None, checkpoint_interval_s: float = 0.0,
-                 max_batch_bytes: int = 262_144) -> None:
+                 max_batch_bytes: int = DEFAULT_BATCH_BYTES) -> None:
         self.bus = bus
         self.group_id = group_id
         self.transactional_prefix = transactional_prefix
@@ -143,8 +147,7 @@ class ServiceLoop:
         # input polled minutes of work at once (a matcher at 4 expressways:
         # 4 commits in 2 minutes), and nothing became visible until it was done.
         self.max_batch_bytes = max_batch_bytes
-        self._held: list[Record] = []  # polled, not handled yet
-        self._held_from: dict[TopicPartition, int] = {}  # their first offset per input
+        self._held: list[Record] = []  # polled, not handled yet (replaced, never mutated)
         self.poll_timeout_s = poll_timeout_s
         self.commit_interval_s = commit_interval_s
         # A commit snapshots every changed partition's whole state: when that
@@ -251,7 +254,7 @@ class ServiceLoop:
                      sum(self._replay_to[tp] - offsets[tp] for tp in self._replay_to))
         self.positions = dict(offsets)
         self.consumer.assign(self.inputs, offsets)
-        self._held, self._held_from = [], {}  # polled before the rewind: read again
+        self._held = []  # polled before the rewind: read again
         self._dirty = set()
         self._open = set()
         self._last_commit = time.monotonic()
@@ -307,7 +310,9 @@ class ServiceLoop:
         consumer's position counts transaction markers it has skipped)."""
         end = self.bus.end_offsets(self.inputs)
         seen = self._positions_seen  # (the consumer is not to be called from other threads)
-        held = self._held_from  # polled but not handled: the consumer's position is past them
+        held: dict[TopicPartition, int] = {}  # polled, not handled: the consumer is past them
+        for r in self._held:
+            held.setdefault(r.topic_partition, r.offset)
         return sum(max(0, end[tp] - (held[tp] if tp in held
                                      else max(self.positions.get(tp, 0), seen.get(tp) or 0)))
                    for tp in self.inputs)
@@ -385,10 +390,6 @@ class ServiceLoop:
             if size > self.max_batch_bytes and i > 0:
                 records, self._held = records[:i], records[i:]
                 break
-        held_from: dict[TopicPartition, int] = {}
-        for r in self._held:
-            held_from.setdefault(r.topic_partition, r.offset)
-        self._held_from = held_from
         return records
 
     def _control(self) -> int:
