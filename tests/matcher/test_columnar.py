@@ -247,3 +247,31 @@ def test_snapshot_falls_back_to_format_3_for_mixed_widths():
     fresh = CythonEngine(plans)
     fresh.restore(0, state)
     assert fresh._snapshot_raw(0) == raw
+
+
+def test_snapshot_flattens_only_runs_that_are_plain_to_the_end():
+    """Format 5 flattens a part's runs only when every run, entry and row id
+    is plain (lists of int64); a part whose runs stop being plain halfway
+    (a later run, entry or row id of another kind) goes to the extras whole,
+    and the parts around it keep their own runs."""
+    rows = [("A", t, {"part": 0, "x": x, "y": 0, "s": "u", "f": 0.0})
+            for t, x in enumerate([1, 2, 3, 4, 5, 6], start=1)]
+    plans = [plan("run", [comp("a", "A"), comp("b", "B")], equivalence=["x"], within=100,
+                  strategy="skip_till_next_match")]
+    engine = CythonEngine(plans)
+    engine.process(tape(rows, StringPool(), partition_key="part"))
+    (_p, keyed), = engine._keyed_parts(0)["run"]
+    parts = list(keyed.values())
+    assert len(parts) == 6 and all(part.runs for part in parts)
+    first = parts[1].runs[0]
+    parts[1].runs = [first, "not a run"]  # a later run of another kind
+    parts[2].runs = [first, [[7, "eight"]]]  # a later row id of another kind
+    parts[3].runs = [first, [[7], 8]]  # a later entry of another kind
+    parts[4].runs = [[[2**63]]]  # a row id beyond int64
+    raw = engine._snapshot_raw(0)
+    state = engine.snapshot(0)
+    block = state["run"]["alts"][0][1]
+    assert [i for i, _ in block["extras"]] == [1, 2, 3, 4]
+    fresh = CythonEngine(plans)
+    fresh.restore(0, state)
+    assert fresh._snapshot_raw(0) == raw

@@ -394,7 +394,7 @@ class AggregateExecutor:
                 "free": list(self._free),
                 "count": self._count.tobytes(), "total": self._total.tobytes(),
                 "low": self._low.tobytes(), "high": self._high.tobytes(),
-                "distinct": [[slot, [sorted(v, key=repr) for v in sets]]
+                "distinct": [[slot, [_sorted(v) for v in sets]]
                              for slot, sets in self._distinct.items()],
                 "by_end": [[end, [list(k) for k in keys]] for end, keys in self._by_end.items()],
                 "keys": [[p, k] for p, k in self._keys.items()],
@@ -439,3 +439,10 @@ class AggregateExecutor:
         self._big = {(int(a), int(slot)): int(v) for a, slot, v in state["big"]}
         self._float_group = [bool(x) for x in state["float_group"]]
 
+
+def _sorted(values: set[Any]) -> list[Any]:
+    """A set as a list in a fixed order: ints (LR's distinct car ids) in their
+    own order, at C speed; any other mix by repr."""
+    if all(type(v) is int for v in values):
+        return sorted(values)
+    return sorted(values, key=repr)

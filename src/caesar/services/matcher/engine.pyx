@@ -42,9 +42,11 @@ plan_runtime.pyx); expressions run on the VM of vm.pyx.
 import numpy as np
 
 cimport cython
-from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy
+from libc.stdlib cimport calloc, free, malloc, realloc
+from libc.string cimport memcpy, memset
 
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
@@ -236,7 +238,13 @@ cdef object _encode_held(object v):
     return tagged.encode(v) if found is _NOT_INTS else found
 
 
-cdef object _I64_LO = -(2**63), _I64_HI = 2**63 - 1
+cdef inline bint _as_i64(object x, i64* out):
+    """Is x an int in int64's range? Its value goes to out."""
+    cdef int overflow = 0
+    if type(x) is not int:
+        return False
+    out[0] = PyLong_AsLongLongAndOverflow(x, &overflow)
+    return overflow == 0
 
 
 cdef object _key_columns(list keys):
@@ -245,6 +253,8 @@ cdef object _key_columns(list keys):
     instead of a list per key for msgpack to walk; None otherwise."""
     cdef Py_ssize_t n = len(keys), i, j, a
     cdef i64[::1] v
+    cdef i64 x
+    cdef tuple t
     if n == 0:
         return None
     first = keys[0]
@@ -259,35 +269,23 @@ cdef object _key_columns(list keys):
     for i in range(n):
         k = keys[i]
         if a == 0:
-            if type(k) is not int or not (_I64_LO <= k <= _I64_HI):
+            if not _as_i64(k, &x):
                 return None
-            v[i] = k
+            v[i] = x
             continue
         if type(k) is not tuple or len(<tuple> k) != a:
             return None
+        t = <tuple> k
         for j in range(a):
-            x = (<tuple> k)[j]
-            if type(x) is not int or not (_I64_LO <= x <= _I64_HI):
+            if not _as_i64(t[j], &x):
                 return None
             v[i * a + j] = x
     return [a, arr.tobytes()]
 
 
-cdef bint _plain_runs(object runs):
-    """Are the runs a non-empty list of runs, each a list of entries, each a
-    list of int64 row ids (what skip_till_next_match keeps)?"""
-    if type(runs) is not list or not runs:
-        return False
-    for run in <list> runs:
-        if type(run) is not list:
-            return False
-        for entry in <list> run:
-            if type(entry) is not list:
-                return False
-            for x in <list> entry:
-                if type(x) is not int or not (_I64_LO <= x <= _I64_HI):
-                    return False
-    return True
+cdef inline bint _empty(object v):
+    """v == () (what a part holds when it holds nothing of that kind)."""
+    return type(v) is tuple and not v
 
 
 def _fit_rows(comp):
@@ -316,71 +314,137 @@ def _fit_rows(comp):
     return fit
 
 
+cdef struct _Buf:
+    char* data
+    Py_ssize_t len
+    Py_ssize_t cap
+
+
+cdef int _put(_Buf* b, const void* src, Py_ssize_t n) except -1:
+    """Append n bytes to a growing buffer (doubling)."""
+    cdef Py_ssize_t cap
+    cdef char* grown
+    if b.len + n > b.cap:
+        cap = max(2 * b.cap, b.len + n, 4096)
+        grown = <char*> realloc(b.data, cap)
+        if grown == NULL:
+            raise MemoryError()
+        b.data, b.cap = grown, cap
+    if n:
+        memcpy(b.data + b.len, src, n)
+    b.len += n
+    return 0
+
+
+cdef inline int _put_i64(_Buf* b, i64 v) except -1:
+    return _put(b, &v, sizeof(i64))
+
+
+cdef bint _put_plain_runs(object runs, _Buf* bufs, i64 part) except -1:
+    """Append a part's runs to bufs[0..3] (per run its part and entry count,
+    per entry its row count, then the row ids) when they are a non-empty
+    list of runs, each a list of entries, each a list of int64 row ids (what
+    skip_till_next_match keeps); else leave bufs as they were, False."""
+    cdef Py_ssize_t marks[4]
+    cdef i64 x
+    cdef int k
+    if type(runs) is not list or not runs:
+        return False
+    for k in range(4):
+        marks[k] = bufs[k].len
+    for run in <list> runs:
+        if type(run) is not list:
+            break
+        _put_i64(&bufs[0], part)
+        _put_i64(&bufs[1], len(<list> run))
+        for entry in <list> run:
+            if type(entry) is not list:
+                break
+            _put_i64(&bufs[2], len(<list> entry))
+            for y in <list> entry:
+                if not _as_i64(y, &x):
+                    break
+                _put_i64(&bufs[3], x)
+            else:
+                continue
+            break
+        else:
+            continue
+        break
+    else:
+        return True
+    for k in range(4):  # not plain: undo
+        bufs[k].len = marks[k]
+    return False
+
+
+cdef bytes _take(_Buf* b):
+    if b.len == 0:
+        out = b""
+    else:
+        out = PyBytes_FromStringAndSize(b.data, b.len)
+    free(b.data)
+    b.data, b.len, b.cap = NULL, 0, 0
+    return out
+
+
 cdef object _encode_block(int ncomp, dict keyed):
     """A plan's parts (one alternative, one partition) column-wise; see
     snapshot(). None when a component's stacks differ in width (a follower's
-    prefix reads its leader's stacks): one width per component is stored."""
+    prefix reads its leader's stacks): one width per component is stored.
+    One typed pass over the parts into growing buffers: at LR's peak a plan
+    holds ~10^5 parts scattered in memory, and each is touched once."""
     cdef Part part
     cdef Stack s
-    cdef Py_ssize_t n = len(keyed), i, c, m, off, w
+    cdef Py_ssize_t n = len(keyed), i, c, m, w
     cdef i64[:, ::1] counts = np.zeros((ncomp, n), dtype=np.int64)
     cdef i64[:, ::1] bases = np.zeros((ncomp, n), dtype=np.int64)
-    cdef i64[::1] tsv, seqv, valv
-    cdef u8[::1] kindv
+    cdef _Buf runs[4]
+    cdef _Buf* cols = <_Buf*> calloc(4 * ncomp if ncomp else 1, sizeof(_Buf))
+    cdef int widths[MAXC]
+    if cols == NULL:
+        raise MemoryError()
+    memset(runs, 0, sizeof(runs))
     extras = []
-    # runs of the parts holding nothing else, flattened: per run its part and
-    # entry count, per entry its row count, then the row ids
-    run_part, run_len, entry_len, rows = [], [], [], []
-    widths = [0] * ncomp
-    i = 0
-    for key, part in keyed.items():
-        if part.pending == () and part.ready == () and part.held == () \
-                and _plain_runs(part.runs):
-            for run in part.runs:
-                run_part.append(i)
-                run_len.append(len(run))
-                for entry in run:
-                    entry_len.append(len(entry))
-                    rows.extend(entry)
-        elif not (part.runs == () and part.pending == () and part.ready == ()
-                  and part.held == ()):
-            extras.append([i, [_encode_held(part.runs), _encode_held(part.pending),
-                               _encode_held(part.ready), _encode_held(part.held)]])
-        for c in range(ncomp):
-            s = part.stacks[c]
-            counts[c, i] = s.n - s.head
-            bases[c, i] = s.base + s.head
-            if i == 0:
-                widths[c] = s.width
-            elif widths[c] != s.width:
-                return None
-        i += 1
-    comps = []
-    totals = np.asarray(counts).sum(axis=1).tolist()
-    for c in range(ncomp):
-        w = widths[c]
-        ts = np.empty(totals[c], dtype=np.int64)
-        seq = np.empty(totals[c], dtype=np.int64)
-        vals = np.empty(totals[c] * w, dtype=np.int64)
-        kinds = np.empty(totals[c] * w, dtype=np.uint8)
-        tsv, seqv, valv, kindv = ts, seq, vals, kinds
-        off = 0
+    try:
+        i = 0
         for part in keyed.values():
-            s = part.stacks[c]
-            m = s.n - s.head
-            if m == 0:
-                continue
-            memcpy(&tsv[off], s.ts + s.head, m * sizeof(i64))
-            memcpy(&seqv[off], s.seq + s.head, m * sizeof(i64))
-            if w > 0:
-                memcpy(&valv[off * w], s.vals + s.head * w, m * w * sizeof(Cell))
-                memcpy(&kindv[off * w], s.kinds + s.head * w, m * w * sizeof(u8))
-            off += m
-        comps.append([w, ts.tobytes(), seq.tobytes(), vals.tobytes(), kinds.tobytes()])
-    block = {"extras": extras, "counts": np.asarray(counts).tobytes(),
-             "bases": np.asarray(bases).tobytes(), "comps": comps,
-             "runs": [np.array(x, dtype=np.int64).tobytes()
-                      for x in (run_part, run_len, entry_len, rows)]}
+            if _empty(part.pending) and _empty(part.ready) and _empty(part.held) \
+                    and _put_plain_runs(part.runs, runs, i):
+                pass
+            elif not (_empty(part.runs) and _empty(part.pending) and _empty(part.ready)
+                      and _empty(part.held)):
+                extras.append([i, [_encode_held(part.runs), _encode_held(part.pending),
+                                   _encode_held(part.ready), _encode_held(part.held)]])
+            for c in range(ncomp):
+                s = <Stack> part.stacks[c]
+                if i == 0:
+                    widths[c] = s.width
+                elif widths[c] != s.width:
+                    return None
+                m = s.n - s.head
+                counts[c, i] = m
+                bases[c, i] = s.base + s.head
+                if m == 0:
+                    continue
+                w = s.width
+                _put(&cols[4 * c], s.ts + s.head, m * sizeof(i64))
+                _put(&cols[4 * c + 1], s.seq + s.head, m * sizeof(i64))
+                if w > 0:
+                    _put(&cols[4 * c + 2], s.vals + s.head * w, m * w * sizeof(Cell))
+                    _put(&cols[4 * c + 3], s.kinds + s.head * w, m * w * sizeof(u8))
+            i += 1
+        comps = [[widths[c], _take(&cols[4 * c]), _take(&cols[4 * c + 1]),
+                  _take(&cols[4 * c + 2]), _take(&cols[4 * c + 3])] for c in range(ncomp)]
+        block = {"extras": extras, "counts": np.asarray(counts).tobytes(),
+                 "bases": np.asarray(bases).tobytes(), "comps": comps,
+                 "runs": [_take(&runs[k]) for k in range(4)]}
+    finally:
+        for k in range(4):
+            free(runs[k].data)
+        for k in range(4 * ncomp):
+            free(cols[k].data)
+        free(cols)
     keys = list(keyed)
     columns = _key_columns(keys)
     if columns is None:

@@ -808,10 +808,9 @@ class StageGraph:
         wanted = set(partitions)
         ctx = self.partitions
         if ctx is not None:  # their stream partitions and the context partitions of those
-            streams = {ctx.stream_of(np.array([p], dtype=np.int64))[0].item() for p in wanted}
+            streams = {ctx.stream_id(p) for p in wanted}
             wanted |= streams
-            wanted |= {p for p in ctx.text
-                       if ctx.stream_of(np.array([p], dtype=np.int64))[0].item() in streams}
+            wanted |= {p for p in ctx.text if ctx.stream_id(p) in streams}
         partitions = sorted(wanted)
         engine_state: dict[int, dict[str, Any]] = {}
         if self.engine is not None:

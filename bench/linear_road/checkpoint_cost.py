@@ -1,0 +1,153 @@
+"""What one checkpoint costs the deriver and the matcher: their state after
+`--history` seconds of the standard data before `--at` (the embedded
+pipeline, 1 expressway by default), then `--repeat` times the snapshot a
+checkpoint takes (`graph.snapshot`), its msgpack encoding and LZ4, each
+timed with `time.process_time`; medians per service.
+
+    python -m bench.linear_road.checkpoint_cost [--at 6000] [--history 600] [--label NAME]
+
+Against an earlier commit's sources, run side by side (A B A B):
+    bash bench/linear_road/at_commit.sh 48c7c68 bench.linear_road.checkpoint_cost --label before
+
+Appends one row per service to results/checkpoint_cost.csv and redraws
+results/checkpoint_cost.png (the snapshot's CPU seconds per label).
+In the Kafka + Ray deployment each input partition's loop takes such a
+snapshot of its share of the state once per checkpoint interval
+(`kafka.checkpoint_interval_s`, 10 s), on the thread that handles input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).parent / "results"
+SERVICES = ("deriver", "matcher")
+
+
+def state_after(data: str | None, at: int, history: int, xways: int) -> Any:
+    """The embedded pipeline after the reports of [at - history, at)."""
+    from bench.linear_road import throughput
+    from bench.linear_road.standard import load
+    from caesar.examples import model_path
+    from caesar.language import compile_model
+    from caesar.services.common.messages import InputRecord
+
+    plan = compile_model(model_path("linear_road").with_name("model_per_segment.caesar"))
+    reports = load(data).window(at - history, at).xways(xways)
+    pipe = throughput.TimedPipeline(plan)
+    offset = 0
+    for _, sec in reports.seconds():
+        values = throughput.fanned_records(sec, False)
+        for v in values:
+            v["type"] = "PositionReport"
+        pipe.second([InputRecord(throughput.TOPIC, 0, offset + i, v)
+                     for i, v in enumerate(values)])
+        offset += len(values)
+    return pipe.pipe, len(reports)
+
+
+def measure(processor: Any, repeat: int) -> dict[str, float]:
+    import lz4.frame
+
+    from caesar.services.store.state_format import pack
+
+    cost: dict[str, list[float]] = {"snapshot": [], "pack": [], "lz4": []}
+    size = packed = 0
+    for _ in range(repeat):
+        c0 = time.process_time()
+        state = processor.snapshot()
+        c1 = time.process_time()
+        blob = pack(state)
+        c2 = time.process_time()
+        packed = len(lz4.frame.compress(blob, compression_level=0))
+        c3 = time.process_time()
+        size = len(blob)
+        cost["snapshot"].append(c1 - c0)
+        cost["pack"].append(c2 - c1)
+        cost["lz4"].append(c3 - c2)
+        del state, blob
+    out = {f"{k}_cpu_s": round(statistics.median(v), 4) for k, v in cost.items()}
+    out["total_cpu_s"] = round(sum(out[f"{k}_cpu_s"] for k in cost), 4)
+    out["state_mb"] = round(size / 1e6, 2)
+    out["lz4_mb"] = round(packed / 1e6, 2)
+    return out
+
+
+def plot(path: Path, out: Path) -> None:
+    import csv
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        return
+    fig, axes = plt.subplots(1, len(SERVICES), figsize=(10, 4.5), sharey=True)
+    for ax, service in zip(axes, SERVICES, strict=True):
+        mine = [r for r in rows if r["service"] == service]
+        labels = [f"{r['label']}\n{r['commit']}" for r in mine]
+        bottom = [0.0] * len(mine)
+        for part, color in (("snapshot", "C0"), ("pack", "C1"), ("lz4", "C2")):
+            vals = [float(r[f"{part}_cpu_s"]) for r in mine]
+            ax.bar(range(len(mine)), vals, bottom=bottom, color=color, label=part)
+            bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+        ax.set_xticks(range(len(mine)), labels, rotation=30, ha="right", fontsize=7)
+        ax.set_title(f"{service}: one checkpoint of the whole state")
+        ax.set_ylabel("CPU s (median)")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
+def _source() -> tuple[str, str]:
+    """The commit of the CAESAR sources measured (at_commit.sh's checkout, or
+    this tree's HEAD, "+" when it has uncommitted changes) and their path."""
+    import caesar
+
+    src = Path(caesar.__file__).parent.parent
+    if src.parent.name.startswith("caesar-at-"):
+        return src.parent.name.removeprefix("caesar-at-"), str(src)
+    git = ["git", "-C", str(src)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True, check=False).stdout.strip()
+    dirty = subprocess.run([*git, "status", "--porcelain", "--", "."], capture_output=True,
+                           text=True, check=False).stdout.strip()
+    return head + ("+" if dirty else ""), str(src)
+
+
+def main(argv: list[str] | None = None) -> None:
+    from bench.linear_road.throughput import append_row
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", help="LR data file (default: $CAESAR_LR_DATA)")
+    ap.add_argument("--at", type=int, default=6000)
+    ap.add_argument("--history", type=int, default=600)
+    ap.add_argument("--xways", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--label", default="")
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    args = ap.parse_args(argv)
+    pipe, n = state_after(args.data, args.at, args.history, args.xways)
+    commit, src = _source()
+    for service in SERVICES:
+        row = {"label": args.label, "commit": commit, "src": src,
+               "when": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+               "service": service, "at": args.at, "history_s": args.history,
+               "xways": args.xways, "reports": n, "repeat": args.repeat,
+               **measure(getattr(pipe, service), args.repeat)}
+        print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+        args.out.mkdir(parents=True, exist_ok=True)
+        append_row(args.out / "checkpoint_cost.csv", row)
+    plot(args.out / "checkpoint_cost.csv", args.out / "checkpoint_cost.png")
+
+
+if __name__ == "__main__":
+    main()
