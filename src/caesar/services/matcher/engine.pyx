@@ -404,7 +404,11 @@ cdef object _encode_block(int ncomp, dict keyed):
     cdef int widths[MAXC]
     if cols == NULL:
         raise MemoryError()
+    if ncomp > MAXC:  # compile_plans refuses such plans; widths has MAXC slots
+        free(cols)
+        raise ValueError(f"a plan of {ncomp} components; at most {MAXC}")
     memset(runs, 0, sizeof(runs))
+    memset(widths, 0, sizeof(widths))
     extras = []
     try:
         i = 0
