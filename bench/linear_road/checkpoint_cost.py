@@ -79,15 +79,14 @@ def measure(processor: Any, repeat: int) -> dict[str, float]:
 
 
 def plot(path: Path, out: Path) -> None:
-    import csv
-
     import matplotlib
+
+    from bench.linear_road.throughput import read_rows
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    with path.open() as f:
-        rows = list(csv.DictReader(f))
+    rows = read_rows(path)
     if not rows:
         return
     fig, axes = plt.subplots(1, len(SERVICES), figsize=(10, 4.5), sharey=True)

@@ -289,11 +289,16 @@ def commit() -> str:
         return "?"
 
 
+def read_rows(path: Path) -> list[dict[str, str]]:
+    """A results CSV's rows ([] when there is none yet)."""
+    if not path.exists():
+        return []
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
 def append_row(path: Path, row: dict[str, Any]) -> None:
-    rows = []
-    if path.exists():
-        with path.open() as f:
-            rows = list(csv.DictReader(f))
+    rows = read_rows(path)
     rows.append({k: str(v) for k, v in row.items()})
     keys = list(dict.fromkeys(k for r in rows for k in r))
     with path.open("w", newline="") as f:
@@ -308,8 +313,7 @@ def plot(path: Path, out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    with path.open() as f:
-        rows = list(csv.DictReader(f))
+    rows = read_rows(path)
     if not rows:
         return
     labels = [f"{r['label']}\n{r['commit']}" for r in rows]
