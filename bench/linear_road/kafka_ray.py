@@ -206,6 +206,7 @@ def tree(pid: int | None, exclude: set[int] = frozenset()) -> list[int]:  # type
 # ------------------------------------------------------------------ one level
 def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int, *,
               start: int, end: int, history_pace: float, pace: float, actors: int,
+              service_actors: dict[str, int] | None = None,
               model: Path, commit_interval_s: float, max_commit_share: float = 0.25,
               warmup: int = 0,
               checkpoint_interval_s: float = DEFAULT_CHECKPOINT_INTERVAL_S,
@@ -258,7 +259,7 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
     try:
         ray.init(address=runtime.ray().address, namespace=settings.ray.namespace,
                  include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
-        dep = Deployment(plan, settings, actors_per_service=actors,
+        dep = Deployment(plan, settings, actors_per_service=actors, actors=service_actors,
                          options={"commit_interval_s": commit_interval_s,
                                   "max_commit_share": max_commit_share,
                                   "checkpoint_interval_s": checkpoint_interval_s})
@@ -272,7 +273,7 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
                           "bench producer": [os.getpid()]})
         producer = Producer(runtime.bootstrap)
         log(f"L={xways}: {len(roads):,} reports, {partitions} input partitions, "
-            f"{actors} actor(s) per service; history at x{history_pace:g} (its last "
+            f"actors {', '.join(f'{s} {n}' for s, n in dep.counts.items())}; history at x{history_pace:g} (its last "
             f"{warmup} s at x{pace:g}), window from {start} at x{pace:g}; "
             f"{n_expected:,} outputs expected")
         arrivals: dict[int, list[tuple[int, int]]] = {}  # partition -> [(last ts, ms)]
@@ -328,7 +329,9 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
                          settings.topics, window_outputs)
         cpu = {g: cpu1[g] - cpu0[g] for g in cpu0}
         row: dict[str, Any] = {
-            "xways": xways, "actors_per_service": actors, "commit_interval_s": commit_interval_s,
+            "xways": xways, "actors_per_service": actors,
+            "actors": " ".join(f"{s}={n}" for s, n in (service_actors or {}).items()),
+            "commit_interval_s": commit_interval_s,
             "max_commit_share": max_commit_share, "checkpoint_interval_s": checkpoint_interval_s,
             "reports_window": window_reports,
             "reports_per_s": round(window_reports / max(1, end - start), 1),
@@ -679,7 +682,9 @@ def parser() -> argparse.ArgumentParser:
                     help="the history's last seconds, sent at --pace right before the window "
                          "(0: none; the window then starts after the fast history and a pause)")
     ap.add_argument("--pace", type=float, default=1.0)
-    ap.add_argument("--actors", type=int, default=1, help="actors per service")
+    ap.add_argument("--actors", type=_actor_count, nargs="+", default=[1],
+                    help="actors per service, then SERVICE=N for one service's "
+                         "(e.g. 1 matcher=2)")
     ap.add_argument("--commit-interval", type=float, default=10.0,
                     help="s between commits")
     ap.add_argument("--checkpoint-interval", type=float, default=DEFAULT_CHECKPOINT_INTERVAL_S,
@@ -693,6 +698,29 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--tag", default="")
     ap.add_argument("--label", default="")
     return ap
+
+
+def _actor_count(text: str) -> tuple[str, int]:
+    """'2' (every service) or 'matcher=2' (one service)."""
+    service, _, n = text.rpartition("=")
+    try:
+        count = int(n)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: N or SERVICE=N") from None
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: at least 1 actor")
+    return service, count
+
+
+def _actors(items: list[tuple[str, int] | int]) -> dict[str, Any]:
+    default, per = 1, {}
+    for item in items:
+        service, n = item if isinstance(item, tuple) else ("", item)
+        if service:
+            per[service] = n
+        else:
+            default = n
+    return {"actors": default, "service_actors": per}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -712,7 +740,7 @@ def main(argv: list[str] | None = None) -> None:
     rows: list[dict[str, Any]] = []
     for xw in args.xways:
         row = run_level(reports, one, xw, start=start, end=end, history_pace=args.history_pace,
-                        pace=args.pace, actors=args.actors, model=args.model,
+                        pace=args.pace, model=args.model, **_actors(args.actors),
                         commit_interval_s=args.commit_interval,
                         max_commit_share=args.max_commit_share,
                         checkpoint_interval_s=args.checkpoint_interval, warmup=args.warmup)

@@ -192,6 +192,24 @@ class RaySettings(_Section):
     address: str | None = None
     namespace: str = "caesar"
     actors_per_service: int = Field(1, ge=1)
+    # Per-service overrides (Flink's per-operator parallelism), e.g.
+    # {matcher: 2}: the service that carries the work gets more actors.
+    actors: dict[str, int] = Field(default_factory=dict)
+
+    @field_validator("actors")
+    @classmethod
+    def _known_services(cls, v: dict[str, int]) -> dict[str, int]:
+        known = ("scheduler", "deriver", "router", "matcher")  # acep: one actor owns all
+        for service, n in v.items():
+            if service not in known:
+                raise ValueError(f"ray.actors: unknown service {service!r} "
+                                 f"(one of {', '.join(known)})")
+            if n < 1:
+                raise ValueError(f"ray.actors: {service} needs at least 1 actor, not {n}")
+        return v
+
+    def actors_of(self, service: str) -> int:
+        return self.actors.get(service, self.actors_per_service)
 
 
 class LocalRuntimeSettings(_Section):

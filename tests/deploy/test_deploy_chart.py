@@ -292,6 +292,8 @@ def test_environment_matches_the_settings_contract(rendered: dict, name: str,
     assert settings.topics.replication_factor == topics["replicationFactor"]
     assert settings.topics.retention_ms == topics["retentionMs"]
     assert settings.ray.namespace == values["ray"]["namespace"]
+    assert settings.ray.actors_per_service == values["ray"]["actorsPerService"]
+    assert settings.ray.actors == values["ray"]["actors"]
 
 
 def test_model_from_set_file_and_upgrade_redeploys(helm: Path, tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ class _FakeDeployment:
     instances: list[_FakeDeployment] = []
 
     def __init__(self, plan, settings, options=None) -> None:
-        self.actors_per_service = 1
+        self.counts = {"scheduler": 1, "deriver": 1, "router": 1, "matcher": 1}
         self.stopped = False
         _FakeDeployment.instances.append(self)
 

@@ -27,14 +27,14 @@ def stream(n, segs=4, seed=3):
             for t in range(n)]
 
 
-def setup(kafka_bootstrap, unique_name, partitions):
+def setup(kafka_bootstrap, unique_name, partitions, actors=None):
     plan = two_context_plan(topic=unique_name("pos"))
     p = unique_name("caesar")
     topics = TopicSettings.under(p, partitions=partitions)
     settings = Settings(kafka=KafkaSettings(bootstrap_servers=kafka_bootstrap, linger_ms=2,
                                             poll_timeout_s=0.1), topics=topics)
     cfg = ServiceConfig(plan, topics, make_codec(settings), tuple(range(partitions)), "test")
-    dep = Deployment(plan, settings, actors_per_service=1,
+    dep = Deployment(plan, settings, actors_per_service=1, actors=actors,
                      options={"engine_factory": ReferenceEngine,
                               "group_prefix": p, "commit_interval_s": 0.3})
     return plan, cfg, dep
@@ -54,7 +54,8 @@ def wait_for_alerts(bus, cfg, expected, timeout_s=90.0):
 
 def test_two_contexts_on_kafka_and_ray_equal_embedded_with_dead_letter(
         kafka_bootstrap, kafka_bus, ray_session, unique_name):
-    plan, cfg, dep = setup(kafka_bootstrap, unique_name, partitions=2)
+    """Also: two matcher actors (one partition each) beside one of every other service."""
+    plan, cfg, dep = setup(kafka_bootstrap, unique_name, partitions=2, actors={"matcher": 2})
     events = stream(1200)
     expected = EmbeddedPipeline(plan, engine_factory=ReferenceEngine).run_values(events)
     want = {a.identity() for a in expected.alerts}
@@ -74,6 +75,8 @@ def test_two_contexts_on_kafka_and_ray_equal_embedded_with_dead_letter(
     finally:
         stats = dep.stop()
     assert all(s["error"] is None for ss in stats.values() for s in ss)
+    assert [len(stats[s]) for s in ("scheduler", "deriver", "router", "matcher")] == [1, 1, 1, 2]
+    assert all(s["records_in"] for s in stats["matcher"]), "each matcher read its partition"
 
 
 def test_killed_actor_is_restarted_and_alerts_are_complete(

@@ -186,6 +186,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   value: {{ .Values.ray.namespace | quote }}
 - name: CAESAR_RAY__ACTORS_PER_SERVICE
   value: {{ .Values.ray.actorsPerService | quote }}
+{{- with .Values.ray.actors }}
+- name: CAESAR_RAY__ACTORS
+  value: {{ . | toJson | quote }}
+{{- end }}
 {{- with .Values.extraEnv }}
 {{ toYaml . }}
 {{- end }}

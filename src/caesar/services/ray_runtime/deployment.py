@@ -1,8 +1,10 @@
 """`caesar deploy`: the services of one model as Ray actors against Kafka.
 
 Parallelism: the internal topics have P partitions; each service runs
-`actors_per_service` actors, actor i owning the partitions j with
-j % actors_per_service == i (its group). Consumer group per service.
+`actors_per_service` actors (`settings.ray.actors` per service, e.g. more
+matchers than schedulers), actor i of n owning the partitions j with
+j % n == i (its group). Consumer group per service; each service's groups
+are its own, since services meet only through topics.
 
 `update(plan)` (`caesar deploy --update MODEL`) swaps the model while input
 keeps flowing: the driver checks that every query's state can carry over
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +47,7 @@ def partition_groups(partitions: int, actors: int) -> list[tuple[int, ...]]:
 
 class Deployment:
     def __init__(self, plan: ExecutionPlan, settings: Settings, *, actors_per_service: int | None = None,
+                 actors: Mapping[str, int] | None = None,
                  options: RunnerOptions | None = None) -> None:
         local = [f.name for f in plan.functions if f.target is None]
         if local:
@@ -61,6 +64,13 @@ class Deployment:
                                 if caesar_level else level)
         self.options.setdefault("log_format", fmt)
         self.actors_per_service = actors_per_service or settings.ray.actors_per_service
+        # Per service: the default, the settings' overrides, the `actors` argument's.
+        self.counts: dict[str, int] = {**dict.fromkeys(SERVICES, self.actors_per_service),
+                                       **settings.ray.actors, **(actors or {})}
+        bad = {s: n for s, n in self.counts.items() if s not in SERVICES or n < 1}
+        if bad:
+            raise ConfigError(f"actors per service: {bad} (services: {', '.join(SERVICES)}; "
+                              "at least 1 each)")
         self.actors: dict[str, list[Any]] = {}
 
     def create_topics(self) -> list[str]:
@@ -93,13 +103,13 @@ class Deployment:
 
         self.create_topics()
         self._publish(self.plan)
-        groups = partition_groups(self.settings.topics.partitions, self.actors_per_service)
+        partitions = self.settings.topics.partitions
         settings_json = self.settings.model_dump_json()
         prefix = self.options.get("group_prefix", "caesar")
         for service in services_of(self.plan):
             # One ACEP actor owns every partition: the tables are shared by all.
-            owned = [tuple(range(self.settings.topics.partitions))] if service == "acep" \
-                else groups
+            owned = [tuple(range(partitions))] if service == "acep" \
+                else partition_groups(partitions, self.counts[service])
             # Named in the settings' namespace (not the driver's): `attach`
             # and `caesar tables` look them up there.
             self.actors[service] = [
@@ -140,7 +150,8 @@ class Deployment:
                     f"{settings.ray.namespace!r} (no actor {group_prefix}-{service}-0); "
                     "start one with `caesar deploy MODEL` (same settings and --prefix)")
         plan = plan_from_json(ray.get(actors["matcher"][0].plan_json.remote(), timeout=60))
-        dep = cls(plan, settings, actors_per_service=len(actors["matcher"]),
+        dep = cls(plan, settings, actors_per_service=len(actors["scheduler"]),
+                  actors={s: len(found) for s, found in actors.items() if s in SERVICES},
                   options={"group_prefix": group_prefix})
         dep.actors = actors
         return dep
@@ -245,8 +256,9 @@ def deploy_model(plan: ExecutionPlan, *, model_text: str, settings_file: Path | 
         raise RuntimeEnvironmentError(f"cannot reach Ray at {address or 'local'}: {exc}") from exc
     dep = Deployment(plan, settings, options=options)
     dep.start()
-    console.print(f"deployed {plan.model}: {len(SERVICES)} services x {dep.actors_per_service} "
-                  f"actor(s) on {settings.topics.partitions} partition(s), Kafka "
+    counts = ", ".join(f"{s} {n}" for s, n in dep.counts.items())
+    console.print(f"deployed {plan.model}: actors {counts} "
+                  f"on {settings.topics.partitions} partition(s), Kafka "
                   f"{settings.kafka.bootstrap_servers}")
     started = time.monotonic()
     restore = _stop_on_sigterm()
