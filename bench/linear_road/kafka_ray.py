@@ -362,6 +362,10 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
             # a restarted actor or a failed commit shows here (and its replay)
             **{f"{s}_{k}": v for k in ("aborts", "replayed")
                for s, v in _sum_stat(end_stats, k).items()},
+            # the cyclic collector in the window: seconds, and its longest pause
+            **{f"{s}_gc_s": round(_gc(end_stats, s)[0] - _gc(start_stats, s)[0], 2)
+               for s in SERVICES},
+            **{f"{s}_gc_max_s": round(_gc(end_stats, s)[1], 3) for s in SERVICES},
         }
         row["hops_ms"] = hops.as_json()["hops_ms"]
         log(hops.render())
@@ -486,6 +490,13 @@ def _read_outputs(bus: Any, tail: VisibleTail, flat: dict[str, Any], start: int,
 def _sum_stat(stats: dict[str, list[dict[str, Any]]], name: str) -> dict[str, int]:
     """service -> the stat summed over its actors."""
     return {s: sum(st.get(name, 0) for st in sts) for s, sts in stats.items()}
+
+
+def _gc(stats: dict[str, list[dict[str, Any]]], service: str) -> tuple[float, float]:
+    """(collector seconds so far, its longest run) over a service's actors."""
+    sts = stats.get(service, [])
+    return (sum(sum(st.get("gc_s", ())) for st in sts),
+            max((max(st.get("gc_max_s", ()), default=0.0) for st in sts), default=0.0))
 
 
 def _commit_totals(stats: dict[str, list[dict[str, Any]]]) -> dict[str, tuple[int, float]]:

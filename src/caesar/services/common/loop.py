@@ -57,7 +57,7 @@ from caesar.bus.errors import BusError, ProducerFencedError
 from caesar.bus.protocol import Bus, BusConsumer, BusProducer
 from caesar.bus.records import OutRecord, Record, TopicPartition
 from caesar.bus.retire import retire
-from caesar.services.common.collector import collector_paused
+from caesar.services.common.collector import SWEEP_INTERVAL_S, collector_paused, sweep
 from caesar.services.common.latency import LatencyHistogram
 from caesar.services.store.checkpoint import StateStore, StoreError
 
@@ -178,6 +178,7 @@ class ServiceLoop:
         self._checkpointed_at: dict[int, float] = {}  # partition -> its last state write
         self._replay_to: dict[TopicPartition, int] = {}  # input -> the committed offset
         self._behind: set[int] = set()  # committed since their last state write
+        self._swept_at = time.monotonic()
         self._restored: set[int] = set()  # partitions the last restore found a state for
         self._stated: set[int] = set()  # partitions with a state (restored or written)
         # Producers (and open transactions) by transaction key: the partition
@@ -376,7 +377,18 @@ class ServiceLoop:
             self.commit()
         elif not records and not self._dirty:
             self._checkpoint_idle()
+            self._sweep_idle()
         return len(records) + produced  # anything moved
+
+    def _sweep_idle(self) -> None:
+        """Now and then, with no input, a full collection (collector.sweep)."""
+        now = time.monotonic()
+        if now - self._swept_at < SWEEP_INTERVAL_S:
+            return
+        found = sweep()
+        self._swept_at = time.monotonic()
+        log.debug("%s: full collection found %d unreachable objects in %.2f s",
+                  self.transactional_prefix, found, self._swept_at - now)
 
     def _take(self) -> list[Record]:
         """The next batch: what the last poll left, else a new poll; cut at

@@ -20,6 +20,7 @@ from typing import Any
 import ray
 
 from caesar.plans.execution import ExecutionPlan
+from caesar.services.common.collector import CLOCK
 from caesar.services.common.config import (
     DEFAULT_CHECKPOINT_INTERVAL_S,
     RunnerOptions,
@@ -99,7 +100,7 @@ class ServiceActor:
                 "restore_bytes": s.restore_bytes, "restored_from": s.restored_from, "error": self.error,
                 "plans": self.plan_versions(),
                 "alive": self._thread.is_alive(), "uptime_s": time.time() - self.started,
-                "hop_ms": s.hop_ms.as_dict(), "lag": self._lag(),
+                "hop_ms": s.hop_ms.as_dict(), "lag": self._lag(), **CLOCK.as_dict(),
                 **_counters(self.loop.handler)}
 
     def _lag(self) -> int | None:

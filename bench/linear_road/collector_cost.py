@@ -1,0 +1,158 @@
+"""What the cyclic garbage collector costs the embedded pipeline on Linear
+Road's standard data, with each collector policy of
+caesar.services.common.collector, run side by side (A B A B, each run in a
+fresh process):
+
+- `plain`: rare collections (thresholds 20,000 / 20 / 100), the state
+  alive at start frozen;
+- `freeze`: the same, and what outlives a young collection frozen too (the
+  default since session 18): the middle and old generations stay empty.
+
+    python -m bench.linear_road.collector_cost [--window 6000 6060] [--history 300] [--rounds 2]
+
+Per run: reports per CPU-second in the window (throughput.run, outputs
+checked against the oracle), the collector's seconds and longest pause per
+generation while the pipeline ran (not while the oracle did), and the
+process's peak RSS. Rows go to results/collector_cost.csv, the figure to
+results/collector_cost.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).parent / "results"
+POLICIES = ("plain", "freeze")
+
+
+def one(policy: str, data: str | None, start: int, end: int, history: int) -> dict[str, Any]:
+    """One run in this process."""
+    import functools
+
+    from bench.linear_road import throughput
+    from bench.linear_road.standard import load
+    from caesar.examples import model_path
+    from caesar.services.common import collector
+
+    tune = collector.tune_collector
+    collector.tune_collector = functools.partial(tune, freeze_survivors=policy == "freeze")
+    runs, seconds, longest = [0, 0, 0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]
+    second = throughput.TimedPipeline.second
+
+    def timed_second(self: Any, records: list[Any]) -> list[Any]:
+        clock = collector.CLOCK
+        r0, s0 = list(clock.runs), list(clock.seconds)
+        clock.max_s = [0.0, 0.0, 0.0]
+        try:
+            return second(self, records)
+        finally:
+            for g in range(3):
+                runs[g] += clock.runs[g] - r0[g]
+                seconds[g] += clock.seconds[g] - s0[g]
+                longest[g] = max(longest[g], clock.max_s[g])
+
+    throughput.TimedPipeline.second = timed_second  # type: ignore[method-assign]
+    model = str(model_path("linear_road").with_name("model_per_segment.caesar"))
+    reports = load(data).window(start - history, end).xways(1)
+    row = throughput.run(reports, start, history, model=model, log=lambda *_: None)
+    return {"policy": policy, "reports": row["reports"],
+            "reports_per_cpu_s": row["reports_per_cpu_s"], "cpu_s": row["cpu_s"],
+            "all_cpu_s": row["all_cpu_s"],
+            **{f"{h}_us_per_report": row[f"{h}_us_per_report"] for h in throughput.HOPS},
+            "differences": row["differences_tolls"] + row["differences_alerts"],
+            **{f"gc{g}_runs": runs[g] for g in range(3)},
+            **{f"gc{g}_s": round(seconds[g], 3) for g in range(3)},
+            **{f"gc{g}_max_s": round(longest[g], 4) for g in range(3)},
+            "gc_s": round(sum(seconds), 3),
+            "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}
+
+
+def plot(path: Path, out: Path) -> None:
+    import matplotlib
+
+    from bench.linear_road.throughput import read_rows
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = read_rows(path)
+    if not rows:
+        return
+    labels = [f"{r['policy']}\n{r['label']}\n{r['commit']}" for r in rows]
+    fig, axes = plt.subplots(1, 2, figsize=(max(9, 1.3 * len(rows)), 4.5))
+    axes[0].bar(range(len(rows)), [float(r["reports_per_cpu_s"]) for r in rows],
+                color=["C0" if r["policy"] == "plain" else "C1" for r in rows])
+    axes[0].set_ylabel("reports per CPU-second (window)")
+    axes[0].set_title("embedded pipeline, 1 expressway")
+    bottom = [0.0] * len(rows)
+    for g in range(3):
+        vals = [float(r[f"gc{g}_s"]) for r in rows]
+        axes[1].bar(range(len(rows)), vals, bottom=bottom, label=f"generation {g}",
+                    color=f"C{g + 2}")
+        bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+    axes[1].set_ylabel("collector seconds while the pipeline ran")
+    axes[1].set_title("cyclic garbage collector")
+    axes[1].legend(fontsize=8)
+    for ax in axes:
+        ax.set_xticks(range(len(rows)), labels, fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> None:
+    from bench.linear_road.throughput import append_row, commit
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", help="LR data file (default: $CAESAR_LR_DATA)")
+    ap.add_argument("--window", type=int, nargs=2, default=[6000, 6060], metavar=("START", "END"))
+    ap.add_argument("--history", type=int, default=300)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--label", default="")
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--one", choices=POLICIES, help=argparse.SUPPRESS)  # a child run
+    args = ap.parse_args(argv)
+    start, end = args.window
+    if args.one:
+        print(json.dumps(one(args.one, args.data, start, end, args.history)))
+        return
+    rows: list[dict[str, Any]] = []
+    for r in range(args.rounds):
+        for policy in POLICIES:
+            cmd = [sys.executable, "-m", "bench.linear_road.collector_cost", "--one", policy,
+                   "--window", str(start), str(end), "--history", str(args.history)]
+            if args.data:
+                cmd += ["--data", args.data]
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False,
+                                  cwd=Path(__file__).parents[2])
+            if done.returncode:
+                sys.exit(f"{policy} run failed:\n{done.stderr[-3000:]}")
+            row = {"label": args.label, "commit": commit(),
+                   "when": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+                   "window": f"{start}-{end}", "history_s": args.history, "round": r + 1,
+                   **json.loads(done.stdout.strip().splitlines()[-1])}
+            print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+            args.out.mkdir(parents=True, exist_ok=True)
+            append_row(args.out / "collector_cost.csv", row)
+            rows.append(row)
+    for policy in POLICIES:
+        mine = [r for r in rows if r["policy"] == policy]
+        print(f"{policy}: median {statistics.median(r['reports_per_cpu_s'] for r in mine):,.0f} "
+              f"reports per CPU-s, collector {statistics.median(r['gc_s'] for r in mine):.2f} s, "
+              f"longest pause {max(max(r[f'gc{g}_max_s'] for g in range(3)) for r in mine):.3f} s, "
+              f"differences {sum(r['differences'] for r in mine)}")
+    plot(args.out / "collector_cost.csv", args.out / "collector_cost.png")
+    if any(r["differences"] for r in rows):
+        sys.exit("outputs differ from the oracle")
+
+
+if __name__ == "__main__":
+    main()
