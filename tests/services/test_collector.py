@@ -61,6 +61,16 @@ def test_a_frozen_cycle_waits_for_the_sweep(tuned: None) -> None:
     assert gc.get_freeze_count() > 0, "the sweep freezes the survivors again"
 
 
+def test_no_sweep_where_survivors_are_not_frozen() -> None:
+    gc.freeze()  # e.g. before a fork, by the application
+    try:
+        frozen = gc.get_freeze_count()
+        assert sweep() == 0
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+
+
 def test_the_clock_counts_runs_per_generation(tuned: None) -> None:
     runs = list(collector.CLOCK.runs)
     gc.collect(0)

@@ -74,7 +74,11 @@ def tune_collector(freeze_survivors: bool = True) -> None:
 
 def sweep() -> int:
     """A full collection of every object, the frozen ones too, which are
-    frozen again after it: the unreachable objects it found."""
+    frozen again after it: the unreachable objects it found. Nothing in a
+    process that does not freeze survivors (tune_collector): its collector
+    finds cycles itself, and objects someone else froze stay as they are."""
+    if _freeze_survivors not in gc.callbacks:
+        return 0
     gc.unfreeze()
     try:
         return gc.collect()
