@@ -59,7 +59,8 @@ import numpy as np
 
 from bench.linear_road.standard import PEAK, Reports, data_path, load
 from bench.linear_road.throughput import append_row, commit
-from caesar.services.common.config import DEFAULT_CHECKPOINT_INTERVAL_S
+from caesar.services.common.collector import longest_pause
+from caesar.services.common.config import DEFAULT_CHECKPOINT_INTERVAL_S, DEFAULT_CHECKPOINT_SHARE
 
 RESULTS = Path(__file__).parent / "results"
 BOUND_S = 5.0
@@ -210,6 +211,7 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
               model: Path, commit_interval_s: float, max_commit_share: float = 0.25,
               warmup: int = 0,
               checkpoint_interval_s: float = DEFAULT_CHECKPOINT_INTERVAL_S,
+              max_checkpoint_share: float = DEFAULT_CHECKPOINT_SHARE,
               log: Any = print) -> dict[str, Any]:
     from caesar.runtime.ray_local import use_token_auth
 
@@ -262,7 +264,8 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
         dep = Deployment(plan, settings, actors_per_service=actors, actors=service_actors,
                          options={"commit_interval_s": commit_interval_s,
                                   "max_commit_share": max_commit_share,
-                                  "checkpoint_interval_s": checkpoint_interval_s})
+                                  "checkpoint_interval_s": checkpoint_interval_s,
+                                  "max_checkpoint_share": max_checkpoint_share})
         dep.start()
         stats = dep.stats()  # every actor is up and polling
         actor_pids = {s: [st["pid"] for st in sts] for s, sts in stats.items()}
@@ -292,12 +295,14 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
 
         def window_starts() -> None:  # measured from the window's first burst on
             at_start.update(cpu=meter.read(), load=os.getloadavg(), wall=time.monotonic(),
-                            stats=dep.stats())
+                            stats=dep.stats(), since=time.time())
 
         lag_max = _pace(producer, window, pace, arrivals, last_ts, at=(start, window_starts))
-        cpu0, load0, wall0, start_stats = (at_start[k] for k in ("cpu", "load", "wall", "stats"))
+        cpu0, load0, wall0, start_stats, since = (
+            at_start[k] for k in ("cpu", "load", "wall", "stats", "since"))
         commits0 = _commit_totals(start_stats)
         checkpoints0 = _sum_stat(start_stats, "checkpoints")
+        ckpt_s0 = _sum_stat(start_stats, "checkpoint_s")
         produce_wall = time.monotonic() - wall0
         deadline = time.monotonic() + 300
         last_count, still = -1, 0
@@ -314,6 +319,7 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
         end_stats = dep.stats()
         commits1 = _commit_totals(end_stats)
         checkpoints1 = _sum_stat(end_stats, "checkpoints")
+        ckpt_s1 = _sum_stat(end_stats, "checkpoint_s")
         flat = {etype: FlatCodec(repository().get(f"caesar.linear_road.{etype}"))
                 for etype in OUTPUTS.values()}
         seen = _read_outputs(bus, tail, flat, start, end, warmup)
@@ -333,6 +339,7 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
             "actors": " ".join(f"{s}={n}" for s, n in (service_actors or {}).items()),
             "commit_interval_s": commit_interval_s,
             "max_commit_share": max_commit_share, "checkpoint_interval_s": checkpoint_interval_s,
+            "max_checkpoint_share": max_checkpoint_share,
             "reports_window": window_reports,
             "reports_per_s": round(window_reports / max(1, end - start), 1),
             "outputs": sum(sum(c.values()) for c in got.values()), "expected": n_expected,
@@ -359,13 +366,22 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
                                       - commits0.get(s, (0, 0.0))[1], 2) for s in SERVICES},
             **{f"{s}_checkpoints": checkpoints1.get(s, 0) - checkpoints0.get(s, 0)
                for s in SERVICES},
+            # wall seconds the window's checkpoints took, and the interval the
+            # loops stretched theirs to at its end (the longest of the actors')
+            **{f"{s}_checkpoint_s": round(ckpt_s1.get(s, 0.0) - ckpt_s0.get(s, 0.0), 2)
+               for s in SERVICES},
+            **{f"{s}_checkpoint_every_s": max((st.get("checkpoint_interval_s", 0.0)
+                                               for st in end_stats.get(s, [])), default=0.0)
+               for s in SERVICES},
             # a restarted actor or a failed commit shows here (and its replay)
             **{f"{s}_{k}": v for k in ("aborts", "replayed")
                for s, v in _sum_stat(end_stats, k).items()},
             # the cyclic collector in the window: seconds, and its longest pause
-            **{f"{s}_gc_s": round(_gc(end_stats, s)[0] - _gc(start_stats, s)[0], 2)
+            **{f"{s}_gc_s": round(_gc(end_stats, s) - _gc(start_stats, s), 2)
                for s in SERVICES},
-            **{f"{s}_gc_max_s": round(_gc(end_stats, s)[1], 3) for s in SERVICES},
+            **{f"{s}_gc_max_s": round(max((longest_pause(st.get("gc_pauses", []), since)
+                                           for st in end_stats.get(s, [])), default=0.0), 3)
+               for s in SERVICES},
         }
         row["hops_ms"] = hops.as_json()["hops_ms"]
         log(hops.render())
@@ -487,16 +503,14 @@ def _read_outputs(bus: Any, tail: VisibleTail, flat: dict[str, Any], start: int,
     return seen
 
 
-def _sum_stat(stats: dict[str, list[dict[str, Any]]], name: str) -> dict[str, int]:
+def _sum_stat(stats: dict[str, list[dict[str, Any]]], name: str) -> dict[str, Any]:
     """service -> the stat summed over its actors."""
     return {s: sum(st.get(name, 0) for st in sts) for s, sts in stats.items()}
 
 
-def _gc(stats: dict[str, list[dict[str, Any]]], service: str) -> tuple[float, float]:
-    """(collector seconds so far, its longest run) over a service's actors."""
-    sts = stats.get(service, [])
-    return (sum(sum(st.get("gc_s", ())) for st in sts),
-            max((max(st.get("gc_max_s", ()), default=0.0) for st in sts), default=0.0))
+def _gc(stats: dict[str, list[dict[str, Any]]], service: str) -> float:
+    """The collector's seconds so far over a service's actors."""
+    return sum(sum(st.get("gc_s", ())) for st in stats.get(service, []))
 
 
 def _commit_totals(stats: dict[str, list[dict[str, Any]]]) -> dict[str, tuple[int, float]]:
@@ -701,6 +715,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--checkpoint-interval", type=float, default=DEFAULT_CHECKPOINT_INTERVAL_S,
                     help="s between two state checkpoints of the deriver and the matcher "
                          "(0: with every commit); a restore replays their inputs since")
+    ap.add_argument("--max-checkpoint-share", type=float, default=DEFAULT_CHECKPOINT_SHARE,
+                    help="checkpoints take at most this share of a service loop's time: "
+                         "the interval stretches (0 = off)")
     ap.add_argument("--max-commit-share", type=float, default=0.25,
                     help="commits take at most this share of a service loop's time (1 = off)")
     ap.add_argument("--model", type=Path,
@@ -754,7 +771,8 @@ def main(argv: list[str] | None = None) -> None:
                         pace=args.pace, model=args.model, **_actors(args.actors),
                         commit_interval_s=args.commit_interval,
                         max_commit_share=args.max_commit_share,
-                        checkpoint_interval_s=args.checkpoint_interval, warmup=args.warmup)
+                        checkpoint_interval_s=args.checkpoint_interval,
+                        max_checkpoint_share=args.max_checkpoint_share, warmup=args.warmup)
         row = {"label": args.label, "commit": commit(), "when": time.strftime("%Y-%m-%d %H:%M"),
                "window": f"{start}-{end}", "history_s": args.history, **row}
         rows.append(row)

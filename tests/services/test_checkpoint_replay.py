@@ -5,6 +5,7 @@ deriver or matcher rebuilt at any point must then neither lose nor repeat an
 output, and its replay must stay within one interval's input."""
 
 import random
+import time
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -134,11 +135,41 @@ def test_an_idle_loop_writes_the_states_that_trail_its_commits():
         loop.run_once()  # idle, nothing due yet
         assert loop.stats.checkpoints == written and loop._behind == behind
         loop.checkpoint_interval_s = 1e-6  # now every trailing state is due
+        loop.max_checkpoint_share = 0.0  # (however long the last ones took)
         for _ in behind:
             loop.run_once()
         assert not loop._behind and loop.stats.checkpoints == written + len(behind)
         again = crash(pipe, cfg, bus, service, **options)
         assert again.stats.restored_from and not again._replay_to
+
+
+def test_checkpoints_stretch_to_their_share_of_the_time():
+    """Writing a state stops the loop: the interval grows so that writing
+    every partition's once takes at most `max_checkpoint_share` of it, from
+    what each partition's last write took (measured, snapshot included)."""
+    cfg, bus, pipe, _ = stepped(2, stream(300, seed=13))
+    loop = pipe.loops["matcher"]
+    snapshot = loop.handler.snapshot_partition
+
+    def slow(j):
+        time.sleep(0.05)
+        return snapshot(j)
+
+    loop.handler.snapshot_partition = slow
+    before = loop.stats.checkpoint_s
+    loop.checkpoint_all()  # both partitions trail their commits
+    assert sorted(loop._checkpoint_cost) == [0, 1]
+    assert all(c >= 0.05 for c in loop._checkpoint_cost.values())
+    assert loop.stats.checkpoint_s - before >= 0.1
+    loop.checkpoint_interval_s, loop.max_checkpoint_share = 2.0, 0.1
+    loop._checkpoint_cost = {0: 0.3, 1: 0.2}
+    assert loop.checkpoint_interval() == 5.0  # 0.5 s of writes in 5 s: 10 %
+    loop._checkpointed_at[0] = 100.0
+    assert not loop._checkpoint_due(0, 104.9) and loop._checkpoint_due(0, 105.0)
+    loop._checkpoint_cost = {0: 0.01, 1: 0.01}
+    assert loop.checkpoint_interval() == 2.0  # cheap states: the configured interval
+    loop._checkpoint_cost, loop.max_checkpoint_share = {0: 0.3, 1: 0.2}, 0.0
+    assert loop.checkpoint_interval() == 2.0  # stretching off
 
 
 def flaky_checkpoints(loop, rnd):

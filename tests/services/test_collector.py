@@ -86,7 +86,19 @@ def test_the_clock_counts_runs_per_generation(tuned: None) -> None:
     gc.collect(0)
     gc.collect(1)
     assert collector.CLOCK.runs[0] == runs[0] + 1 and collector.CLOCK.runs[1] == runs[1] + 1
-    assert set(collector.CLOCK.as_dict()) == {"gc_runs", "gc_s", "gc_max_s"}
+    assert set(collector.CLOCK.as_dict()) == {"gc_runs", "gc_s", "gc_max_s", "gc_pauses"}
+
+
+def test_long_pauses_are_kept_with_their_time_for_a_window_s_longest() -> None:
+    clock = collector.CollectorClock()
+    for took in (0.002, 0.03, 0.012):
+        clock("start", {"generation": 0})
+        clock._started -= took  # as if the collection had taken `took`
+        clock("stop", {"generation": 0})
+    pauses = clock.as_dict()["gc_pauses"]
+    assert [round(s, 3) for _, s in pauses] == [0.03, 0.012]  # the short one is not kept
+    assert collector.longest_pause(pauses, since=0.0) == pytest.approx(0.03, abs=1e-3)
+    assert collector.longest_pause(pauses, since=pauses[-1][0] + 1) == 0.0
 
 
 def test_paused_inside_and_restored_after() -> None:

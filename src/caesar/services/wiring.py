@@ -14,7 +14,11 @@ from caesar.bus.protocol import Bus
 from caesar.bus.records import TopicPartition, TopicSpec
 from caesar.bus.topics import topic_specs
 from caesar.plans.execution import ExecutionPlan
-from caesar.services.common.config import DEFAULT_CHECKPOINT_INTERVAL_S, ServiceConfig
+from caesar.services.common.config import (
+    DEFAULT_CHECKPOINT_INTERVAL_S,
+    DEFAULT_CHECKPOINT_SHARE,
+    ServiceConfig,
+)
 from caesar.services.common.loop import DEFAULT_BATCH_BYTES, Handler, ServiceLoop
 from caesar.services.common.plans import PlanBook, plan_loader
 from caesar.services.deriver.runner import DeriverHandler
@@ -93,6 +97,7 @@ def make_loop(service: str, cfg: ServiceConfig, bus: Bus, *, group_prefix: str =
               max_commit_share: float = 0.25,
               transaction_timeout_s: float | None = None,
               checkpoint_interval_s: float = DEFAULT_CHECKPOINT_INTERVAL_S,
+              max_checkpoint_share: float = DEFAULT_CHECKPOINT_SHARE,
               batch_bytes: int = DEFAULT_BATCH_BYTES) -> ServiceLoop:
     """One runner loop; its transactional ids name the service and each Kafka
     partition, so the next owner of a partition fences the one it replaces.
@@ -110,7 +115,8 @@ def make_loop(service: str, cfg: ServiceConfig, bus: Bus, *, group_prefix: str =
                        partitions=cfg.partitions, store=store, batch_size=batch_size,
                        poll_timeout_s=poll_timeout_s, commit_interval_s=commit_interval_s,
                        max_commit_share=max_commit_share,
-                       checkpoint_interval_s=checkpoint_interval_s, max_batch_bytes=batch_bytes,
+                       checkpoint_interval_s=checkpoint_interval_s,
+                       max_checkpoint_share=max_checkpoint_share, max_batch_bytes=batch_bytes,
                        max_open_s=None if transaction_timeout_s is None
                        else transaction_timeout_s / 3)
     loop.plan_book = cfg.plan_book

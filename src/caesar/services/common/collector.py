@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import time
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,13 +28,21 @@ THRESHOLDS = (20_000, 20, 100)
 SWEEP_INTERVAL_S = 600.0  # between two full collections of an idle service loop
 
 
+# Pauses at least this long are kept with their wall time (the last
+# PAUSES_KEPT of them), so a benchmark can tell the longest in its window.
+LONG_PAUSE_S = 0.01
+PAUSES_KEPT = 512
+
+
 class CollectorClock:
-    """The collector's runs and seconds in this process, per generation."""
+    """The collector's runs and seconds in this process, per generation, and
+    its recent long pauses."""
 
     def __init__(self) -> None:
         self.runs = [0, 0, 0]
         self.seconds = [0.0, 0.0, 0.0]
         self.max_s = [0.0, 0.0, 0.0]
+        self.pauses: deque[tuple[float, float]] = deque(maxlen=PAUSES_KEPT)
         self._started = 0.0
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
@@ -44,10 +53,19 @@ class CollectorClock:
         self.runs[g] += 1
         self.seconds[g] += took
         self.max_s[g] = max(self.max_s[g], took)
+        if took >= LONG_PAUSE_S:
+            self.pauses.append((time.time(), took))
 
     def as_dict(self) -> dict[str, Any]:
         return {"gc_runs": list(self.runs), "gc_s": [round(s, 3) for s in self.seconds],
-                "gc_max_s": [round(s, 4) for s in self.max_s]}
+                "gc_max_s": [round(s, 4) for s in self.max_s],
+                "gc_pauses": [[round(at, 3), round(s, 4)] for at, s in self.pauses]}
+
+
+def longest_pause(pauses: list[list[float]], since: float) -> float:
+    """The longest of `as_dict()["gc_pauses"]` that ended at or after `since`
+    (wall seconds): 0 when none did (or all were shorter than LONG_PAUSE_S)."""
+    return max((s for at, s in pauses if at >= since), default=0.0)
 
 
 CLOCK = CollectorClock()

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 # Seconds between two checkpoints of a replayable service's partition state.
 DEFAULT_CHECKPOINT_INTERVAL_S = 10.0
+# Writing those states takes at most this share of a loop's time (loop.py).
+DEFAULT_CHECKPOINT_SHARE = 0.05
 
 # Builds the pattern engine of a matcher from its plans (tests swap in the reference).
 EngineFactory = Callable[[Sequence["PatternPlan"]], "PatternEngine"]
@@ -35,6 +37,7 @@ class RunnerOptions(TypedDict, total=False):
     # the deriver's and matcher's states go out at most this often (0: with
     # every commit); a restore replays their inputs since (loop.py)
     checkpoint_interval_s: float
+    max_checkpoint_share: float  # longer intervals when states are big (0: no stretching)
     log_level: str  # the actors log like the driver (caesar.logs)
     log_format: LogFormat
     stall_timeout_s: float  # a loop step running longer restarts the actor (watchdog.py)

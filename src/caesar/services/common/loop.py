@@ -58,6 +58,7 @@ from caesar.bus.protocol import Bus, BusConsumer, BusProducer
 from caesar.bus.records import OutRecord, Record, TopicPartition
 from caesar.bus.retire import retire
 from caesar.services.common.collector import SWEEP_INTERVAL_S, collector_paused, sweep
+from caesar.services.common.config import DEFAULT_CHECKPOINT_SHARE
 from caesar.services.common.latency import LatencyHistogram
 from caesar.services.store.checkpoint import StateStore, StoreError
 
@@ -114,6 +115,7 @@ class LoopStats:
     restore_bytes: int = 0
     restored_from: dict[str, int] = field(default_factory=dict)
     checkpoints: int = 0  # partition states written
+    checkpoint_s: float = 0.0  # wall seconds spent writing them (snapshot, encoding, commit)
     # input records handled again after a restore, their outputs dropped
     # (the state's offsets trailed the committed ones: checkpoint_interval_s)
     replayed: int = 0
@@ -133,6 +135,7 @@ class ServiceLoop:
                  poll_timeout_s: float = 0.2, commit_interval_s: float = 1.0,
                  max_failed_commits: int = 20, max_commit_share: float = 0.25,
                  max_open_s: float | None = None, checkpoint_interval_s: float = 0.0,
+                 max_checkpoint_share: float = DEFAULT_CHECKPOINT_SHARE,
                  max_batch_bytes: int = DEFAULT_BATCH_BYTES) -> None:
         self.bus = bus
         self.group_id = group_id
@@ -176,6 +179,14 @@ class ServiceLoop:
                       and all(len(self.handler.partition_inputs(j)) == 1 for j in partitions))
         self.checkpoint_interval_s = checkpoint_interval_s if replayable else 0.0
         self._checkpointed_at: dict[int, float] = {}  # partition -> its last state write
+        # A partition's state goes out once per interval, and each write stops
+        # the loop while the state is copied out of the engine (a Linear Road
+        # matcher partition: ~0.1 s per 10 MB). The interval stretches so that
+        # writing them all takes at most this share of the loop's time (like
+        # Flink's minimum pause between checkpoints); a restore then replays
+        # correspondingly more input.
+        self.max_checkpoint_share = max_checkpoint_share
+        self._checkpoint_cost: dict[int, float] = {}  # partition -> its last write's seconds
         self._replay_to: dict[TopicPartition, int] = {}  # input -> the committed offset
         self._behind: set[int] = set()  # committed since their last state write
         self._swept_at = time.monotonic()
@@ -508,6 +519,7 @@ class ServiceLoop:
                         after.append(j)  # an older state and a replay cover j meanwhile
                         continue
                     # 2. changelog: partition j's state, with the offsets it covers
+                    self._checkpoint_cost[j] = 0.0
                     self._write_state(producer, j, covers, ts, group)
                     written.append(j)
                 # 3. their input offsets, in the same transaction
@@ -550,18 +562,27 @@ class ServiceLoop:
     def _write_state(self, producer: BusProducer, j: int, covers: dict[TopicPartition, int],
                      ts: int, group: tuple[int, ...] | None) -> None:
         assert self.store is not None
+        started = time.perf_counter()
         with collector_paused():
             state = self.handler.snapshot_partition(j)
             self._state_sizes[j] = self.store.write(producer, j, state, covers, ts, group=group)
             del state
+        self._spent(j, time.perf_counter() - started)
+
+    def _spent(self, j: int, seconds: float) -> None:
+        self._checkpoint_cost[j] = self._checkpoint_cost.get(j, 0.0) + seconds
+        self.stats.checkpoint_s += seconds
 
     def _checkpoint(self, j: int, ts: int) -> None:
         """Partition j's state alone in a transaction, covering the offsets
         just committed (nothing was handled in between)."""
         key = self._key(j)
         producer = self._begin(key)
+        self._checkpoint_cost[j] = 0.0
         self._write_state(producer, j, self._covers(j), ts, None)
+        started = time.perf_counter()
         producer.commit_transaction()
+        self._spent(j, time.perf_counter() - started)
         self._open.discard(key)
 
     def _checkpoint_idle(self) -> None:
@@ -598,11 +619,20 @@ class ServiceLoop:
     def _checkpoint_due(self, j: int, now: float) -> bool:
         """Does partition j's state go out with this commit? Every commit
         without an interval; else its first, its first after a replay, and
-        then one per interval."""
+        then one per `checkpoint_interval`."""
         if self.checkpoint_interval_s <= 0:
             return True
         last = self._checkpointed_at.get(j)
-        return last is None or now - last >= self.checkpoint_interval_s
+        return last is None or now - last >= self.checkpoint_interval()
+
+    def checkpoint_interval(self) -> float:
+        """Seconds between two writes of a partition's state: the configured
+        interval, or longer if writing every partition's state once (as long
+        as each last took) would exceed `max_checkpoint_share` of it."""
+        if self.max_checkpoint_share <= 0:
+            return self.checkpoint_interval_s
+        return max(self.checkpoint_interval_s,
+                   sum(self._checkpoint_cost.values()) / self.max_checkpoint_share)
 
     def _failed(self, fatal: bool) -> None:
         """Give up every open transaction and restore the last committed

@@ -23,6 +23,7 @@ from caesar.plans.execution import ExecutionPlan
 from caesar.services.common.collector import CLOCK
 from caesar.services.common.config import (
     DEFAULT_CHECKPOINT_INTERVAL_S,
+    DEFAULT_CHECKPOINT_SHARE,
     RunnerOptions,
     ServiceConfig,
 )
@@ -62,6 +63,8 @@ class ServiceActor:
                               max_commit_share=options.get("max_commit_share", 0.25),
                               checkpoint_interval_s=options.get(
                                   "checkpoint_interval_s", DEFAULT_CHECKPOINT_INTERVAL_S),
+                              max_checkpoint_share=options.get(
+                                  "max_checkpoint_share", DEFAULT_CHECKPOINT_SHARE),
                               transaction_timeout_s=settings.kafka.transaction_timeout_ms / 1000,
                               poll_timeout_s=settings.kafka.poll_timeout_s)
         self._stop = threading.Event()
@@ -94,6 +97,8 @@ class ServiceActor:
                 "records_in": s.records_in,
                 "records_out": s.records_out, "batches": s.batches, "commits": s.commits,
                 "commit_s": round(s.commit_s, 3), "checkpoints": s.checkpoints,
+                "checkpoint_s": round(s.checkpoint_s, 3),
+                "checkpoint_interval_s": round(self.loop.checkpoint_interval(), 2),
                 "replayed": s.replayed,
                 "aborts": s.aborts, "recoveries": s.recoveries, "state_bytes": s.state_bytes,
                 "restore_s": s.restore_s, "restore_records": s.restore_records,
