@@ -57,10 +57,10 @@ from caesar.runtime.ray_local import LocalRay, RayConfig, use_token_auth
 from caesar.services.common.messages import END_OF_TIME
 from caesar.services.common.wire import DERIVED, alert_from
 from caesar.services.embedded.pipeline import EmbeddedPipeline
+from caesar.services.names import PIPELINE as SERVICES
 from caesar.services.scheduler.runner import watermark_record
 from caesar.settings import KafkaSettings, Settings, TopicSettings
 
-SERVICES = ("scheduler", "deriver", "router", "matcher")
 KINDS = (*(f"actor:{s}" for s in SERVICES), "driver", "broker-kill", "broker-pause")
 PARTITIONS = 4
 TXN_TIMEOUT_MS = 10_000  # a broker pause of more than this aborts open transactions

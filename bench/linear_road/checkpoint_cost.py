@@ -79,31 +79,20 @@ def measure(processor: Any, repeat: int) -> dict[str, float]:
 
 
 def plot(path: Path, out: Path) -> None:
-    import matplotlib
-
+    from bench.linear_road import bars
     from bench.linear_road.throughput import read_rows
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     rows = read_rows(path)
     if not rows:
         return
-    fig, axes = plt.subplots(1, len(SERVICES), figsize=(10, 4.5), sharey=True)
+    fig, axes = bars.subplots(len(SERVICES), 10, sharey=True)
     for ax, service in zip(axes, SERVICES, strict=True):
         mine = [r for r in rows if r["service"] == service]
-        labels = [f"{r['label']}\n{r['commit']}" for r in mine]
-        bottom = [0.0] * len(mine)
-        for part, color in (("snapshot", "C0"), ("pack", "C1"), ("lz4", "C2")):
-            vals = [float(r[f"{part}_cpu_s"]) for r in mine]
-            ax.bar(range(len(mine)), vals, bottom=bottom, color=color, label=part)
-            bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
-        ax.set_xticks(range(len(mine)), labels, rotation=30, ha="right", fontsize=7)
-        ax.set_title(f"{service}: one checkpoint of the whole state")
-        ax.set_ylabel("CPU s (median)")
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
+        bars.stacked(ax, bars.row_labels(mine),
+                     {part: [r[f"{part}_cpu_s"] for r in mine] for part in ("snapshot", "pack", "lz4")},
+                     rotation=30, ylabel="CPU s (median)",
+                     title=f"{service}: one checkpoint of the whole state")
+    bars.save(fig, out)
 
 
 def _source() -> tuple[str, str]:

@@ -76,36 +76,22 @@ def one(policy: str, data: str | None, start: int, end: int, history: int) -> di
 
 
 def plot(path: Path, out: Path) -> None:
-    import matplotlib
-
+    from bench.linear_road import bars
     from bench.linear_road.throughput import read_rows
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     rows = read_rows(path)
     if not rows:
         return
-    labels = [f"{r['policy']}\n{r['label']}\n{r['commit']}" for r in rows]
-    fig, axes = plt.subplots(1, 2, figsize=(max(9, 1.3 * len(rows)), 4.5))
-    axes[0].bar(range(len(rows)), [float(r["reports_per_cpu_s"]) for r in rows],
-                color=["C0" if r["policy"] == "plain" else "C1" for r in rows])
-    axes[0].set_ylabel("reports per CPU-second (window)")
-    axes[0].set_title("embedded pipeline, 1 expressway")
-    bottom = [0.0] * len(rows)
-    for g in range(3):
-        vals = [float(r[f"gc{g}_s"]) for r in rows]
-        axes[1].bar(range(len(rows)), vals, bottom=bottom, label=f"generation {g}",
-                    color=f"C{g + 2}")
-        bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
-    axes[1].set_ylabel("collector seconds while the pipeline ran")
-    axes[1].set_title("cyclic garbage collector")
-    axes[1].legend(fontsize=8)
-    for ax in axes:
-        ax.set_xticks(range(len(rows)), labels, fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    labels = bars.row_labels(rows, "policy", "label", "commit")
+    fig, axes = bars.subplots(2, max(9, 1.3 * len(rows)))
+    bars.bars(axes[0], labels, [float(r["reports_per_cpu_s"]) for r in rows],
+              color=["C0" if r["policy"] == "plain" else "C1" for r in rows],
+              ylabel="reports per CPU-second (window)", title="embedded pipeline, 1 expressway")
+    bars.stacked(axes[1], labels, {f"generation {g}": [r[f"gc{g}_s"] for r in rows]
+                                   for g in range(3)},
+                 colors=["C2", "C3", "C4"], ylabel="collector seconds while the pipeline ran",
+                 title="cyclic garbage collector")
+    bars.save(fig, out)
 
 
 def main(argv: list[str] | None = None) -> None:

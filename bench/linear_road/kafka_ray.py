@@ -61,13 +61,13 @@ from bench.linear_road.standard import PEAK, Reports, data_path, load
 from bench.linear_road.throughput import append_row, commit
 from caesar.services.common.collector import longest_pause
 from caesar.services.common.config import DEFAULT_CHECKPOINT_INTERVAL_S, DEFAULT_CHECKPOINT_SHARE
+from caesar.services.names import PIPELINE as SERVICES
 
 RESULTS = Path(__file__).parent / "results"
 BOUND_S = 5.0
 INPUT_TOPIC = "lr-position-reports"
 OUTPUTS = {"lr-tolls": "TollNotification", "lr-accident-alerts": "AccidentAlert"}
 VID_STRIDE = 10_000_000
-SERVICES = ("scheduler", "deriver", "router", "matcher")
 
 
 # ------------------------------------------------------------------ expected

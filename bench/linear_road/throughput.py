@@ -249,36 +249,22 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
 
 
 def plot_vs_plain(rows: list[dict[str, Any]], out: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from bench.linear_road import bars
 
     summ = summary(rows)
     names = list(summ)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    fig, axes = bars.subplots(2, 11)
     vals = [summ[n]["all"] for n in names]
-    axes[0].bar(range(len(names)), vals, color=["C0" if n != PLAIN else "C7" for n in names])
+    bars.bars(axes[0], names, vals, color=["C0" if n != PLAIN else "C7" for n in names],
+              ylabel="reports per CPU-second (median of rounds)", title=title)
     for i, n in enumerate(names):
         axes[0].text(i, vals[i], f"{vals[i]:,.0f}\n{summ[n]['ratio']:.2f}x plain",
                      ha="center", va="bottom", fontsize=8)
-    axes[0].set_xticks(range(len(names)), names, fontsize=8)
-    axes[0].set_ylabel("reports per CPU-second (median of rounds)")
-    axes[0].set_title(title, fontsize=9)
     axes[0].set_ylim(0, max(vals) * 1.25)
     models = [n for n in names if n != PLAIN]
-    bottom = np.zeros(len(models))
-    for i, hop in enumerate(HOPS):
-        v = np.array([summ[n][hop] for n in models])
-        axes[1].bar(range(len(models)), v, bottom=bottom, label=hop, color=f"C{i}")
-        bottom += v
-    axes[1].set_xticks(range(len(models)), models, fontsize=8)
-    axes[1].set_ylabel("pipeline CPU µs per report, window")
-    axes[1].set_title("per hop")
-    axes[1].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    bars.stacked(axes[1], models, {hop: [summ[n][hop] for n in models] for hop in HOPS},
+                 ylabel="pipeline CPU µs per report, window", title="per hop")
+    bars.save(fig, out)
 
 
 def commit() -> str:
@@ -308,34 +294,21 @@ def append_row(path: Path, row: dict[str, Any]) -> None:
 
 
 def plot(path: Path, out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from bench.linear_road import bars
 
     rows = read_rows(path)
     if not rows:
         return
-    labels = [f"{r['label']}\n{r['commit']}" for r in rows]
-    fig, axes = plt.subplots(1, 2, figsize=(max(8, 1.6 * len(rows)), 4.5))
-    axes[0].bar(range(len(rows)), [float(r["reports_per_cpu_s"]) for r in rows], color="C0")
+    labels = bars.row_labels(rows)
+    fig, axes = bars.subplots(2, max(8, 1.6 * len(rows)))
+    bars.bars(axes[0], labels, [float(r["reports_per_cpu_s"]) for r in rows],
+              ylabel="reports per CPU-second", title="embedded mode, standard data, peak window")
     axes[0].axhline(100_000, color="red", lw=1, label="target 100K reports/s")
-    axes[0].set_ylabel("reports per CPU-second")
-    axes[0].set_title("embedded mode, standard data, peak window")
     axes[0].legend(fontsize=8)
-    bottom = np.zeros(len(rows))
-    for i, hop in enumerate(HOPS):
-        vals = np.array([float(r.get(f"{hop}_us_per_report") or 0) for r in rows])
-        axes[1].bar(range(len(rows)), vals, bottom=bottom, label=hop, color=f"C{i}")
-        bottom += vals
-    axes[1].set_ylabel("CPU µs per report")
-    axes[1].set_title("per hop")
-    axes[1].legend(fontsize=8)
-    for ax in axes:
-        ax.set_xticks(range(len(rows)), labels, fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    bars.stacked(axes[1], labels, {hop: [r.get(f"{hop}_us_per_report") or 0 for r in rows]
+                                   for hop in HOPS},
+                 ylabel="CPU µs per report", title="per hop")
+    bars.save(fig, out)
 
 
 def parser() -> argparse.ArgumentParser:

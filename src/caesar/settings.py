@@ -23,6 +23,7 @@ from pydantic_settings import (
 )
 
 from caesar.errors import ConfigError
+from caesar.services.names import PIPELINE
 
 CACHE_DIR = Path(os.environ.get("CAESAR_CACHE", Path.home() / ".cache" / "caesar"))
 
@@ -199,11 +200,10 @@ class RaySettings(_Section):
     @field_validator("actors")
     @classmethod
     def _known_services(cls, v: dict[str, int]) -> dict[str, int]:
-        known = ("scheduler", "deriver", "router", "matcher")  # acep: one actor owns all
         for service, n in v.items():
-            if service not in known:
+            if service not in PIPELINE:  # not acep: one actor owns all its partitions
                 raise ValueError(f"ray.actors: unknown service {service!r} "
-                                 f"(one of {', '.join(known)})")
+                                 f"(one of {', '.join(PIPELINE)})")
             if n < 1:
                 raise ValueError(f"ray.actors: {service} needs at least 1 actor, not {n}")
         return v

@@ -24,8 +24,10 @@ def test_actor_counts_per_service():
         "scheduler": 2, "deriver": 3, "router": 2, "matcher": 2}
     assert Deployment(plan, settings, actors_per_service=1, actors={"matcher": 4}).counts == {
         "scheduler": 1, "deriver": 3, "router": 1, "matcher": 4}
-    with pytest.raises(ConfigError, match="matchr"):
+    with pytest.raises(ConfigError, match="unknown service 'matchr'"):
         Deployment(plan, Settings(), actors={"matchr": 2})
+    with pytest.raises(ConfigError, match="at least 1 actor"):
+        Deployment(plan, Settings(), actors={"router": 0})
     with pytest.raises(ValidationError, match="unknown service 'matchr'"):
         RaySettings(actors={"matchr": 2})
     with pytest.raises(ValidationError, match="at least 1 actor"):

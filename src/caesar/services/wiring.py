@@ -14,6 +14,7 @@ from caesar.bus.protocol import Bus
 from caesar.bus.records import TopicPartition, TopicSpec
 from caesar.bus.topics import topic_specs
 from caesar.plans.execution import ExecutionPlan
+from caesar.services import names
 from caesar.services.common.config import (
     DEFAULT_CHECKPOINT_INTERVAL_S,
     DEFAULT_CHECKPOINT_SHARE,
@@ -35,11 +36,11 @@ class ServiceHandler(Handler, Protocol):
     def inputs(self) -> list[TopicPartition]: ...
 
 
-SERVICES: dict[str, Callable[[ServiceConfig], ServiceHandler]] = {
-    "scheduler": SchedulerHandler, "deriver": DeriverHandler,
-    "router": RouterHandler, "matcher": MatcherHandler}
-# Services only some models need: "acep" for a model with shared tables.
-OPTIONAL: dict[str, Callable[[ServiceConfig], ServiceHandler]] = {"acep": AcepHandler}
+SERVICES: dict[str, Callable[[ServiceConfig], ServiceHandler]] = dict(
+    zip(names.PIPELINE, (SchedulerHandler, DeriverHandler, RouterHandler, MatcherHandler),
+        strict=True))
+OPTIONAL: dict[str, Callable[[ServiceConfig], ServiceHandler]] = dict(
+    zip(names.OPTIONAL, (AcepHandler,), strict=True))
 
 
 def services_of(plan: ExecutionPlan) -> list[str]:

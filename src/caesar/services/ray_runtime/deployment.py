@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from caesar.errors import CaesarError, ConfigError, RuntimeEnvironmentError
 from caesar.logs import settings_from_env
 from caesar.plans.execution import ExecutionPlan
@@ -29,7 +31,7 @@ from caesar.runtime.ray_local import use_token_auth
 from caesar.services.common.config import RunnerOptions, ServiceConfig
 from caesar.services.common.plans import UpgradeError, UpgradePlan, check_upgrade, publish_plan
 from caesar.services.wiring import OPTIONAL, SERVICES, create_service_topics, services_of
-from caesar.settings import Settings
+from caesar.settings import RaySettings, Settings
 
 
 @dataclass(frozen=True)
@@ -63,14 +65,19 @@ class Deployment:
         self.options.setdefault("log_level", logging.getLevelName(caesar_level)
                                 if caesar_level else level)
         self.options.setdefault("log_format", fmt)
-        self.actors_per_service = actors_per_service or settings.ray.actors_per_service
-        # Per service: the default, the settings' overrides, the `actors` argument's.
-        self.counts: dict[str, int] = {**dict.fromkeys(SERVICES, self.actors_per_service),
-                                       **settings.ray.actors, **(actors or {})}
-        bad = {s: n for s, n in self.counts.items() if s not in SERVICES or n < 1}
-        if bad:
-            raise ConfigError(f"actors per service: {bad} (services: {', '.join(SERVICES)}; "
-                              "at least 1 each)")
+        # Per service: the default, the settings' overrides, the arguments'
+        # (checked as settings are: RaySettings knows the services).
+        try:
+            ray_settings = RaySettings.model_validate({
+                **settings.ray.model_dump(),
+                "actors_per_service": actors_per_service or settings.ray.actors_per_service,
+                "actors": {**settings.ray.actors, **(actors or {})}})
+        except ValidationError as exc:
+            raise ConfigError("; ".join(
+                f"ray.{'.'.join(map(str, e['loc']))}: {e['msg']}" if e["type"] != "value_error"
+                else str(e["ctx"]["error"]) for e in exc.errors())) from None
+        self.actors_per_service = ray_settings.actors_per_service
+        self.counts: dict[str, int] = {s: ray_settings.actors_of(s) for s in SERVICES}
         self.actors: dict[str, list[Any]] = {}
 
     def create_topics(self) -> list[str]:
