@@ -77,6 +77,9 @@ def test_two_contexts_on_kafka_and_ray_equal_embedded_with_dead_letter(
     assert all(s["error"] is None for ss in stats.values() for s in ss)
     assert [len(stats[s]) for s in ("scheduler", "deriver", "router", "matcher")] == [1, 1, 1, 2]
     assert all(s["records_in"] for s in stats["matcher"]), "each matcher read its partition"
+    for s in stats["matcher"] + stats["deriver"]:  # what a state's writes cost, and how often
+        assert s["checkpoints"] and s["checkpoint_s"] > 0, s
+        assert s["checkpoint_interval_s"] >= 10.0 and isinstance(s["gc_pauses"], list), s
 
 
 def test_killed_actor_is_restarted_and_alerts_are_complete(
