@@ -625,7 +625,8 @@ def plot_runs(csv_path: Path, since: str, out: Path) -> None:
         rows = [r for r in csv.DictReader(fh) if r["when"] >= since]
     labels = [f"{r['label']}\n({r['commit']}, {r['xways']} xway)" for r in rows]
     xs = np.arange(len(rows))
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+    checkpoints = any(r.get("matcher_checkpoint_s") for r in rows)  # since session 19
+    fig, axes = plt.subplots(1, 3 if checkpoints else 2, figsize=(19 if checkpoints else 13, 4.5))
     axes[0].bar(xs - 0.27, [float(r["topic_p50_s"]) for r in rows], 0.27,
                 label="p50, produced")
     axes[0].bar(xs, [float(r["topic_max_s"]) for r in rows], 0.27, label="max, produced")
@@ -648,6 +649,14 @@ def plot_runs(csv_path: Path, since: str, out: Path) -> None:
         bottom += vals
     axes[1].set_ylabel("actor CPU µs per report")
     axes[1].set_title("cost per service")
+    if checkpoints:
+        bottom = np.zeros(len(rows))
+        for s in ("deriver", "matcher"):
+            vals = np.array([float(r.get(f"{s}_checkpoint_s") or 0) for r in rows])
+            axes[2].bar(xs, vals, bottom=bottom, label=s, color=f"C{SERVICES.index(s)}")
+            bottom += vals
+        axes[2].set_ylabel("wall s writing states, all actors")
+        axes[2].set_title("checkpoints in the window")
     for ax in axes:
         ax.set_xticks(xs, labels, rotation=20, ha="right", fontsize=7)
         ax.legend()
@@ -724,6 +733,8 @@ def parser() -> argparse.ArgumentParser:
                     default=model_path("linear_road").with_name("model_per_segment.caesar"))
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--tag", default="")
+    ap.add_argument("--plot-runs", type=Path, metavar="CSV",
+                    help="only draw CSV's runs side by side into CSV.png (e.g. an A/B)")
     ap.add_argument("--label", default="")
     return ap
 
@@ -753,6 +764,9 @@ def _actors(items: list[tuple[str, int] | int]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
+    if args.plot_runs is not None:
+        plot_runs(args.plot_runs, "", args.plot_runs.with_suffix(".png"))
+        return
     start, end = args.window
     data = data_path(args.data)
     every = load(data)
