@@ -121,20 +121,67 @@ def test_stays_off_when_it_was_off() -> None:
         gc.enable()
 
 
-def test_an_idle_loop_sweeps_once_per_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+class FakeHeap:
+    """A clock, a frozen-object count and a sweep that only counts (Sweeper's parts)."""
+
+    def __init__(self) -> None:
+        self.now, self.frozen, self.sweeps = 0.0, 1000, 0
+
+    def sweeper(self) -> collector.Sweeper:
+        return collector.Sweeper(interval_s=600, lull_s=5, clock=lambda: self.now,
+                                 frozen=lambda: self.frozen, collect=self.collect)
+
+    def collect(self) -> int:
+        self.sweeps += 1
+        return 0
+
+
+def test_a_sweep_waits_for_the_interval_and_a_lull() -> None:
+    heap = FakeHeap()
+    sweeper = heap.sweeper()
+    heap.now = 599.0
+    assert sweeper.maybe(idle_for_s=60) is None and heap.sweeps == 0  # interval not over
+    heap.now = 600.0
+    assert sweeper.maybe(idle_for_s=0.4) is None  # between two bursts: no lull
+    assert sweeper.maybe(idle_for_s=5.0) == 0 and heap.sweeps == 1  # a lull
+    heap.now = 1100.0
+    assert sweeper.maybe(idle_for_s=60) is None and heap.sweeps == 1  # swept 500 s ago
+
+
+def test_without_lulls_a_sweep_comes_once_the_frozen_objects_doubled() -> None:
+    heap = FakeHeap()
+    sweeper = heap.sweeper()
+    busy = 0.3  # a loop that never waits longer between two inputs
+    heap.now = 600.0
+    assert sweeper.maybe(busy) is None and sweeper.baseline == 1000  # first check: baseline
+    heap.frozen = 2500
+    heap.now = 900.0
+    assert sweeper.maybe(busy) is None  # counted once per interval only
+    heap.frozen = 1900
+    heap.now = 1200.0
+    assert sweeper.maybe(busy) is None and heap.sweeps == 0  # < 2x the baseline
+    heap.frozen = 2000
+    heap.now = 1800.0
+    assert sweeper.maybe(busy) == 0 and heap.sweeps == 1  # doubled
+    assert sweeper.baseline == 2000  # the next one at 4000
+    heap.frozen = 3900
+    heap.now = 2400.0
+    assert sweeper.maybe(busy) is None and heap.sweeps == 1
+
+
+def test_an_idle_loop_asks_its_sweeper_with_the_time_since_its_input() -> None:
     from test_batch_bound import pipeline
 
-    from caesar.services.common import loop as loop_module
+    asked: list[float] = []
 
-    swept: list[float] = []
-    monkeypatch.setattr(loop_module, "sweep", lambda: swept.append(1.0) or 0)
+    class Recording(collector.Sweeper):
+        def maybe(self, idle_for_s: float) -> int | None:
+            asked.append(idle_for_s)
+            return None
+
     _, _, pipe = pipeline(1, batch_bytes=262_144)
     sched = pipe.loops["scheduler"]
-    sched.run_once()  # idle, the interval not yet over
-    assert swept == []
-    monkeypatch.setattr(loop_module, "SWEEP_INTERVAL_S", 0.0)
-    sched.run_once()
-    assert swept == [1.0]
-    monkeypatch.setattr(loop_module, "SWEEP_INTERVAL_S", 3600.0)
-    sched.run_once()  # swept just now
-    assert swept == [1.0]
+    sched.sweeper = Recording()
+    sched._input_at -= 30.0  # its last input 30 s ago
+    sched.run_once()  # idle
+    assert len(asked) == 1 and asked[0] >= 30.0

@@ -12,7 +12,8 @@ data path makes no reference cycles (on Linear Road's peak the collector
 found 317 cyclic objects in 90 s of input, all from one-off signature
 parsing). So the survivors of each young collection are frozen (never walked
 again; reference counting still frees them), and `sweep` unfreezes and
-collects everything now and then, for the cycles a user function may leave.
+collects everything now and then, for the cycles a user function may leave:
+in a lull of the input, or when the frozen objects doubled (`Sweeper`).
 """
 
 from __future__ import annotations
@@ -21,11 +22,17 @@ import contextlib
 import gc
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 THRESHOLDS = (20_000, 20, 100)
-SWEEP_INTERVAL_S = 600.0  # between two full collections of an idle service loop
+SWEEP_INTERVAL_S = 600.0  # at least this long between two full collections
+# A full collection walks every object and stops the loop meanwhile: 1.9 s
+# for a Linear Road matcher at the peak's state (session 19). So it waits for
+# a lull, this long without input; a loop that never has one sweeps when the
+# frozen objects doubled since the last sweep (the state grew, or something
+# leaks cycles): a pause per doubling, not one every interval.
+SWEEP_LULL_S = 5.0
 
 
 # Pauses at least this long are kept with their wall time (the last
@@ -102,6 +109,39 @@ def sweep() -> int:
         return gc.collect()
     finally:
         gc.freeze()
+
+
+class Sweeper:
+    """When a service loop runs `sweep`: see SWEEP_LULL_S."""
+
+    def __init__(self, interval_s: float = SWEEP_INTERVAL_S, lull_s: float = SWEEP_LULL_S,
+                 clock: Callable[[], float] = time.monotonic,
+                 frozen: Callable[[], int] = gc.get_freeze_count,
+                 collect: Callable[[], int] | None = None) -> None:
+        self.interval_s, self.lull_s = interval_s, lull_s
+        self.clock, self.frozen = clock, frozen
+        self.collect = collect or sweep
+        self.swept_at = self.checked_at = clock()
+        self.baseline: int | None = None  # frozen objects after the last sweep (or first check)
+
+    def maybe(self, idle_for_s: float) -> int | None:
+        """Called when the loop is idle, `idle_for_s` since its last input:
+        the unreachable objects found if it swept, else None."""
+        now = self.clock()
+        if now - self.swept_at < self.interval_s:
+            return None
+        if idle_for_s < self.lull_s:
+            if now - self.checked_at < self.interval_s:
+                return None
+            self.checked_at = now  # counting frozen objects walks their list: once per interval
+            frozen = self.frozen()
+            if self.baseline is None or frozen < 2 * self.baseline:
+                self.baseline = self.baseline if self.baseline is not None else frozen
+                return None
+        found = self.collect()
+        self.swept_at = self.checked_at = self.clock()
+        self.baseline = self.frozen()
+        return found
 
 
 @contextlib.contextmanager

@@ -57,7 +57,7 @@ from caesar.bus.errors import BusError, ProducerFencedError
 from caesar.bus.protocol import Bus, BusConsumer, BusProducer
 from caesar.bus.records import OutRecord, Record, TopicPartition
 from caesar.bus.retire import retire
-from caesar.services.common.collector import SWEEP_INTERVAL_S, collector_paused, sweep
+from caesar.services.common.collector import Sweeper, collector_paused
 from caesar.services.common.config import DEFAULT_CHECKPOINT_SHARE
 from caesar.services.common.latency import LatencyHistogram
 from caesar.services.store.checkpoint import StateStore, StoreError
@@ -189,7 +189,8 @@ class ServiceLoop:
         self._checkpoint_cost: dict[int, float] = {}  # partition -> its last write's seconds
         self._replay_to: dict[TopicPartition, int] = {}  # input -> the committed offset
         self._behind: set[int] = set()  # committed since their last state write
-        self._swept_at = time.monotonic()
+        self.sweeper = Sweeper()
+        self._input_at = time.monotonic()  # when the last input was handled
         self._restored: set[int] = set()  # partitions the last restore found a state for
         self._stated: set[int] = set()  # partitions with a state (restored or written)
         # Producers (and open transactions) by transaction key: the partition
@@ -376,6 +377,7 @@ class ServiceLoop:
                 self._dirty.add(self._owner.get(tp, r.partition))
             self.stats.records_in += len(records)
             self.stats.batches += 1
+            self._input_at = time.monotonic()
             # A partition named may have read nothing (its state or transaction
             # took another's work): it commits all the same, else its open
             # transaction, and what went out in it, would stay invisible.
@@ -392,14 +394,12 @@ class ServiceLoop:
         return len(records) + produced  # anything moved
 
     def _sweep_idle(self) -> None:
-        """Now and then, with no input, a full collection (collector.sweep)."""
-        now = time.monotonic()
-        if now - self._swept_at < SWEEP_INTERVAL_S:
-            return
-        found = sweep()
-        self._swept_at = time.monotonic()
-        log.debug("%s: full collection found %d unreachable objects in %.2f s",
-                  self.transactional_prefix, found, self._swept_at - now)
+        """Now and then, in a lull of the input, a full collection (collector.Sweeper)."""
+        started = time.monotonic()
+        found = self.sweeper.maybe(started - self._input_at)
+        if found is not None:
+            log.debug("%s: full collection found %d unreachable objects in %.2f s",
+                      self.transactional_prefix, found, time.monotonic() - started)
 
     def _take(self) -> list[Record]:
         """The next batch: what the last poll left, else a new poll; cut at
