@@ -122,14 +122,14 @@ def test_stays_off_when_it_was_off() -> None:
 
 
 class FakeHeap:
-    """A clock, a frozen-object count and a sweep that only counts (Sweeper's parts)."""
+    """A clock, a memory size and a sweep that only counts (Sweeper's parts)."""
 
     def __init__(self) -> None:
-        self.now, self.frozen, self.sweeps = 0.0, 1000, 0
+        self.now, self.size, self.sweeps = 0.0, 1000, 0
 
     def sweeper(self) -> collector.Sweeper:
         return collector.Sweeper(interval_s=600, lull_s=5, clock=lambda: self.now,
-                                 frozen=lambda: self.frozen, collect=self.collect)
+                                 size=lambda: self.size, collect=self.collect)
 
     def collect(self) -> int:
         self.sweeps += 1
@@ -148,23 +148,24 @@ def test_a_sweep_waits_for_the_interval_and_a_lull() -> None:
     assert sweeper.maybe(idle_for_s=60) is None and heap.sweeps == 1  # swept 500 s ago
 
 
-def test_without_lulls_a_sweep_comes_once_the_frozen_objects_doubled() -> None:
+def test_without_lulls_a_sweep_comes_once_the_memory_doubled() -> None:
+    assert collector.resident_bytes() > 10 * 2**20  # this process's, measured
     heap = FakeHeap()
     sweeper = heap.sweeper()
     busy = 0.3  # a loop that never waits longer between two inputs
     heap.now = 600.0
     assert sweeper.maybe(busy) is None and sweeper.baseline == 1000  # first check: baseline
-    heap.frozen = 2500
+    heap.size = 2500
     heap.now = 900.0
     assert sweeper.maybe(busy) is None  # counted once per interval only
-    heap.frozen = 1900
+    heap.size = 1900
     heap.now = 1200.0
     assert sweeper.maybe(busy) is None and heap.sweeps == 0  # < 2x the baseline
-    heap.frozen = 2000
+    heap.size = 2000
     heap.now = 1800.0
     assert sweeper.maybe(busy) == 0 and heap.sweeps == 1  # doubled
     assert sweeper.baseline == 2000  # the next one at 4000
-    heap.frozen = 3900
+    heap.size = 3900
     heap.now = 2400.0
     assert sweeper.maybe(busy) is None and heap.sweeps == 1
 
