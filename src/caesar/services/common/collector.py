@@ -29,7 +29,7 @@ from typing import Any
 
 THRESHOLDS = (20_000, 20, 100)
 SWEEP_INTERVAL_S = 600.0  # at least this long between two full collections
-# A full collection walks every object and stops the loop meanwhile: 0.9-1.3 s
+# A full collection walks every object and stops the loop meanwhile: 0.8-1.3 s
 # with one expressway's Linear Road state in a process (3.2-3.7M objects,
 # session 19). So it waits for a lull, this long without input; a loop that
 # never has one sweeps when its resident memory doubled since the last sweep

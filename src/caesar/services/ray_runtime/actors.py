@@ -97,7 +97,7 @@ class ServiceActor:
                 "records_in": s.records_in,
                 "records_out": s.records_out, "batches": s.batches, "commits": s.commits,
                 "commit_s": round(s.commit_s, 3), "checkpoints": s.checkpoints,
-                "checkpoint_s": round(s.checkpoint_s, 3),
+                "checkpoint_s": round(s.checkpoint_s, 6),
                 "checkpoint_interval_s": round(self.loop.checkpoint_interval(), 2),
                 "replayed": s.replayed,
                 "aborts": s.aborts, "recoveries": s.recoveries, "state_bytes": s.state_bytes,
