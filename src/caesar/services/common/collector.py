@@ -148,8 +148,9 @@ class Sweeper:
                 return None
             self.checked_at = now
             size = self.size()
-            if self.baseline is None or size < 2 * self.baseline:
-                self.baseline = self.baseline if self.baseline is not None else size
+            if self.baseline is None:
+                self.baseline = size
+            if size < 2 * self.baseline:
                 return None
         found = self.collect()
         self.swept_at = self.checked_at = self.clock()

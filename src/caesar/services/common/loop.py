@@ -356,13 +356,15 @@ class ServiceLoop:
         self.consumer = self.bus.consumer(self.group_id)
 
     # ------------------------------------------------------------ running
-    def run_once(self) -> int:
+    def run_once(self, wait: bool = True) -> int:
+        """One step; `wait=False` polls without waiting (a driver of several
+        loops in one thread, where another loop may have work)."""
         assert self.consumer is not None
         self.beat = time.monotonic()  # for the watchdog: a step began
         produced = self._control()
         if produced < 0:
             return 0
-        records = self._take()
+        records = self._take(self.poll_timeout_s if wait else 0.0)
         if time.monotonic() - self._positions_at > 1.0:  # for lag(), read by other threads
             self._positions_seen = self.consumer.position(self.inputs)
             self._positions_at = time.monotonic()
@@ -401,11 +403,11 @@ class ServiceLoop:
             log.debug("%s: full collection found %d unreachable objects in %.2f s",
                       self.transactional_prefix, found, time.monotonic() - started)
 
-    def _take(self) -> list[Record]:
+    def _take(self, timeout_s: float) -> list[Record]:
         """The next batch: what the last poll left, else a new poll; cut at
         `max_batch_bytes` of values."""
         assert self.consumer is not None
-        records = self._held or list(self.consumer.poll(self.batch_size, self.poll_timeout_s))
+        records = self._held or list(self.consumer.poll(self.batch_size, timeout_s))
         self._held = []
         size = 0
         for i, r in enumerate(records):
@@ -519,7 +521,6 @@ class ServiceLoop:
                         after.append(j)  # an older state and a replay cover j meanwhile
                         continue
                     # 2. changelog: partition j's state, with the offsets it covers
-                    self._checkpoint_cost[j] = 0.0
                     self._write_state(producer, j, covers, ts, group)
                     written.append(j)
                 # 3. their input offsets, in the same transaction
@@ -567,10 +568,11 @@ class ServiceLoop:
             state = self.handler.snapshot_partition(j)
             self._state_sizes[j] = self.store.write(producer, j, state, covers, ts, group=group)
             del state
+        self._checkpoint_cost[j] = 0.0  # this write's cost, not the sum of all so far
         self._spent(j, time.perf_counter() - started)
 
     def _spent(self, j: int, seconds: float) -> None:
-        self._checkpoint_cost[j] = self._checkpoint_cost.get(j, 0.0) + seconds
+        self._checkpoint_cost[j] += seconds
         self.stats.checkpoint_s += seconds
 
     def _checkpoint(self, j: int, ts: int) -> None:
@@ -578,7 +580,6 @@ class ServiceLoop:
         just committed (nothing was handled in between)."""
         key = self._key(j)
         producer = self._begin(key)
-        self._checkpoint_cost[j] = 0.0
         self._write_state(producer, j, self._covers(j), ts, None)
         started = time.perf_counter()
         producer.commit_transaction()

@@ -118,11 +118,15 @@ class BusPipeline:
 
     def run_until_quiet(self, quiet_s: float = 1.0, timeout_s: float = 120.0) -> None:
         """Drive every loop until nothing moves for `quiet_s`; an idle loop
-        commits at once (downstream reads committed data only)."""
+        commits at once (downstream reads committed data only). Polls wait
+        only in the round after an idle one: while anything moves, a loop
+        with nothing to read must not hold up the others."""
         deadline = time.monotonic() + timeout_s
         quiet_since = None
+        moved = 1
         while time.monotonic() < deadline:
-            moved = sum(loop.run_once() for loop in self.loops.values())
+            wait = not moved
+            moved = sum(loop.run_once(wait) for loop in self.loops.values())
             if not moved:
                 for loop in self.loops.values():
                     if loop.pending():
