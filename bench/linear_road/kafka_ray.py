@@ -384,6 +384,11 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
                for s in SERVICES},
         }
         row["hops_ms"] = hops.as_json()["hops_ms"]
+        # each actor's collector pauses in the window: [window s, seconds,
+        # generation, young objects at its start, unreachable found]
+        row["gc_pauses"] = {s: [[[round(p[0] - since, 3), *p[1:]] for p in st.get("gc_pauses", [])
+                                 if p[0] >= since] for st in end_stats.get(s, [])]
+                            for s in SERVICES}
         log(hops.render())
         return row
     finally:
@@ -674,6 +679,8 @@ def write_results(rows: list[dict[str, Any]], out: Path, tag: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / f"kafka_ray{tag}_hops.json").write_text(
         json.dumps({str(r["xways"]): r["hops_ms"] for r in rows}, indent=1))
+    (out / f"kafka_ray{tag}_pauses.json").write_text(
+        json.dumps({str(r["xways"]): r["gc_pauses"] for r in rows}))
     rows = sorted(rows, key=lambda r: r["xways"])
     xs = [r["xways"] for r in rows]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
@@ -790,10 +797,10 @@ def main(argv: list[str] | None = None) -> None:
         row = {"label": args.label, "commit": commit(), "when": time.strftime("%Y-%m-%d %H:%M"),
                "window": f"{start}-{end}", "history_s": args.history, **row}
         rows.append(row)
-        print(json.dumps({k: v for k, v in row.items() if k != "hops_ms"}), flush=True)
+        flat = {k: v for k, v in row.items() if k not in ("hops_ms", "gc_pauses")}
+        print(json.dumps(flat), flush=True)
         args.out.mkdir(parents=True, exist_ok=True)
-        append_row(args.out / f"kafka_ray{args.tag}.csv",
-                   {k: v for k, v in row.items() if k != "hops_ms"})
+        append_row(args.out / f"kafka_ray{args.tag}.csv", flat)
         write_results(rows, args.out, args.tag)
         held = holds(row)
         if not held:

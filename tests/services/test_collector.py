@@ -91,12 +91,14 @@ def test_the_clock_counts_runs_per_generation(tuned: None) -> None:
 
 def test_long_pauses_are_kept_with_their_time_for_a_window_s_longest() -> None:
     clock = collector.CollectorClock()
-    for took in (0.002, 0.03, 0.012):
-        clock("start", {"generation": 0})
+    for g, took in enumerate((0.002, 0.03, 0.012)):
+        clock("start", {"generation": g})
         clock._started -= took  # as if the collection had taken `took`
-        clock("stop", {"generation": 0})
+        clock("stop", {"generation": g, "collected": 7 * g})
     pauses = clock.as_dict()["gc_pauses"]
-    assert [round(s, 3) for _, s in pauses] == [0.03, 0.012]  # the short one is not kept
+    assert [round(p[1], 3) for p in pauses] == [0.03, 0.012]  # the short one is not kept
+    assert [(p[2], p[4]) for p in pauses] == [(1, 7), (2, 14)]  # generation, found
+    assert all(isinstance(p[3], int) for p in pauses)  # young objects at the start
     assert collector.longest_pause(pauses, since=0.0) == pytest.approx(0.03, abs=1e-3)
     assert collector.longest_pause(pauses, since=pauses[-1][0] + 1) == 0.0
 

@@ -62,11 +62,15 @@ class CollectorClock:
         self.runs = [0, 0, 0]
         self.seconds = [0.0, 0.0, 0.0]
         self.max_s = [0.0, 0.0, 0.0]
-        self.pauses: deque[tuple[float, float]] = deque(maxlen=PAUSES_KEPT)
+        # (wall time at its end, seconds, generation, young objects at its
+        # start, unreachable objects it found)
+        self.pauses: deque[tuple[float, float, int, int, int]] = deque(maxlen=PAUSES_KEPT)
         self._started = 0.0
+        self._young = 0
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
         if phase == "start":
+            self._young = gc.get_count()[0]
             self._started = time.perf_counter()
             return
         g, took = info["generation"], time.perf_counter() - self._started
@@ -74,18 +78,19 @@ class CollectorClock:
         self.seconds[g] += took
         self.max_s[g] = max(self.max_s[g], took)
         if took >= LONG_PAUSE_S:
-            self.pauses.append((time.time(), took))
+            self.pauses.append((time.time(), took, g, self._young, info["collected"]))
 
     def as_dict(self) -> dict[str, Any]:
         return {"gc_runs": list(self.runs), "gc_s": [round(s, 3) for s in self.seconds],
                 "gc_max_s": [round(s, 4) for s in self.max_s],
-                "gc_pauses": [[round(at, 3), round(s, 4)] for at, s in self.pauses]}
+                "gc_pauses": [[round(at, 3), round(s, 4), g, young, found]
+                              for at, s, g, young, found in self.pauses]}
 
 
 def longest_pause(pauses: list[list[float]], since: float) -> float:
     """The longest of `as_dict()["gc_pauses"]` that ended at or after `since`
     (wall seconds): 0 when none did (or all were shorter than LONG_PAUSE_S)."""
-    return max((s for at, s in pauses if at >= since), default=0.0)
+    return max((p[1] for p in pauses if p[0] >= since), default=0.0)
 
 
 CLOCK = CollectorClock()
