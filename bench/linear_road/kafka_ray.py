@@ -47,6 +47,8 @@ import bisect
 import json
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -57,6 +59,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.linear_road import host_stalls
 from bench.linear_road.standard import PEAK, Reports, data_path, load
 from bench.linear_road.throughput import append_row, commit
 from caesar.services.common.collector import longest_pause
@@ -258,6 +261,7 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
             "alerts_copy": False})})
     bus = KafkaBus(settings.kafka)
     dep = None
+    watcher: subprocess.Popen[bytes] | None = None
     try:
         ray.init(address=runtime.ray().address, namespace=settings.ray.namespace,
                  include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
@@ -274,6 +278,9 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
                           "broker": tree(runtime.broker().pid),
                           "ray (head, raylet)": tree(runtime.ray().pid, every_actor),
                           "bench producer": [os.getpid()]})
+        stalls_file = runtime.dir / "host_stalls.jsonl"
+        watcher = subprocess.Popen([sys.executable, "-m", "bench.linear_road.host_stalls",
+                                    str(stalls_file)])
         producer = Producer(runtime.bootstrap)
         log(f"L={xways}: {len(roads):,} reports, {partitions} input partitions, "
             f"actors {', '.join(f'{s} {n}' for s, n in dep.counts.items())}; history at x{history_pace:g} (its last "
@@ -315,6 +322,8 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
             time.sleep(0.5)
         time.sleep(1.0)
         tail.stop()
+        watcher.terminate()
+        watcher.wait(10)
         cpu1, load1 = meter.read(), os.getloadavg()
         end_stats = dep.stats()
         commits1 = _commit_totals(end_stats)
@@ -389,9 +398,14 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
         row["gc_pauses"] = {s: [[[round(p[0] - since, 3), *p[1:]] for p in st.get("gc_pauses", [])
                                  if p[0] >= since] for st in end_stats.get(s, [])]
                             for s in SERVICES}
+        # and the host's seconds (host_stalls.py), to tell its stalls from theirs
+        row["gc_pauses"]["host"] = [[round(r[0] - since, 3), *r[1:]]
+                                    for r in host_stalls.read(stalls_file, since)]
         log(hops.render())
         return row
     finally:
+        if watcher is not None and watcher.poll() is None:
+            watcher.kill()
         if dep is not None:
             dep.stop()
         if ray.is_initialized():
