@@ -32,6 +32,19 @@ def bars(ax: Any, labels: Sequence[str], values: Sequence[float], *, ylabel: str
     _finish(ax, labels, ylabel, title, rotation)
 
 
+def grouped(ax: Any, labels: Sequence[str], groups: Mapping[str, Sequence[float]], *,
+            ylabel: str, title: str, rotation: int = 0) -> None:
+    """One group per label, a bar per entry of `groups` side by side (with a
+    legend; draw any reference line before, so it joins the legend)."""
+    width = 0.8 / max(1, len(groups))
+    xs = np.arange(len(labels))
+    for i, (name, vals) in enumerate(groups.items()):
+        offset = (i - (len(groups) - 1) / 2) * width
+        ax.bar(xs + offset, [float(v) for v in vals], width, label=name, color=f"C{i}")
+    ax.legend(fontsize=8)
+    _finish(ax, labels, ylabel, title, rotation)
+
+
 def stacked(ax: Any, labels: Sequence[str], parts: Mapping[str, Sequence[float]], *,
             ylabel: str, title: str, colors: Sequence[str] | None = None,
             rotation: int = 0) -> None:

@@ -635,60 +635,41 @@ def plot_runs(csv_path: Path, since: str, out: Path) -> None:
     per label: latency p50 / max and the actors' CPU per report."""
     import csv
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from bench.linear_road import bars
 
     with csv_path.open() as fh:
         rows = [r for r in csv.DictReader(fh) if r["when"] >= since]
     labels = [f"{r['label']}\n({r['commit']}, {r['xways']} xway)" for r in rows]
-    xs = np.arange(len(rows))
     checkpoints = any(r.get("matcher_checkpoint_s") for r in rows)  # since session 19
-    fig, axes = plt.subplots(1, 3 if checkpoints else 2, figsize=(19 if checkpoints else 13, 4.5))
-    axes[0].bar(xs - 0.27, [float(r["topic_p50_s"]) for r in rows], 0.27,
-                label="p50, produced")
-    axes[0].bar(xs, [float(r["topic_max_s"]) for r in rows], 0.27, label="max, produced")
-    # visible (read committed) since session 13; earlier rows have none
-    axes[0].bar(xs + 0.27, [float(r.get("visible_max_s") or "nan") for r in rows], 0.27,
-                label="max, visible")
+    fig, axes = bars.subplots(3 if checkpoints else 2, 19 if checkpoints else 13)
     axes[0].axhline(BOUND_S, color="red", lw=1, label="5 s bound")
-    axes[0].set_ylabel("latency (s)")
-    axes[0].set_title(f"latency at real time, windows {', '.join(sorted({r['window'] for r in rows}))}")
+    bars.grouped(axes[0], labels, {
+        "p50, produced": [r["topic_p50_s"] for r in rows],
+        "max, produced": [r["topic_max_s"] for r in rows],
+        # visible (read committed) since session 13; earlier rows have none
+        "max, visible": [r.get("visible_max_s") or "nan" for r in rows]},
+        ylabel="latency (s)", rotation=20,
+        title=f"latency at real time, windows {', '.join(sorted({r['window'] for r in rows}))}")
     top = max([float(r["topic_max_s"]) for r in rows] + [float(r.get("visible_max_s") or 0)
                                                           for r in rows])
     if top > 12:  # one run far off the bound would flatten the others: clip, say so
         axes[0].set_ylim(0, 12)
         axes[0].text(0.01, 0.97, f"clipped at 12 s (highest {top:.1f} s)",
                      transform=axes[0].transAxes, va="top", fontsize=7)
-    bottom = np.zeros(len(rows))
-    for i, s in enumerate(SERVICES):
-        vals = np.array([float(r[f"{s}_us_per_report"]) for r in rows])
-        axes[1].bar(xs, vals, bottom=bottom, label=s, color=f"C{i}")
-        bottom += vals
-    axes[1].set_ylabel("actor CPU µs per report")
-    axes[1].set_title("cost per service")
+    bars.stacked(axes[1], labels, {s: [r[f"{s}_us_per_report"] for r in rows] for s in SERVICES},
+                 ylabel="actor CPU µs per report", title="cost per service", rotation=20)
     if checkpoints:
-        bottom = np.zeros(len(rows))
-        for s in ("deriver", "matcher"):
-            vals = np.array([float(r.get(f"{s}_checkpoint_s") or 0) for r in rows])
-            axes[2].bar(xs, vals, bottom=bottom, label=s, color=f"C{SERVICES.index(s)}")
-            bottom += vals
-        axes[2].set_ylabel("wall s writing states, all actors")
-        axes[2].set_title("checkpoints in the window")
-    for ax in axes:
-        ax.set_xticks(xs, labels, rotation=20, ha="right", fontsize=7)
-        ax.legend()
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+        writers = ("deriver", "matcher")
+        bars.stacked(axes[2], labels,
+                     {s: [r.get(f"{s}_checkpoint_s") or 0 for r in rows] for s in writers},
+                     colors=[f"C{SERVICES.index(s)}" for s in writers], rotation=20,
+                     ylabel="wall s writing states, all actors",
+                     title="checkpoints in the window")
+    bars.save(fig, out)
 
 
 def write_results(rows: list[dict[str, Any]], out: Path, tag: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from bench.linear_road import bars
 
     out.mkdir(parents=True, exist_ok=True)
     (out / f"kafka_ray{tag}_hops.json").write_text(
@@ -697,7 +678,7 @@ def write_results(rows: list[dict[str, Any]], out: Path, tag: str) -> None:
         json.dumps({str(r["xways"]): r["gc_pauses"] for r in rows}))
     rows = sorted(rows, key=lambda r: r["xways"])
     xs = [r["xways"] for r in rows]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = bars.subplots(2, 11)
     axes[0].plot(xs, [r["visible_max_s"] for r in rows], "o-", label="max")
     axes[0].plot(xs, [r["visible_p99_s"] for r in rows], "s--", label="p99")
     axes[0].plot(xs, [r["visible_p50_s"] for r in rows], "^:", label="p50")
@@ -709,19 +690,11 @@ def write_results(rows: list[dict[str, Any]], out: Path, tag: str) -> None:
     axes[0].set_title("Kafka + Ray, standard data, peak window, real time")
     axes[0].set_xticks(xs)
     axes[0].legend()
-    bottom = np.zeros(len(rows))
-    for i, s in enumerate(SERVICES):
-        vals = np.array([r[f"{s}_us_per_report"] for r in rows], dtype=float)
-        axes[1].bar(xs, vals, bottom=bottom, label=s, color=f"C{i}")
-        bottom += vals
+    bars.stacked(axes[1], [str(x) for x in xs],
+                 {s: [r[f"{s}_us_per_report"] for r in rows] for s in SERVICES},
+                 ylabel="actor CPU µs per report", title="cost per service")
     axes[1].set_xlabel("expressways (L)")
-    axes[1].set_ylabel("actor CPU µs per report")
-    axes[1].set_title("cost per service")
-    axes[1].set_xticks(xs)
-    axes[1].legend()
-    fig.tight_layout()
-    fig.savefig(out / f"kafka_ray{tag}.png", dpi=110)
-    plt.close(fig)
+    bars.save(fig, out / f"kafka_ray{tag}.png")
 
 
 def parser() -> argparse.ArgumentParser:

@@ -39,6 +39,8 @@ def _drive(engine, plans, rows, cuts, actives, pool, snapshot_at=None):
         if snapshot_at == i:
             # move every partition's state into a fresh engine
             fresh = type(engine)(plans)
+            if isinstance(engine, CythonEngine):
+                fresh.sweep_min = engine.sweep_min
             for part in (0, 1):
                 state = engine.snapshot(part)
                 fresh.restore(part, state)
@@ -71,11 +73,14 @@ def scenario(draw, strategy, plans_of=patterns, rows=None):
 
 def assert_cython_equals_reference(data, drawn) -> None:
     """Both engines over the drawn scenario, the Cython one moved to a fresh
-    engine through snapshots at a drawn point (or never)."""
+    engine through snapshots at a drawn point (or never), its sweeps of idle
+    parts in slices of one part or of the default least slice."""
     plans, rows, cuts, actives = drawn
     snap = data.draw(st.sampled_from([None, 0, 1]))
     expected = _drive(ReferenceEngine(plans), plans, rows, cuts, actives, StringPool())
-    got = _drive(CythonEngine(plans), plans, rows, cuts, actives, StringPool(), snap)
+    engine = CythonEngine(plans)
+    engine.sweep_min = data.draw(st.sampled_from([1, engine.sweep_min]))
+    got = _drive(engine, plans, rows, cuts, actives, StringPool(), snap)
     assert multiset(got) == multiset(expected)
 
 

@@ -34,6 +34,8 @@ cdef class CythonEngine:
     cdef list _an_specs
     cdef dict _an_tables      # (slot, comp) -> [table dicts to register in]
     cdef dict _waiting        # slot -> {part: None}: parts holding pending/ready results
+    cdef dict _sweeps         # slot -> a sweep's cursor (_sweep_slice)
+    cdef public Py_ssize_t sweep_min  # least parts per slice (_SWEEP_MIN)
     cdef object _pool
     cdef list _out
     cdef bint _columnar       # this call's matches go to the MatchSinks (*_columns)
@@ -103,6 +105,8 @@ cdef class CythonEngine:
     cdef object _advance_first(self, PlanRT p, Part part, long mask, Env* env, i64** bufs, list pushed)
     cdef bint _closed(self, PlanRT p, Part part, list run, Env* env, i64** bufs) except -1
     cdef _expire_runs(self, PlanRT p, Part part, i64 bound)
+    cdef _sweep_slice(self, PlanRT p, i64 wm)
+    cdef _sweep_keys(self, PlanRT p, object partition, list keys, i64 bound)
     cdef object _derive_timeout(self, PlanRT p, Part part, Env* env, list run)
     cdef _runs_step(self, PlanRT p, Part part, long mask)
     cdef i64 _waiting_lo(self, PlanRT p, Part part, int c)

@@ -15,6 +15,8 @@ STATE_FORMAT: int
 
 @disjoint_base
 class CythonEngine:
+    sweep_min: int
+    """Least parts a sweep slice visits per advance call (tests set 1)."""
     def __init__(self, plans: Sequence[PatternPlan], share_prefixes: bool = True) -> None: ...
     def shared_prefixes(self) -> dict[str, tuple[str, int]]:
         """{follower plan id: (leader plan id, shared components)}."""
