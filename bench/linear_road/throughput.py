@@ -87,10 +87,11 @@ def model_fans_out(plan: Any) -> bool:
 class TimedPipeline:
     """The embedded pipeline with the CPU time of each hop's call summed."""
 
-    def __init__(self, plan: Any) -> None:
+    def __init__(self, plan: Any, engine_factory: Any = None) -> None:
         from caesar.services.embedded.pipeline import EmbeddedPipeline
 
-        self.pipe = EmbeddedPipeline(plan)
+        self.pipe = EmbeddedPipeline(plan, **({"engine_factory": engine_factory}
+                                              if engine_factory else {}))
         self.cpu = dict.fromkeys(HOPS, 0.0)
         for hop in HOPS:
             proc = getattr(self.pipe, hop)
@@ -122,7 +123,7 @@ class TimedPipeline:
 
 
 def run(reports: Reports, start: int, history: int, log: Any = print,
-        model: str | None = None) -> dict[str, Any]:
+        model: str | None = None, engine_factory: Any = None) -> dict[str, Any]:
     from caesar.examples import model_path
     from caesar.examples.linear_road.oracle import ALERT_FIELDS, TOLL_FIELDS, expected_outputs
     from caesar.language import compile_model
@@ -148,7 +149,7 @@ def run(reports: Reports, start: int, history: int, log: Any = print,
     log(f"{len(reports):,} reports ({offset:,} input records, fan-out {fanout}), "
         f"{len(seconds)} s; history before {start}")
     tune_collector()
-    timed = TimedPipeline(plan)
+    timed = TimedPipeline(plan, engine_factory)
     outputs: list[Any] = []
     cpu_at_start: dict[str, float] | None = None
     wall0 = cpu0 = 0.0
