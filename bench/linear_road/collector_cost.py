@@ -19,13 +19,10 @@ results/collector_cost.png.
 
 from __future__ import annotations
 
-import argparse
 import json
 import resource
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -95,40 +92,14 @@ def plot(path: Path, out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from bench.linear_road.throughput import append_row, commit
+    from bench.linear_road import alternate
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", help="LR data file (default: $CAESAR_LR_DATA)")
-    ap.add_argument("--window", type=int, nargs=2, default=[6000, 6060], metavar=("START", "END"))
-    ap.add_argument("--history", type=int, default=300)
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--label", default="")
-    ap.add_argument("--out", type=Path, default=RESULTS)
-    ap.add_argument("--one", choices=POLICIES, help=argparse.SUPPRESS)  # a child run
-    args = ap.parse_args(argv)
-    start, end = args.window
+    args = alternate.parser(__doc__ or "", POLICIES, [6000, 6060], RESULTS).parse_args(argv)
     if args.one:
-        print(json.dumps(one(args.one, args.data, start, end, args.history)))
+        print(json.dumps(one(args.one, args.data, *args.window, args.history)))
         return
-    rows: list[dict[str, Any]] = []
-    for r in range(args.rounds):
-        for policy in POLICIES:
-            cmd = [sys.executable, "-m", "bench.linear_road.collector_cost", "--one", policy,
-                   "--window", str(start), str(end), "--history", str(args.history)]
-            if args.data:
-                cmd += ["--data", args.data]
-            done = subprocess.run(cmd, capture_output=True, text=True, check=False,
-                                  cwd=Path(__file__).parents[2])
-            if done.returncode:
-                sys.exit(f"{policy} run failed:\n{done.stderr[-3000:]}")
-            row = {"label": args.label, "commit": commit(),
-                   "when": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
-                   "window": f"{start}-{end}", "history_s": args.history, "round": r + 1,
-                   **json.loads(done.stdout.strip().splitlines()[-1])}
-            print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
-            args.out.mkdir(parents=True, exist_ok=True)
-            append_row(args.out / "collector_cost.csv", row)
-            rows.append(row)
+    rows = alternate.run("bench.linear_road.collector_cost", args, POLICIES,
+                         args.out / "collector_cost.csv")
     for policy in POLICIES:
         mine = [r for r in rows if r["policy"] == policy]
         print(f"{policy}: median {statistics.median(r['reports_per_cpu_s'] for r in mine):,.0f} "

@@ -929,10 +929,11 @@ cdef class CythonEngine:
         older than the window. Parts touched by events are pruned as they
         are touched; the sweep of every part (for those no event reaches any
         more) starts once per half window of event time and visits a slice
-        of them per call, done within a quarter window (_SWEEP_MIN), so state
-        stays within about 1.75 windows and no call stops for all of it. Plans with ON TIMEOUT or an
-        after-match skip sweep every part on every call: their timeouts and
-        held matches are outputs, due as soon as the watermark passes."""
+        of them per call (_sweep_slice), done within a quarter window, so
+        state stays within about 1.75 windows and no call stops for all of
+        it. Plans with ON TIMEOUT or an after-match skip sweep every part on
+        every call: their timeouts and held matches are outputs, due as soon
+        as the watermark passes."""
         cdef PlanRT p
         cdef Part part
         cdef i64 wm = watermark
