@@ -103,6 +103,27 @@ def test_long_pauses_are_kept_with_their_time_for_a_window_s_longest() -> None:
     assert collector.longest_pause(pauses, since=pauses[-1][0] + 1) == 0.0
 
 
+def test_a_collection_while_the_pauses_are_read_does_not_break_the_reading(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """stats() reads the pauses while a collection may append one (every
+    allocation collects here, and every collection is a long pause)."""
+    clock = collector.CollectorClock()
+    for _ in range(50):
+        clock("start", {"generation": 0})
+        clock._started -= 0.05
+        clock("stop", {"generation": 0, "collected": 0})
+    monkeypatch.setattr(collector, "LONG_PAUSE_S", 0.0)
+    thresholds, callbacks = gc.get_threshold(), list(gc.callbacks)
+    gc.callbacks.append(clock)
+    gc.set_threshold(1)
+    try:
+        pauses = clock.as_dict()["gc_pauses"]
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.callbacks[:] = callbacks
+    assert len(pauses) >= 50 and len(clock.pauses) > len(pauses)
+
+
 def test_paused_inside_and_restored_after() -> None:
     assert gc.isenabled()
     with collector_paused():

@@ -81,10 +81,16 @@ class CollectorClock:
             self.pauses.append((time.time(), took, g, self._young, info["collected"]))
 
     def as_dict(self) -> dict[str, Any]:
+        # Copied first, by list() (no collector object allocated while it
+        # iterates; tuple() allocates after taking its iterator): the loop
+        # below allocates, so a collection (this clock's callback) may append
+        # a pause meanwhile, as may the service loop's thread (stats() runs in
+        # one of Ray's).
+        pauses = list(self.pauses)
         return {"gc_runs": list(self.runs), "gc_s": [round(s, 3) for s in self.seconds],
                 "gc_max_s": [round(s, 4) for s in self.max_s],
                 "gc_pauses": [[round(at, 3), round(s, 4), g, young, found]
-                              for at, s, g, young, found in self.pauses]}
+                              for at, s, g, young, found in pauses]}
 
 
 def longest_pause(pauses: list[list[float]], since: float) -> float:
