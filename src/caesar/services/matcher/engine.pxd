@@ -15,6 +15,17 @@ cdef class _Group:
     cdef public int[::1] comps
 
 
+cdef class _Sweep:
+    # one plan's sweep of idle parts in progress (CythonEngine._sweep_slice)
+    cdef list partitions      # those still to visit, taken from the end
+    cdef object partition     # the one being visited
+    cdef list keys            # its keys when the visit began
+    cdef Py_ssize_t at        # the next of them
+    cdef Py_ssize_t n         # parts when the sweep started
+    cdef Py_ssize_t done      # parts handed to slices so far
+    cdef i64 started          # the watermark it started at
+
+
 cdef class CythonEngine:
     cdef list _plans
     cdef list _udf_plans      # plans calling user-defined functions
@@ -34,7 +45,7 @@ cdef class CythonEngine:
     cdef list _an_specs
     cdef dict _an_tables      # (slot, comp) -> [table dicts to register in]
     cdef dict _waiting        # slot -> {part: None}: parts holding pending/ready results
-    cdef dict _sweeps         # slot -> a sweep's cursor (_sweep_slice)
+    cdef dict _sweeps         # slot -> _Sweep in progress
     cdef public Py_ssize_t sweep_min  # least parts per slice (_SWEEP_MIN)
     cdef object _pool
     cdef list _out
@@ -106,8 +117,7 @@ cdef class CythonEngine:
     cdef bint _closed(self, PlanRT p, Part part, list run, Env* env, i64** bufs) except -1
     cdef _expire_runs(self, PlanRT p, Part part, i64 bound)
     cdef _sweep_slice(self, PlanRT p, i64 wm)
-    cdef Py_ssize_t _sweep_keys(self, PlanRT p, object partition, list keys,
-                                i64 bound) except -1
+    cdef int _sweep_keys(self, PlanRT p, object partition, list keys, i64 bound) except -1
     cdef object _derive_timeout(self, PlanRT p, Part part, Env* env, list run)
     cdef _runs_step(self, PlanRT p, Part part, long mask)
     cdef i64 _waiting_lo(self, PlanRT p, Part part, int c)

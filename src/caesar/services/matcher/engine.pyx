@@ -38,9 +38,6 @@ plan_runtime.pyx); expressions run on the VM of vm.pyx.
   (_expire_runs).
 """
 
-
-from itertools import islice
-
 import numpy as np
 
 cimport cython
@@ -185,6 +182,19 @@ cdef inline int _match_len(PlanRT p, Env* env) noexcept:
 
 def _held_order(item):
     return item[0]
+
+
+cdef class _Sweep:
+    """Where one plan's sweep of idle parts stands (CythonEngine._sweep_slice)."""
+
+    def __init__(self, list partitions, Py_ssize_t n, i64 started):
+        self.partitions = partitions
+        self.partition = None
+        self.keys = []
+        self.at = 0
+        self.n = n
+        self.done = 0
+        self.started = started
 
 
 cdef class _Group:
@@ -973,8 +983,9 @@ cdef class CythonEngine:
                     continue
                 p.last_sweep = wm
                 bypart = self._parts[p.slot]
-                n = sum([len(keyed) for keyed in bypart.values()])
-                self._sweeps[p.slot] = [list(bypart), None, 0, n, 0, wm]
+                self._sweeps[p.slot] = _Sweep(list(bypart),
+                                              sum([len(keyed) for keyed in bypart.values()]),
+                                              wm)
             self._sweep_slice(p, wm)
         self._out = []
         return self._take() if self._columnar else out
@@ -982,45 +993,44 @@ cdef class CythonEngine:
     cdef _sweep_slice(self, PlanRT p, i64 wm):
         """The next slice of plan p's sweep (see advance): its share, by the
         event time passed since the sweep started, of the parts there were
-        then. A partition's parts are taken in their dict's order, a slice
-        at a time from the position the last slice stopped at (no list of
-        every key: a young list of a million keys made the next collection
-        walk all of them, 0.3 s). A part dropped meanwhile by an event's
-        step shifts that position, and a few parts wait for the next sweep."""
-        cdef Py_ssize_t at, left, n, done
+        then. Partitions are visited one at a time, each through a list of
+        its keys taken when the visit begins: a part made later waits for
+        the next sweep, one dropped meanwhile is skipped. The list is kept
+        from the collector (never in a cycle): a young list of a million
+        keys made the next collection walk all of them, 0.3 s."""
+        cdef _Sweep s = self._sweeps[p.slot]
+        cdef Py_ssize_t left
         cdef i64 span = max(1, p.within // 4), bound = wm - p.within
-        state = self._sweeps[p.slot]
-        partitions, partition, at, n, done, started = state
         if bound >= self._ts:  # past every event's window (the end of input): all now
-            left = n + sum([len(keyed) for keyed in self._parts[p.slot].values()])
-        elif wm - started >= span:  # due: the rest, parts made since too, in a few slices
-            left = max(n - done, n // 8)
+            left = s.n + sum([len(keyed) for keyed in self._parts[p.slot].values()])
+        elif wm - s.started >= span:  # due: the rest, parts made since too, in a few slices
+            left = max(s.n - s.done, s.n // 8)
         else:  # Python ints: n times a long window may not fit 64 bits
-            left = (<object> n) * (wm - started + 1) // span - done
+            left = (<object> s.n) * (wm - s.started + 1) // span - s.done
             if left <= 0:  # a slice of at least sweep_min ran ahead of its share
                 return
         left = max(left, self.sweep_min)
-        state[4] = done + left
+        s.done += left
         while left > 0:
-            keyed = self._parts[p.slot].get(partition) if partition is not None else None
-            keys = list(islice(keyed, at, at + left)) if keyed else []
-            if not keys:
-                if not partitions:
+            if s.at >= len(s.keys):
+                if not s.partitions:
                     del self._sweeps[p.slot]
                     return
-                partition, at = partitions.pop(), 0
+                s.partition = s.partitions.pop()
+                s.keys = list(self._parts[p.slot].get(s.partition, ()))
+                PyObject_GC_UnTrack(s.keys)
+                s.at = 0
                 continue
-            at += self._sweep_keys(p, partition, keys, bound)
+            keys = s.keys[s.at:s.at + left]
+            s.at += len(keys)
             left -= len(keys)
-        state[1:3] = [partition, at]
+            self._sweep_keys(p, s.partition, keys, bound)
 
-    cdef Py_ssize_t _sweep_keys(self, PlanRT p, object partition, list keys,
-                                i64 bound) except -1:
+    cdef int _sweep_keys(self, PlanRT p, object partition, list keys, i64 bound) except -1:
         """Prune plan p's parts of `keys` in `partition` to `bound`; drop the
-        empty ones, and the partition once it holds none: how many it kept."""
+        empty ones, and the partition once it holds none."""
         cdef Part part
         cdef Stack s
-        cdef Py_ssize_t kept = 0
         bypart = self._parts[p.slot]
         keyed = bypart.get(partition)
         if keyed is None:
@@ -1039,11 +1049,9 @@ cdef class CythonEngine:
             if part.empty():
                 del keyed[key]
                 self._an_forget(p, partition, key)
-            else:
-                kept += 1
         if not keyed:
             del bypart[partition]
-        return kept
+        return 0
 
     def discard(self, plan_ids, partition):
         cdef PlanRT p
