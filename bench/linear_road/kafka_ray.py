@@ -326,6 +326,8 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
         watcher.wait(10)
         cpu1, load1 = meter.read(), os.getloadavg()
         end_stats = dep.stats()
+        dep.stop()  # the actors' memory back before ~12M outputs are read (4 xways, 30 min)
+        dep = None
         commits1 = _commit_totals(end_stats)
         checkpoints1 = _sum_stat(end_stats, "checkpoints")
         ckpt_s1 = _sum_stat(end_stats, "checkpoint_s")

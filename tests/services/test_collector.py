@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from caesar.services.common import collector
-from caesar.services.common.collector import collector_paused, sweep, tune_collector
+from caesar.services.common.collector import collector_paused, settle, sweep, tune_collector
 
 
 @pytest.fixture
@@ -79,6 +79,38 @@ def test_no_sweep_where_survivors_are_not_frozen() -> None:
         gc.collect()
         if tuned:
             gc.callbacks.append(collector._freeze_survivors)
+
+
+def test_replacing_old_objects_grows_the_young_list_unseen_until_settled(tuned: None) -> None:
+    """Every object freed counts against the young threshold, frozen ones
+    too: a loop that replaces old state with new never reaches it, and the
+    young list grows (what one collection then walks). settle() freezes it."""
+    old: list[Node | None] = [Node() for _ in range(30_000)]
+    gc.collect(0)  # frozen (tune_collector)
+    new = []
+    for i in range(len(old)):
+        new.append(Node())
+        old[i] = None
+    assert gc.get_count()[0] < 100  # no young collection came
+    young = {id(o) for o in gc.get_objects(0)}
+    assert sum(id(n) in young for n in new) == len(new)  # but all of `new` waits in it
+    settle()
+    assert not {id(o) for o in gc.get_objects(0)} & {id(n) for n in new}
+    del new
+    assert gc.get_count()[0] == 0  # frozen objects still freed by reference counting
+
+
+def test_settle_freezes_nothing_where_survivors_are_not_frozen() -> None:
+    thresholds, callbacks = gc.get_threshold(), list(gc.callbacks)
+    tune_collector(freeze_survivors=False)
+    try:
+        node = Node()
+        settle()
+        assert any(o is node for o in gc.get_objects(0))
+    finally:
+        gc.callbacks[:] = callbacks
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
 
 
 def test_the_clock_counts_runs_per_generation(tuned: None) -> None:

@@ -45,7 +45,9 @@ HOPS = ("input wait", "scheduler", "deriver", "router", "matcher", "to topic (to
 
 
 def read_topic(bus: Bus, topic: str, timeout_s: float = 60.0) -> list[Record]:
-    """Every record of `topic` (all partitions, from the start to the end offsets now)."""
+    """Every record of `topic` (all partitions, from the start to the end
+    offsets now); TimeoutError after `timeout_s` without a record (a big
+    topic takes as long as it takes: 12M outputs of a 30-minute run)."""
     parts = bus.list_topics().get(topic)
     if not parts:
         return []
@@ -62,7 +64,10 @@ def read_topic(bus: Bus, topic: str, timeout_s: float = 60.0) -> list[Record]:
         while any(seen.get(tp, 0) < end for tp, end in want.items()):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"reading {topic}: still short of the end offsets")
-            for r in consumer.poll(10_000, 0.5):
+            batch = consumer.poll(10_000, 0.5)
+            if batch:
+                deadline = time.monotonic() + timeout_s
+            for r in batch:
                 tp = TopicPartition(r.topic, r.partition)
                 if r.offset < want[tp]:
                     out.append(r)

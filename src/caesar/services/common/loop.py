@@ -57,7 +57,7 @@ from caesar.bus.errors import BusError, ProducerFencedError
 from caesar.bus.protocol import Bus, BusConsumer, BusProducer
 from caesar.bus.records import OutRecord, Record, TopicPartition
 from caesar.bus.retire import retire
-from caesar.services.common.collector import Sweeper, collector_paused
+from caesar.services.common.collector import Sweeper, collector_paused, settle
 from caesar.services.common.config import DEFAULT_CHECKPOINT_SHARE
 from caesar.services.common.latency import LatencyHistogram
 from caesar.services.store.checkpoint import StateStore, StoreError
@@ -361,6 +361,7 @@ class ServiceLoop:
         loops in one thread, where another loop may have work)."""
         assert self.consumer is not None
         self.beat = time.monotonic()  # for the watchdog: a step began
+        settle()  # the last step's survivors, unwalked (collector.settle)
         produced = self._control()
         if produced < 0:
             return 0

@@ -13,6 +13,7 @@ from itertools import islice
 from typing import Any
 
 from caesar.plans.execution import ExecutionPlan
+from caesar.services.common.collector import settle
 from caesar.services.common.config import EngineFactory
 from caesar.services.common.messages import (
     Alert,
@@ -85,6 +86,7 @@ class EmbeddedPipeline:
         return self.deriver.resolver.names(self.deriver.vector(partition))
 
     def _downstream(self, sched: SchedulerOutput) -> list[Alert]:
+        settle()  # the last batch's survivors, unwalked (collector.settle)
         self.result.dead_letters += sched.dead_letters
         items: list[TxnBatch | Progress] = sched.transactions
         derived = self.deriver.process(items)
