@@ -11,8 +11,10 @@ of them beside another, the machine has 2 cores):
 1. `throughput`: the embedded pipeline and the plain loop, interleaved
    (default: seconds 6600-6660 after 60 s of history, 2 rounds);
 2. `kafka_ray`: the L-rating on the 30 peak minutes (6000-7800, after 600 s
-   of history), 1 then 2 expressways until one does not hold (~40 min per
-   level), commit interval 0.25 s, max commit share 0.5;
+   of history and a 60 s warm-up at pace), the issue's target level 4 then 5
+   until one does not hold (~45 min per level; `--xways 1 2 3 4` tries each
+   from 1), with the settings that held level 4 in session 21: one actor per
+   service and two matchers, commit interval 0.25 s, max commit share 0.5;
 3. `figures`: Figures 12 and 14 (~13 min).
 
 `--quick` runs each small (a 30 s throughput window, 2 minutes of the peak at
@@ -47,7 +49,7 @@ def commands(args: argparse.Namespace, label: str) -> dict[str, list[str]]:
             "throughput": [*data, "--window", "6600", "6630", "--history", "30", "--rounds", "1",
                            "--models", "model_per_segment", "--label", label],
             "kafka_ray": [*data, "--xways", "1", "--window", "6600", "6720", "--history", "600",
-                          "--commit-interval", "0.25", "--max-commit-share", "0.5",
+                          "--actors", *args.actors, "--commit-interval", "0.25", "--max-commit-share", "0.5",
                           "--label", label, "--tag=-report-quick"],
             "figures": [*data, "--quick"],
         }
@@ -55,6 +57,7 @@ def commands(args: argparse.Namespace, label: str) -> dict[str, list[str]]:
         "throughput": [*data, "--window", "6600", "6660", "--history", "60", "--rounds", "2",
                        "--models", "model_per_segment", "--label", label],
         "kafka_ray": [*data, "--xways", *map(str, args.xways), "--history", "600",
+                      "--warmup", "60", "--actors", *args.actors,
                       "--commit-interval", "0.25", "--max-commit-share", "0.5",
                       "--label", label],
         "figures": [*data, "--rounds", "2"],
@@ -162,8 +165,11 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", help="LR data file (default: $CAESAR_LR_DATA)")
     ap.add_argument("--quick", action="store_true", help="small sizes: ~15 min in all")
-    ap.add_argument("--xways", type=int, nargs="+", default=[1, 2],
-                    help="Kafka + Ray levels to try, in order, until one does not hold")
+    ap.add_argument("--xways", type=int, nargs="+", default=[4, 5],
+                    help="Kafka + Ray levels to try, in order, until one does not hold "
+                         "(a level that holds is the rating: fewer expressways are less load)")
+    ap.add_argument("--actors", nargs="+", default=["1", "matcher=2"],
+                    help="Kafka + Ray actors: per service, then SERVICE=N (kafka_ray's --actors)")
     ap.add_argument("--skip", nargs="*", choices=PARTS, default=[])
     ap.add_argument("--out", type=Path, default=RESULTS)
     return ap

@@ -75,6 +75,9 @@ def test_each_part_accepts_the_command_it_is_given(tmp_path):
             if part == "kafka_ray":
                 assert got.xways == ([1] if args.quick else args.xways)
                 assert got.tag == ("-report-quick" if args.quick else "")
+                # the deployment that held level 4: one actor each, two matchers
+                assert kafka_ray._actors(got.actors) == {"actors": 1,
+                                                         "service_actors": {"matcher": 2}}
 
 
 def test_figures_a_run_skipped_are_shown_as_an_earlier_runs(tmp_path):
