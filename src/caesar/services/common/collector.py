@@ -14,6 +14,9 @@ parsing). So the survivors of each young collection are frozen (never walked
 again; reference counting still frees them), and `sweep` unfreezes and
 collects everything now and then, for the cycles a user function may leave:
 in a lull of the input, or when the process's memory doubled (`Sweeper`).
+Loops also call `settle` between steps, which freezes what a step left
+alive without walking it: the collector's count of young objects is net of
+frees, so without it the young list grows unseen while old state is freed.
 """
 
 from __future__ import annotations
