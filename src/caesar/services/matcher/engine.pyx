@@ -976,7 +976,9 @@ cdef class CythonEngine:
                 p.last_sweep = wm
                 bypart = self._parts[p.slot]
                 for partition in list(bypart):
-                    self._sweep_keys(p, partition, list(bypart[partition]), wm - p.within)
+                    keys = list(bypart[partition])
+                    PyObject_GC_UnTrack(keys)  # as _sweep_slice's: never in a cycle
+                    self._sweep_keys(p, partition, keys, wm - p.within)
                 continue
             if p.slot not in self._sweeps:
                 if wm - p.last_sweep < max(1, p.within // 2):
