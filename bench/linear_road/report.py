@@ -39,6 +39,7 @@ from typing import Any
 
 RESULTS = Path(__file__).parent / "results"
 PARTS = ("throughput", "kafka_ray", "figures")
+SERVICES = ("scheduler", "deriver", "router", "matcher")
 
 
 def commands(args: argparse.Namespace, label: str) -> dict[str, list[str]]:
@@ -102,7 +103,13 @@ def summarize(label: str, quick: bool, status: dict[str, int], out: Path) -> dic
             levels.append({"xways": int(r["xways"]), "window": r["window"], "held": held,
                            **{k: float(r[k]) for k in ("visible_p50_s", "visible_p99_s",
                                                        "visible_max_s", "topic_max_s")},
-                           "outputs": int(r["outputs"]), "expected": int(r["expected"])})
+                           "outputs": int(r["outputs"]), "expected": int(r["expected"]),
+                           "actors": r.get("actors_per_service", ""),
+                           # CPU per window report, by service (rows of older runs lack some)
+                           "us_per_report": {s: float(r[f"{s}_us_per_report"]) for s in SERVICES
+                                             if r.get(f"{s}_us_per_report")},
+                           "broker_cpu_s": float(r["cpu_broker_s"]) if r.get("cpu_broker_s")
+                           else None})
         rating = 0
         for lv in levels:
             if not lv["held"]:
@@ -121,6 +128,33 @@ def summarize(label: str, quick: bool, status: dict[str, int], out: Path) -> dic
     return report
 
 
+def kafka_ray_lines(kr: dict[str, Any]) -> list[str]:
+    """The Kafka + Ray section: levels, CPU by service, hops."""
+    lines = ["## Kafka + Ray", "", f"**L-rating {kr['l_rating']}** (target {kr['target']}; "
+              "latency until a read-committed consumer sees the output, bound 5 s)", "",
+              "| xways | window | visible p50 s | p99 s | max s | produced max s | exact | holds |",
+              "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {lv['xways']} | {lv['window']} | {lv['visible_p50_s']} | "
+              f"{lv['visible_p99_s']} | {lv['visible_max_s']} | {lv['topic_max_s']} | "
+              f"{lv['outputs']:,} of {lv['expected']:,} | {lv['held']} |" for lv in kr["levels"]]
+    costs = [lv for lv in kr["levels"] if lv["us_per_report"]]
+    if costs:
+        lines += ["", "CPU per window report, by service (µs), and the broker's CPU:", "",
+                  "| xways | actors | " + " | ".join(SERVICES) + " | broker CPU-s |",
+                  "|---|---|" + "---|" * (len(SERVICES) + 1)]
+        lines += [f"| {lv['xways']} | {lv['actors']} | "
+                  + " | ".join(str(lv["us_per_report"].get(s, "")) for s in SERVICES)
+                  + f" | {'' if lv['broker_cpu_s'] is None else lv['broker_cpu_s']} |"
+                  for lv in costs]
+    if kr["hops_ms"]:
+        lines += ["", "Per hop (ms, produced time), highest level:", "",
+                  "| hop | p50 | p99 | max |", "|---|---|---|---|"]
+        top = kr["hops_ms"][max(kr["hops_ms"], key=int)]
+        lines += [f"| {h} | {v['p50']} | {v['p99']} | {v['max']} |" for h, v in top.items()]
+    lines.append("")
+    return lines
+
+
 def markdown(report: dict[str, Any]) -> str:
     lines = [f"# Linear Road report: {report['label']}", ""]
     if report["quick"]:
@@ -135,20 +169,7 @@ def markdown(report: dict[str, Any]) -> str:
                   f"{emb['ratio_to_plain']} on the whole input; outputs exact: {emb['exact']}", ""]
     kr = report.get("kafka_ray")
     if kr:
-        lines += ["## Kafka + Ray", "", f"**L-rating {kr['l_rating']}** (target {kr['target']}; "
-                  "latency until a read-committed consumer sees the output, bound 5 s)", "",
-                  "| xways | window | visible p50 s | p99 s | max s | produced max s | exact | holds |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for lv in kr["levels"]:
-            lines.append(f"| {lv['xways']} | {lv['window']} | {lv['visible_p50_s']} | "
-                         f"{lv['visible_p99_s']} | {lv['visible_max_s']} | {lv['topic_max_s']} | "
-                         f"{lv['outputs']:,} of {lv['expected']:,} | {lv['held']} |")
-        if kr["hops_ms"]:
-            lines += ["", "Per hop (ms, produced time), highest level:", "",
-                      "| hop | p50 | p99 | max |", "|---|---|---|---|"]
-            top = kr["hops_ms"][max(kr["hops_ms"], key=int)]
-            lines += [f"| {h} | {v['p50']} | {v['p99']} | {v['max']} |" for h, v in top.items()]
-        lines.append("")
+        lines += kafka_ray_lines(kr)
     for fig, ratio in (("figure12", "ci_over_ca"), ("figure14", "non_shared_over_shared")):
         rows = report.get(fig) or []
         if rows:

@@ -38,6 +38,18 @@ def test_the_rating_stops_at_the_first_level_that_does_not_hold(tmp_path):
         report.summarize("r", False, {"kafka_ray": 0}, tmp_path))
 
 
+def test_the_cpu_per_report_by_service_is_shown_per_level(tmp_path):
+    costs = {"actors_per_service": "1 matcher=2", "scheduler_us_per_report": 13.6,
+             "deriver_us_per_report": 18.0, "router_us_per_report": 9.2,
+             "matcher_us_per_report": 54.5, "cpu_broker_s": 383.0}
+    _write(tmp_path / "kafka_ray.csv", [{**_level(4, 4.6), **costs}])
+    got = report.summarize("r", False, {"kafka_ray": 0}, tmp_path)["kafka_ray"]["levels"][0]
+    assert got["us_per_report"] == {"scheduler": 13.6, "deriver": 18.0, "router": 9.2,
+                                    "matcher": 54.5}
+    assert "| 4 | 1 matcher=2 | 13.6 | 18.0 | 9.2 | 54.5 | 383.0 |" in report.markdown(
+        report.summarize("r", False, {"kafka_ray": 0}, tmp_path))
+
+
 def test_a_level_with_a_wrong_output_does_not_hold(tmp_path):
     _write(tmp_path / "kafka_ray.csv", [_level(1, 1.0, diff=3)])
     assert report.summarize("r", False, {}, tmp_path)["kafka_ray"]["l_rating"] == 0
