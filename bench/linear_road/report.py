@@ -23,6 +23,8 @@ it all works, not for the figures. Each part appends its rows to its own CSV
 in bench/linear_road/results (and draws its PNG); this command then writes
 `report.md` and `report.json` there with the rows of this run (label
 "report <time>"). Exits non-zero if any part failed or any output differed.
+`--render` runs nothing and writes those two again from the last run's rows
+(e.g. after a change to this file).
 """
 
 from __future__ import annotations
@@ -192,16 +194,22 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--actors", nargs="+", default=["1", "matcher=2"],
                     help="Kafka + Ray actors: per service, then SERVICE=N (kafka_ray's --actors)")
     ap.add_argument("--skip", nargs="*", choices=PARTS, default=[])
+    ap.add_argument("--render", action="store_true",
+                    help="run nothing: write report.md/.json again from the last run's rows")
     ap.add_argument("--out", type=Path, default=RESULTS)
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    name = "report-quick" if args.quick else "report"
     label = f"report {time.strftime('%Y-%m-%d %H:%M')}"
     status: dict[str, int] = {}
+    if args.render:  # the last run again, from its rows: its label and exit codes
+        last = json.loads((args.out / f"{name}.json").read_text())
+        label, status = last["label"], last["exit_codes"]
     for part, extra in commands(args, label).items():
-        if part in args.skip:
+        if part in args.skip or args.render:
             continue
         cmd = [sys.executable, "-m", f"bench.linear_road.{part}", *extra]
         print(f"== {part}: {' '.join(cmd[1:])}", flush=True)
@@ -211,7 +219,6 @@ def main(argv: list[str] | None = None) -> int:
               flush=True)
     report = summarize(label, args.quick, status, args.out)
     args.out.mkdir(parents=True, exist_ok=True)
-    name = "report-quick" if args.quick else "report"
     (args.out / f"{name}.json").write_text(json.dumps(report, indent=1) + "\n")
     (args.out / f"{name}.md").write_text(markdown(report) + "\n")
     print(markdown(report))

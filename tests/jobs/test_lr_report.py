@@ -99,3 +99,14 @@ def test_figures_a_run_skipped_are_shown_as_an_earlier_runs(tmp_path):
     skipped = report.markdown(report.summarize("r", False, {"kafka_ray": 0}, tmp_path))
     assert "| a 5 queries | 2.3 | True |" in ran and "| a 5 queries | 2.3 | True |" in skipped
     assert "Not run here" not in ran and "Not run here" in skipped
+
+
+def test_render_writes_the_last_runs_report_again_from_its_rows(tmp_path):
+    _write(tmp_path / "kafka_ray.csv", [_level(4, 4.6, label="report then"),
+                                        _level(5, 6.0, label="report then"),
+                                        _level(8, 1.0, label="another run")])
+    (tmp_path / "report.json").write_text('{"label": "report then", "exit_codes": {"kafka_ray": 0}}')
+    assert report.main(["--render", "--out", str(tmp_path)]) == 0
+    got = (tmp_path / "report.md").read_text()
+    assert "# Linear Road report: report then" in got and "**L-rating 4**" in got
+    assert "| 8 |" not in got
