@@ -168,8 +168,14 @@ def run_mode(plan: Any, seconds: list[list[Any]]) -> tuple[float, Counter[tuple]
     NewTravelingCar outputs (type, (xway, dir), vid, time): the stream
     partition is part of the key, as contexts hold per partition."""
     from bench.linear_road.throughput import TimedPipeline
+    from caesar.services.common.collector import sweep
 
-    gc.collect()  # the previous run's garbage is not this run's cost
+    # The previous run's garbage is not this run's cost, nor this process's
+    # memory: `sweep` also collects frozen objects (tune_collector freezes
+    # each batch's survivors, a discarded pipeline's engines among them, in
+    # cycles), which gc.collect skips.
+    sweep()
+    gc.collect()
     pipe = TimedPipeline(plan)
     outs: list[Any] = []
     for records in seconds:

@@ -61,6 +61,32 @@ def test_a_frozen_cycle_waits_for_the_sweep(tuned: None) -> None:
     assert gc.get_freeze_count() > 0, "the sweep freezes the survivors again"
 
 
+def test_a_discarded_pipeline_waits_for_the_sweep_and_tuning_again_collects_it(
+        tuned: None) -> None:
+    """Its engines are in cycles with all they hold: frozen (settle, each
+    batch), gc.collect does not free them; sweep, or tune_collector called
+    again (a benchmark's next run), does."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from service_plans import pos, two_context_plan
+
+    from caesar.services.embedded.pipeline import EmbeddedPipeline
+
+    def discarded() -> weakref.ref[object]:
+        pipe = EmbeddedPipeline(two_context_plan(), batch_size=3)
+        pipe.run_values([pos(t, v, 7, 50.0) for t in range(1, 20) for v in range(3)])
+        return weakref.ref(pipe.deriver)
+
+    for free in (sweep, tune_collector):
+        gone = discarded()
+        gc.collect()
+        assert gone() is not None, "gc.collect does not walk frozen objects"
+        free()
+        assert gone() is None
+
+
 def test_no_sweep_where_survivors_are_not_frozen() -> None:
     # an untuned process (other tests may have tuned this one: `caesar run`)
     tuned = collector._freeze_survivors in gc.callbacks

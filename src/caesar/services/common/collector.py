@@ -112,7 +112,12 @@ def _freeze_survivors(phase: str, info: dict[str, Any]) -> None:
 
 def tune_collector(freeze_survivors: bool = True) -> None:
     """Collect rarely; objects alive now (imports, plans) are never scanned
-    again, nor (freeze_survivors) what outlives a young collection."""
+    again, nor (freeze_survivors) what outlives a young collection. Called
+    again (a benchmark's next run), it first collects what the earlier call
+    froze: `gc.collect` alone skips frozen objects, and a discarded
+    pipeline's engines sit in cycles with everything they hold (24 GB of
+    Figure 14's runs, then the OOM killer, in session 22)."""
+    gc.unfreeze()
     gc.collect()
     gc.freeze()
     gc.set_threshold(*THRESHOLDS)
