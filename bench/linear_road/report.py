@@ -122,12 +122,24 @@ def summarize(label: str, quick: bool, status: dict[str, int], out: Path) -> dic
                                "hops_ms": json.loads(hops_file.read_text())
                                if hops_file.exists() else None}
     tag = "-quick" if quick else ""
-    # The figures' summaries are not labelled: a run that skipped them shows
-    # the latest earlier run's, and says so.
-    report["figures_this_run"] = "figures" in status
-    report["figure12"] = csv_rows(out / f"figure12{tag}-summary.csv")
-    report["figure14"] = csv_rows(out / f"figure14{tag}-summary.csv")
+    # The figures' summaries are not labelled: one older than this run (its
+    # figures skipped, or failed before writing it) is shown as the latest
+    # earlier run's, and says so.
+    started = label_time(label)
+    for fig in ("figure12", "figure14"):
+        path = out / f"{fig}{tag}-summary.csv"
+        report[fig] = csv_rows(path)
+        report[f"{fig}_this_run"] = (path.exists() and path.stat().st_mtime >= started
+                                     if started is not None else status.get("figures") == 0)
     return report
+
+
+def label_time(label: str) -> float | None:
+    """When the run labelled `label` (as main names it) started."""
+    try:
+        return time.mktime(time.strptime(label.removeprefix("report "), "%Y-%m-%d %H:%M"))
+    except ValueError:
+        return None
 
 
 def kafka_ray_lines(kr: dict[str, Any]) -> list[str]:
@@ -176,8 +188,10 @@ def markdown(report: dict[str, Any]) -> str:
         rows = report.get(fig) or []
         if rows:
             lines += [f"## {fig.replace('figure', 'Figure ')} ({ratio})", ""]
-            if not report.get("figures_this_run", True):
-                lines += ["Not run here (skipped): the latest earlier run's summary.", ""]
+            if not report.get(f"{fig}_this_run", True):
+                code = report["exit_codes"].get("figures", "skipped")
+                lines += [f"Not from this run (figures exit {code}): the latest earlier "
+                          "run's summary.", ""]
             lines += ["| point | ratio | agree |", "|---|---|---|"]
             lines += [f"| {r['figure']} {r['label']} | {r[ratio]} | {r['agree']} |" for r in rows]
             lines.append("")

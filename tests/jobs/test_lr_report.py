@@ -98,7 +98,25 @@ def test_figures_a_run_skipped_are_shown_as_an_earlier_runs(tmp_path):
     ran = report.markdown(report.summarize("r", False, {"figures": 0}, tmp_path))
     skipped = report.markdown(report.summarize("r", False, {"kafka_ray": 0}, tmp_path))
     assert "| a 5 queries | 2.3 | True |" in ran and "| a 5 queries | 2.3 | True |" in skipped
-    assert "Not run here" not in ran and "Not run here" in skipped
+    assert "Not from this run" not in ran and "Not from this run" in skipped
+
+
+def test_a_summary_older_than_the_run_is_shown_as_an_earlier_runs(tmp_path):
+    """A figures part that failed half way (Figure 12 written, 14 not)."""
+    import os
+    import time
+
+    label = time.strftime("report %Y-%m-%d %H:%M")
+    for fig in ("figure12", "figure14"):
+        _write(tmp_path / f"{fig}-summary.csv", [{"figure": "a", "label": "p", "ci_over_ca": 2,
+                                                  "non_shared_over_shared": 3, "agree": True}])
+    old = time.time() - 86_400
+    os.utime(tmp_path / "figure14-summary.csv", (old, old))
+    got = report.summarize(label, False, {"figures": -9}, tmp_path)
+    assert got["figure12_this_run"] and not got["figure14_this_run"]
+    text = report.markdown(got)
+    assert text.count("Not from this run (figures exit -9)") == 1
+    assert text.index("Not from this run") > text.index("## Figure 14")
 
 
 def test_render_writes_the_last_runs_report_again_from_its_rows(tmp_path):
