@@ -106,7 +106,9 @@ def summarize(label: str, quick: bool, status: dict[str, int], out: Path) -> dic
                            **{k: float(r[k]) for k in ("visible_p50_s", "visible_p99_s",
                                                        "visible_max_s", "topic_max_s")},
                            "outputs": int(r["outputs"]), "expected": int(r["expected"]),
-                           "actors": r.get("actors_per_service", ""),
+                           # per service, then SERVICE=N ("1 matcher=2")
+                           "actors": " ".join(filter(None, (r.get("actors_per_service"),
+                                                            r.get("actors")))),
                            # CPU per window report, by service (rows of older runs lack some)
                            "us_per_report": {s: float(r[f"{s}_us_per_report"]) for s in SERVICES
                                              if r.get(f"{s}_us_per_report")},

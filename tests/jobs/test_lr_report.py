@@ -39,7 +39,7 @@ def test_the_rating_stops_at_the_first_level_that_does_not_hold(tmp_path):
 
 
 def test_the_cpu_per_report_by_service_is_shown_per_level(tmp_path):
-    costs = {"actors_per_service": "1 matcher=2", "scheduler_us_per_report": 13.6,
+    costs = {"actors_per_service": "1", "actors": "matcher=2", "scheduler_us_per_report": 13.6,
              "deriver_us_per_report": 18.0, "router_us_per_report": 9.2,
              "matcher_us_per_report": 54.5, "cpu_broker_s": 383.0}
     _write(tmp_path / "kafka_ray.csv", [{**_level(4, 4.6), **costs}])
