@@ -14,7 +14,7 @@ from caesar.jobs import hops
 
 
 class Clock:
-    """hops' `time`: one poll takes `per_poll` seconds of it."""
+    """hops' `time`: each poll of SlowConsumer advances it by a second."""
 
     def __init__(self) -> None:
         self.now = 0.0

@@ -10,9 +10,11 @@ import weakref
 from collections.abc import Iterator
 
 import pytest
+from service_plans import pos, two_context_plan
 
 from caesar.services.common import collector
 from caesar.services.common.collector import collector_paused, settle, sweep, tune_collector
+from caesar.services.embedded.pipeline import EmbeddedPipeline
 
 
 @pytest.fixture
@@ -66,13 +68,6 @@ def test_a_discarded_pipeline_waits_for_the_sweep_and_tuning_again_collects_it(
     """Its engines are in cycles with all they hold: frozen (settle, each
     batch), gc.collect does not free them; sweep, or tune_collector called
     again (a benchmark's next run), does."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    from service_plans import pos, two_context_plan
-
-    from caesar.services.embedded.pipeline import EmbeddedPipeline
 
     def discarded() -> weakref.ref[object]:
         pipe = EmbeddedPipeline(two_context_plan(), batch_size=3)
