@@ -114,6 +114,9 @@ def test_default_values_run_the_example_model(rendered: dict) -> None:
     assert head["securityContext"]["runAsNonRoot"] is True
     mounts = {m["name"]: m["mountPath"] for m in head["containers"][0]["volumeMounts"]}
     assert mounts == {"model": "/model"}
+    # The services' actors run at nice 0, not Ray's 15 (below the pod's other processes).
+    for spec in (head, group["template"]["spec"]):
+        assert env_of(spec["containers"][0])["RAY_worker_niceness"]["value"] == "0"
 
     driver = one(docs, "Deployment", "-driver")
     assert driver["spec"]["replicas"] == 1

@@ -51,13 +51,17 @@ def test_up_status_topics_down_on_custom_ports(tmp_path: Path):
         assert topics.returncode == 0, topics.stderr
         assert "caesar.input.Pos" in topics.stdout and "compact" in topics.stdout
 
-        # Ray is usable at the address status printed
+        # Ray is usable at the address status printed, and its workers (the
+        # services' actors) run at this process's priority, not Ray's nice 15
         probe = subprocess.run(
             [sys.executable, "-c",
-             f"import ray; ray.init(address='127.0.0.1:{rport}', log_to_driver=False);"
-             "print(int(ray.cluster_resources()['CPU']))"],
-            capture_output=True, text=True, timeout=120)
-        assert probe.stdout.strip().splitlines()[-1] == "2", probe.stderr[-2000:]
+             f"import os, ray; ray.init(address='127.0.0.1:{rport}', log_to_driver=False);"
+             "nice = ray.get(ray.remote(lambda: os.nice(0)).remote());"
+             "print(int(ray.cluster_resources()['CPU']), nice)"],
+            capture_output=True, text=True, timeout=120,
+            env={**os.environ, "RAY_AUTH_MODE": "token"})  # as `up` tells clients
+        lines = probe.stdout.strip().splitlines()
+        assert lines and lines[-1] == f"2 {os.nice(0)}", probe.stderr[-2000:]
     finally:
         down = caesar("down", "--runtime-dir", str(run))
     assert down.returncode == 0, down.stderr

@@ -124,7 +124,12 @@ class LocalRay(PidFileProcess):
             # interface whatever --node-ip-address says, so the token is what
             # keeps others off (clients: use_token_auth()).
             ensure_auth_token()
-            env = {**os.environ, "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0",
+            # Ray starts its workers at nice 15 (worker_niceness), below the
+            # broker and producers at 0: under contention the services, which
+            # carry the latency, would yield to them. They are this head's
+            # whole workload, so they run at 0 unless the user set otherwise.
+            env = {"RAY_worker_niceness": "0", **os.environ,
+                   "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0",
                    "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
             self._process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
                                              stdin=subprocess.DEVNULL, start_new_session=True)

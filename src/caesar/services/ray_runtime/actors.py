@@ -49,6 +49,11 @@ class ServiceActor:
         self.actor_id = actor_id
         self.started = time.time()
         self.error: str | None = None
+        self.nice = os.nice(0)
+        if self.nice > 0:
+            log.warning("caesar %s actor runs at nice %d (Ray's worker_niceness): under CPU "
+                        "contention it yields to the broker and the producers, and its latency "
+                        "grows; start the raylet with RAY_worker_niceness=0", service, self.nice)
         bus = KafkaBus(settings.kafka)
         cfg = ServiceConfig(plan=plan, topics=settings.topics, codec=make_codec(settings),
                             partitions=tuple(partitions), actor_id=actor_id,
@@ -94,6 +99,7 @@ class ServiceActor:
     def stats(self) -> dict[str, Any]:
         s = self.loop.stats
         return {"service": self.service, "actor": self.actor_id, "pid": os.getpid(),
+                "nice": self.nice,
                 "records_in": s.records_in,
                 "records_out": s.records_out, "batches": s.batches, "commits": s.commits,
                 "commit_s": round(s.commit_s, 3), "checkpoints": s.checkpoints,
