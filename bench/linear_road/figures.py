@@ -40,7 +40,8 @@ Here (what differs from the paper, and why):
 * CPU time: `time.process_time()` around the embedded pipeline's calls
   (scheduler -> deriver -> router -> matcher processors, one process), fed
   one simulated second at a time with an input watermark after each.
-  Rounds interleave CA and CI point by point; the ratio is of medians.
+  Rounds interleave CA and CI point by point, the two modes' order swapped
+  every other round, after one untimed warm-up run; the ratio is of medians.
 
 Figure 14 (7.3.2, workload sharing of overlapping context windows; `--figure
 14`): `windows` contexts w0..w(n-1) of `window_s` seconds, w(k+1) initiated
@@ -189,6 +190,20 @@ def run_mode(plan: Any, seconds: list[list[Any]]) -> tuple[float, Counter[tuple]
     return sum(pipe.cpu.values()), got
 
 
+def warm_up(plan: Any, seconds: list[list[Any]]) -> None:
+    """One untimed run before the first timed one, which would otherwise pay
+    the process's first-use costs (lazy imports, caches, the allocator's
+    growth): in one run the first point's shared plan took 1.67 CPU-s and
+    its identical non-shared plan 1.37."""
+    run_mode(plan, seconds)
+
+
+def in_order(modes: tuple[Any, Any], rnd: int) -> tuple[Any, Any]:
+    """The two modes in round `rnd`'s order: swapped every other round, so
+    neither always runs on the other's leftovers (heap, caches)."""
+    return modes if rnd % 2 else (modes[1], modes[0])
+
+
 Partition = tuple[int, int]  # (xway, dir): the model's PARTITION BY
 
 
@@ -258,13 +273,20 @@ def points(quick: bool) -> list[Point]:
 
 def measure(reports: Reports, pts: list[Point], rounds: int, start: int, end: int,
             log: Any = print) -> list[dict[str, Any]]:
-    """Per point and round: CA then CI on the same input (one point's modes
-    back to back, rounds repeating the whole list: interleaved)."""
+    """Per point and round: CA and CI on the same input (one point's modes
+    back to back, rounds repeating the whole list: interleaved; the order of
+    the modes alternates by round, after one untimed warm-up run)."""
     from caesar.language import compile_model
 
     inputs: dict[int, list[list[Any]]] = {}
     roads: dict[int, Reports] = {}
     rows = []
+    if pts:
+        pt = pts[0]
+        roads[pt.roads] = reports.xways(pt.roads)
+        inputs[pt.roads] = input_records(roads[pt.roads])
+        warm_up(compile_model(model_text(pt.queries, spans(pt.windows, pt.window_s, start, end))),
+                inputs[pt.roads])
     for rnd in range(1, rounds + 1):
         for pt in pts:
             if pt.roads not in inputs:
@@ -275,7 +297,7 @@ def measure(reports: Reports, pts: list[Point], rounds: int, start: int, end: in
             held = partition_windows(roads[pt.roads], windows)
             text = model_text(pt.queries, windows)
             cpu, got = {}, {}
-            for mode in ("CA", "CI"):
+            for mode in in_order(("CA", "CI"), rnd):
                 plan = compile_model(text, context_aware=mode == "CA")
                 cpu[mode], got[mode] = run_mode(plan, seconds)
             n = sum(len(s) for s in seconds)
@@ -445,13 +467,17 @@ def measure14(reports: Reports, pts: list[Point14], rounds: int,
             inputs[pt.span_s] = input_records((long_input or reports).window(0, pt.span_s))
     unshared = tuple(r for r in RULES if r[0] != "shared_subplans")
     rows = []
+    if pts:
+        pt = pts[0]
+        warm_up(compile_phases(figure14_model(pt.windows, pt.window_s, pt.step_s, pt.queries),
+                               rules=RULES).execution, inputs[None])
     for rnd in range(1, rounds + 1):
         for pt in pts:
             seconds = inputs[pt.span_s if pt.figure == "b" else None]
             n = sum(len(x) for x in seconds)
             text = figure14_model(pt.windows, pt.window_s, pt.step_s, pt.queries)
             cpu, got, stages = {}, {}, {}
-            for mode, rules in (("shared", RULES), ("non-shared", unshared)):
+            for mode, rules in in_order((("shared", RULES), ("non-shared", unshared)), rnd):
                 plan = compile_phases(text, rules=rules).execution
                 stages[mode] = len(plan.matcher_stages)
                 cpu[mode], got[mode] = run_mode(plan, seconds)
@@ -533,6 +559,9 @@ def parser() -> argparse.ArgumentParser:
                     help="Figure 12: only the paper's default point (10 queries, 3 roads, "
                          "2 windows of 3 minutes), e.g. with --minutes 180 as in the paper")
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--label", default=None,
+                    help="this run's name, in the summaries' `run` column (default: "
+                         "'figures' and the start time); report.py passes its own")
     return ap
 
 
@@ -547,30 +576,32 @@ def main(argv: list[str] | None = None) -> None:
     full = load(args.data)
     data = full.window(0, end)
     tag = "-quick" if args.quick else ""
+    run = args.label or time.strftime("figures %Y-%m-%d %H:%M")
     ok = True
     if args.figure in ("12", "all"):
         pts12, tag12 = points(args.quick), tag
         if args.default_point:
             pts12 = [Point("a", queries=10, roads=3, window_s=180, windows=2)]
             tag12 += f"-default-{minutes}min"
-        ok &= figure12(thinned(data, thin), minutes, thin, end, rounds, args.out, tag12, pts12)
+        ok &= figure12(thinned(data, thin), minutes, thin, end, rounds, args.out, tag12, pts12,
+                       run)
     if args.figure in ("14", "all"):
         pts = points14(args.quick)
         longest = max(p.span_s for p in pts if p.figure == "b") if not args.quick else 0
         long_input = thinned(full.window(0, longest), thin14) if longest > end else None
         ok &= figure14(thinned(data, thin14), minutes, thin14, rounds, args.out, tag, pts,
-                       long_input)
+                       long_input, run)
     if not ok:
         raise SystemExit("the two modes disagree (see MISMATCH above)")
 
 
 def figure12(reports: Reports, minutes: int, thin: int, end: int, rounds: int, out: Path,
-             tag: str, pts: list[Point]) -> bool:
+             tag: str, pts: list[Point], run: str = "") -> bool:
     print(f"Figure 12: standard data, seconds [0, {end}), cars with vid % {thin} == 0: "
           f"{len(reports):,} reports per road")
     t0 = time.monotonic()
     rows = measure(reports, pts, rounds, 0, end)
-    summary = medians(rows)
+    summary = [{**r, "run": run} for r in medians(rows)]
     write_csv(out / f"figure12{tag}.csv", rows)
     write_csv(out / f"figure12{tag}-summary.csv", summary)
     plot(out / f"figure12{tag}.png", summary,
@@ -586,13 +617,13 @@ def figure12(reports: Reports, minutes: int, thin: int, end: int, rounds: int, o
 
 
 def figure14(reports: Reports, minutes: int, thin: int, rounds: int, out: Path, tag: str,
-             pts: list[Point14], long_input: Reports | None) -> bool:
+             pts: list[Point14], long_input: Reports | None, run: str = "") -> bool:
     print(f"Figure 14: standard data, {minutes} min, 1 road, cars with vid % {thin} == 0: "
           f"{len(reports):,} reports" + (f"; (b) on up to {len(long_input):,} reports"
                                          if long_input is not None else ""))
     t0 = time.monotonic()
     rows = measure14(reports, pts, rounds, long_input=long_input)
-    summary = medians14(rows)
+    summary = [{**r, "run": run} for r in medians14(rows)]
     write_csv(out / f"figure14{tag}.csv", rows)
     write_csv(out / f"figure14{tag}-summary.csv", summary)
     plot14(out / f"figure14{tag}.png", summary,

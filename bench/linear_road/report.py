@@ -54,7 +54,7 @@ def commands(args: argparse.Namespace, label: str) -> dict[str, list[str]]:
             "kafka_ray": [*data, "--xways", "1", "--window", "6600", "6720", "--history", "600",
                           "--actors", *args.actors, "--commit-interval", "0.25", "--max-commit-share", "0.5",
                           "--label", label, "--tag=-report-quick"],
-            "figures": [*data, "--quick"],
+            "figures": [*data, "--quick", "--label", label],
         }
     return {
         "throughput": [*data, "--window", "6600", "6660", "--history", "60", "--rounds", "2",
@@ -63,7 +63,7 @@ def commands(args: argparse.Namespace, label: str) -> dict[str, list[str]]:
                       "--warmup", "60", "--actors", *args.actors,
                       "--commit-interval", "0.25", "--max-commit-share", "0.5",
                       "--label", label],
-        "figures": [*data, "--rounds", "2"],
+        "figures": [*data, "--rounds", "2", "--label", label],
     }
 
 
@@ -124,24 +124,13 @@ def summarize(label: str, quick: bool, status: dict[str, int], out: Path) -> dic
                                "hops_ms": json.loads(hops_file.read_text())
                                if hops_file.exists() else None}
     tag = "-quick" if quick else ""
-    # The figures' summaries are not labelled: one older than this run (its
-    # figures skipped, or failed before writing it) is shown as the latest
-    # earlier run's, and says so.
-    started = label_time(label)
+    # A figure's summary names the run that wrote it: one from another run
+    # (this run's figures skipped, or failed before writing it) is shown as
+    # that run's, and says so.
     for fig in ("figure12", "figure14"):
-        path = out / f"{fig}{tag}-summary.csv"
-        report[fig] = csv_rows(path)
-        report[f"{fig}_this_run"] = (path.exists() and path.stat().st_mtime >= started
-                                     if started is not None else status.get("figures") == 0)
+        report[fig] = csv_rows(out / f"{fig}{tag}-summary.csv")
+        report[f"{fig}_run"] = report[fig][0].get("run") if report[fig] else None
     return report
-
-
-def label_time(label: str) -> float | None:
-    """When the run labelled `label` (as main names it) started."""
-    try:
-        return time.mktime(time.strptime(label.removeprefix("report "), "%Y-%m-%d %H:%M"))
-    except ValueError:
-        return None
 
 
 def kafka_ray_lines(kr: dict[str, Any]) -> list[str]:
@@ -190,10 +179,11 @@ def markdown(report: dict[str, Any]) -> str:
         rows = report.get(fig) or []
         if rows:
             lines += [f"## {fig.replace('figure', 'Figure ')} ({ratio})", ""]
-            if not report.get(f"{fig}_this_run", True):
+            run = report.get(f"{fig}_run")
+            if run != report["label"]:
                 code = report["exit_codes"].get("figures", "skipped")
-                lines += [f"Not from this run (figures exit {code}): the latest earlier "
-                          "run's summary.", ""]
+                lines += [f"Not from this run (figures exit {code}): from "
+                          + (f"the run '{run}'." if run else "an earlier, unnamed run."), ""]
             lines += ["| point | ratio | agree |", "|---|---|---|"]
             lines += [f"| {r['figure']} {r['label']} | {r[ratio]} | {r['agree']} |" for r in rows]
             lines.append("")
@@ -219,7 +209,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     name = "report-quick" if args.quick else "report"
-    label = f"report {time.strftime('%Y-%m-%d %H:%M')}"
+    label = time.strftime("report %Y-%m-%d %H:%M")
     status: dict[str, int] = {}
     if args.render:  # the last run again, from its rows: its label and exit codes
         last = json.loads((args.out / f"{name}.json").read_text())

@@ -196,3 +196,34 @@ def test_a_partition_whose_window_ends_after_the_span_agrees() -> None:
         switches = {(c.key, c.ts, c.contexts) for c in pipe.pipe.result.context_changes}
         assert switches == {("0|1", 150, ("critical",)), ("0|1", 210, ("normal",)),
                             ("0|0", 151, ("critical",)), ("0|0", 211, ("normal",))}
+
+
+def test_rounds_swap_the_modes_order_after_one_warm_up_run(monkeypatch) -> None:
+    """Neither mode always runs first (on the other's leftovers) and the
+    process's first run is not timed: with 2 rounds, the first mode runs
+    untimed, then A, B in round 1 and B, A in round 2."""
+    import caesar.language
+
+    ran: list[str] = []
+    modes: dict[int, str] = {}
+    compile_ = caesar.language.compile_model
+
+    def tagged(text, context_aware=True):
+        plan = compile_(text, context_aware=context_aware)
+        modes[id(plan)] = "CA" if context_aware else "CI"
+        return plan
+
+    def fake_run(plan, seconds):
+        ran.append(modes.get(id(plan), f"{len(plan.matcher_stages)} stages"))
+        return 1.0, Counter()
+
+    monkeypatch.setattr(figures, "run_mode", fake_run)
+    monkeypatch.setattr(caesar.language, "compile_model", tagged)
+    point = figures.Point14("a", 4, 150, 60, 2)  # shared: 2 stages, non-shared: 8
+    rows = figures.measure14(_reports(cars=4), [point], rounds=2, log=lambda *_: None)
+    assert ran == ["2 stages", "2 stages", "8 stages", "8 stages", "2 stages"]
+    assert len(rows) == 2
+    ran.clear()
+    pt12 = figures.Point("a", queries=2, roads=1, window_s=60, windows=1)
+    figures.measure(_reports(cars=4), [pt12], rounds=2, start=0, end=400, log=lambda *_: None)
+    assert ran == ["CA", "CA", "CI", "CI", "CA"]

@@ -84,6 +84,7 @@ def test_each_part_accepts_the_command_it_is_given(tmp_path):
         for part, extra in report.commands(args, "a label").items():
             got = parts[part].parser().parse_args(extra)
             assert got.out == tmp_path
+            assert got.label == "a label"  # figures name their summaries' run by it
             if part == "kafka_ray":
                 assert got.xways == ([1] if args.quick else args.xways)
                 assert got.tag == ("-report-quick" if args.quick else "")
@@ -94,29 +95,39 @@ def test_each_part_accepts_the_command_it_is_given(tmp_path):
 
 def test_figures_a_run_skipped_are_shown_as_an_earlier_runs(tmp_path):
     _write(tmp_path / "figure12-summary.csv", [{"figure": "a", "label": "5 queries",
-                                                "ci_over_ca": 2.3, "agree": True}])
+                                                "ci_over_ca": 2.3, "agree": True, "run": "r"}])
     ran = report.markdown(report.summarize("r", False, {"figures": 0}, tmp_path))
-    skipped = report.markdown(report.summarize("r", False, {"kafka_ray": 0}, tmp_path))
+    skipped = report.markdown(report.summarize("s", False, {"kafka_ray": 0}, tmp_path))
     assert "| a 5 queries | 2.3 | True |" in ran and "| a 5 queries | 2.3 | True |" in skipped
-    assert "Not from this run" not in ran and "Not from this run" in skipped
+    assert "Not from this run" not in ran
+    assert "Not from this run (figures exit skipped): from the run 'r'." in skipped
 
 
-def test_a_summary_older_than_the_run_is_shown_as_an_earlier_runs(tmp_path):
-    """A figures part that failed half way (Figure 12 written, 14 not)."""
-    import os
-    import time
-
-    label = time.strftime("report %Y-%m-%d %H:%M")
-    for fig in ("figure12", "figure14"):
+def test_a_summary_of_another_run_is_shown_as_that_runs(tmp_path):
+    """A figures part that failed half way (Figure 12 written, 14 not), and a
+    summary from before summaries named their run. The run's name, not the
+    file's time, tells them apart: a clone gives every file the same time."""
+    for fig, run in (("figure12", "report now"), ("figure14", "figures earlier")):
         _write(tmp_path / f"{fig}-summary.csv", [{"figure": "a", "label": "p", "ci_over_ca": 2,
-                                                  "non_shared_over_shared": 3, "agree": True}])
-    old = time.time() - 86_400
-    os.utime(tmp_path / "figure14-summary.csv", (old, old))
-    got = report.summarize(label, False, {"figures": -9}, tmp_path)
-    assert got["figure12_this_run"] and not got["figure14_this_run"]
-    text = report.markdown(got)
-    assert text.count("Not from this run (figures exit -9)") == 1
+                                                  "non_shared_over_shared": 3, "agree": True,
+                                                  "run": run}])
+    text = report.markdown(report.summarize("report now", False, {"figures": -9}, tmp_path))
+    assert text.count("Not from this run (figures exit -9): from the run 'figures earlier'.") == 1
     assert text.index("Not from this run") > text.index("## Figure 14")
+    _write(tmp_path / "figure14-summary.csv", [{"figure": "a", "label": "p",
+                                                "non_shared_over_shared": 3, "agree": True}])
+    text = report.markdown(report.summarize("report now", False, {"figures": -9}, tmp_path))
+    assert "Not from this run (figures exit -9): from an earlier, unnamed run." in text
+
+
+def test_the_figures_summary_names_its_run(tmp_path):
+    import numpy as np
+
+    reports = figures.Reports({f: np.array([0], dtype=np.int64) for f in figures.FIELDS})
+    point = figures.Point14("a", 1, 60, 60, 1)
+    assert figures.figure14(reports, 1, 1, 1, tmp_path, "", [point], None, "report x")
+    (row,) = report.csv_rows(tmp_path / "figure14-summary.csv")
+    assert row["run"] == "report x"
 
 
 def test_render_writes_the_last_runs_report_again_from_its_rows(tmp_path):

@@ -14,6 +14,7 @@ from service_plans import pos, two_context_plan
 
 from caesar.services.common import collector
 from caesar.services.common.collector import collector_paused, settle, sweep, tune_collector
+from caesar.services.common.messages import InputRecord
 from caesar.services.embedded.pipeline import EmbeddedPipeline
 
 
@@ -262,3 +263,20 @@ def test_an_idle_loop_asks_its_sweeper_with_the_time_since_its_input() -> None:
     sched._input_at -= 30.0  # its last input 30 s ago
     sched.run_once()  # idle
     assert len(asked) == 1 and asked[0] >= 30.0
+
+
+def test_an_embedded_pipeline_sweeps_once_its_memory_doubled() -> None:
+    """`caesar run` feeds a file with no lull: its pipeline sweeps by memory."""
+    heap = FakeHeap()
+    pipe = EmbeddedPipeline(two_context_plan())
+    pipe.sweeper = heap.sweeper()
+    batches = iter([InputRecord("input", 0, t, pos(t, t, 7, 90.0))] for t in range(1, 5))
+    pipe.feed(next(batches))
+    heap.now = 600.0
+    pipe.feed(next(batches))  # the first check: the baseline
+    heap.size, heap.now = 1900, 1200.0
+    pipe.feed(next(batches))
+    assert heap.sweeps == 0
+    heap.size, heap.now = 2000, 1800.0
+    pipe.feed(next(batches))
+    assert heap.sweeps == 1

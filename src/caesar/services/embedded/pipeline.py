@@ -13,7 +13,7 @@ from itertools import islice
 from typing import Any
 
 from caesar.plans.execution import ExecutionPlan
-from caesar.services.common.collector import settle
+from caesar.services.common.collector import Sweeper, settle
 from caesar.services.common.config import EngineFactory
 from caesar.services.common.messages import (
     Alert,
@@ -57,6 +57,10 @@ class EmbeddedPipeline:
         self.matcher = MatcherProcessor(plan, engine_factory)
         # ACEP: rules and table-reading queries over the shared tables.
         self.acep = AcepProcessor(plan.acep, acep_scheduler) if plan.acep else None
+        # A process that freezes survivors (tune_collector: `caesar run`)
+        # never walks what a user function leaves in cycles; fed from a file
+        # it has no lull, so it sweeps when its memory doubled (Sweeper).
+        self.sweeper = Sweeper()
         self.result = PipelineResult()
         self._offset = 0
 
@@ -87,6 +91,7 @@ class EmbeddedPipeline:
 
     def _downstream(self, sched: SchedulerOutput) -> list[Alert]:
         settle()  # the last batch's survivors, unwalked (collector.settle)
+        self.sweeper.maybe(idle_for_s=0.0)
         self.result.dead_letters += sched.dead_letters
         items: list[TxnBatch | Progress] = sched.transactions
         derived = self.deriver.process(items)
