@@ -172,9 +172,9 @@ def run_mode(plan: Any, seconds: list[list[Any]]) -> tuple[float, Counter[tuple]
     from caesar.services.common.collector import sweep
 
     # The previous run's garbage is not this run's cost, nor this process's
-    # memory: `sweep` also collects frozen objects (tune_collector freezes
-    # each batch's survivors, a discarded pipeline's engines among them, in
-    # cycles), which gc.collect skips.
+    # memory. A discarded pipeline frees itself; cycles left elsewhere are
+    # frozen where survivors are (main: tune_collector), and only `sweep`
+    # walks them; gc.collect for a process that does not freeze (tests).
     sweep()
     gc.collect()
     pipe = TimedPipeline(plan)

@@ -12,7 +12,8 @@ transaction at t once D >= t. D moves to t when a transaction at t arrives
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import weakref
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,7 +63,7 @@ class DeriverProcessor:
         self.graph = StageGraph(
             stages, schemas, engine_factory, emit=emit, context_key=plan.context_key,
             stream_attrs=len(plan.partition_by), everywhere=self.activation.everywhere(),
-            active_of=lambda p: self.activation.active(self.vector(p)))
+            active_of=_active_of(weakref.ref(self)))
         self.schemas = schemas
         self.transitions = {t.stage.plan.plan_id: t for t in plan.transitions}
         for t in plan.transitions:
@@ -240,3 +241,15 @@ class DeriverProcessor:
 def _instance_key(t: TransitionStage, record: Record) -> InstanceKey:
     """The keyed-context instance a transition names (its KEYED BY values)."""
     return tuple(record.get(f) for f in t.key_fields)
+
+
+def _active_of(deriver: weakref.ref[DeriverProcessor]) -> Callable[[int], frozenset[str]]:
+    """The graph's `active_of` for a deriver, holding it weakly: a closure
+    over the deriver itself would make a cycle (deriver -> graph -> closure),
+    which a process that freezes survivors (collector.tune_collector) keeps
+    with all its state until a sweep."""
+    def active(partition: int) -> frozenset[str]:
+        d = deriver()
+        assert d is not None, "the deriver's graph outlived it"
+        return d.activation.active(d.vector(partition))
+    return active

@@ -54,7 +54,7 @@ class MatcherProcessor:
             plan.matcher_stages, self.schemas, engine_factory, emit=emit,
             context_key=plan.context_key, stream_attrs=len(plan.partition_by),
             everywhere=activation.everywhere() - set(plan.context_filters),
-            active_of=lambda p: self.graph._last_active.get(p, default))
+            default_active=default)  # (a closure over self would make a cycle)
         self.watermark = -(2**62)
         # Several timestamps per step where the stages allow it (StageGraph.step);
         # False: one step per timestamp (the reference the tests compare with).

@@ -121,6 +121,8 @@ class StageGraph:
     # (a result landing in another context partition); default: the set of
     # the partition's latest transaction.
     active_of: Callable[[int], frozenset[str]] | None = None
+    # Without active_of: the set of a partition that had no transaction yet.
+    default_active: frozenset[str] = frozenset()
     # Results that feed later stages pass as the engine's match columns when
     # it makes them (process_columns); False: one DerivedEvent each (A/B).
     columnar: bool = True
@@ -296,7 +298,7 @@ class StageGraph:
             return self._everywhere
         if self.active_of is not None:
             return self.active_of(partition)
-        return self._last_active.get(partition, frozenset())
+        return self._last_active.get(partition, self.default_active)
 
     def _home(self, partition: int, fields: Mapping[str, Any]) -> int:
         """The context partition a result belongs to: the one its key
