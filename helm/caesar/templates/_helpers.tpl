@@ -220,3 +220,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
   readOnly: true
 {{- end }}
 {{- end }}
+
+{{/* The env of a Ray node: CAESAR's, and the services' workers at the
+niceness set in values (Ray's default, 15, lets any busy neighbour delay them). */}}
+{{- define "caesar.rayEnv" -}}
+{{ include "caesar.env" . }}
+- name: RAY_worker_niceness
+  value: {{ .Values.ray.workerNiceness | quote }}
+{{- end }}
