@@ -246,3 +246,61 @@ def test_reference_classes_are_the_old_code() -> None:
     feed: list[tuple[str, Mapping[str, Any], int, int]] = []
     g._emit = frozenset()
     assert g._route_plain([ev], feed) == [] and feed == [("A", {"x": 1}, 2, 7)]
+
+
+# -- ContextPartitions.stream_of: binary search against a lookup per row ----
+
+_keys = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 1), st.integers(0, 99)),
+                 max_size=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(learned=_keys, contexts=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 1),
+                                                  st.integers(0, 99)), max_size=12),
+       rows=st.lists(st.integers(0, 5), max_size=40), stray=st.lists(st.integers(-2**63, 2**63 - 1), max_size=4),
+       between=st.integers(0, 40))
+def test_stream_of_is_a_lookup_per_row(learned: list[tuple[int, int, int]],
+                                       contexts: list[tuple[int, int, int]], rows: list[int],
+                                       stray: list[int], between: int) -> None:
+    """Every row's stream partition as `stream_id` gives it, row by row,
+    whatever was learned or placed before or between two calls (the table
+    is rebuilt when the map grows) and for ids never seen (themselves)."""
+    from caesar.services.matcher.partitions import ContextPartitions
+
+    parts = ContextPartitions(2, ["seg"])
+    parts.learn({partition_id(f"{x}|{d}|{s}"): f"{x}|{d}|{s}" for x, d, s in learned})
+    known = list(parts.text) + stray
+    ids = np.array([known[i % len(known)] for i in rows] if known else [], dtype=np.int64)
+    first = parts.stream_of(ids)
+    assert first.tolist() == [parts.stream_id(p) for p in ids.tolist()]
+    for x, d, s in contexts:
+        parts.context_of(partition_id(f"{x}|{d}"), (s,))
+    known = list(parts.text) + stray
+    ids = np.array([known[(i + between) % len(known)] for i in rows] if known else [],
+                   dtype=np.int64)
+    assert parts.stream_of(ids).tolist() == [parts.stream_id(p) for p in ids.tolist()]
+
+
+# -- unique_pairs (the router's transactions) against np.unique(axis=0) -----
+
+_int64 = st.integers(-2**63, 2**63 - 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(pairs=st.lists(st.tuples(st.one_of(st.integers(-3, 3), _int64),
+                                st.one_of(st.integers(-3, 3), _int64)), max_size=60))
+def test_unique_pairs_is_numpys_unique_of_rows(pairs: list[tuple[int, int]]) -> None:
+    from caesar.events.batch import unique_pairs
+
+    a = np.array([x for x, _ in pairs], dtype=np.int64)
+    b = np.array([y for _, y in pairs], dtype=np.int64)
+    got_a, got_b, inverse, counts = unique_pairs(a, b)
+    if not pairs:
+        assert len(got_a) == len(got_b) == len(inverse) == len(counts) == 0
+        return
+    want, want_inverse, want_counts = np.unique(np.stack([a, b], axis=1), axis=0,
+                                                return_inverse=True, return_counts=True)
+    assert got_a.tolist() == want[:, 0].tolist()
+    assert got_b.tolist() == want[:, 1].tolist()
+    assert inverse.tolist() == want_inverse.reshape(-1).tolist()
+    assert counts.tolist() == want_counts.tolist()

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from caesar.events.batch import EventBatch, TypeColumns
+from caesar.events.batch import EventBatch, TypeColumns, unique_pairs
 from caesar.plans.execution import ExecutionPlan
 from caesar.plans.serialize import stage_identity
 from caesar.services.common.messages import (
@@ -148,12 +148,10 @@ class RouterProcessor:
         if not by_type:
             return None
         cols = list(by_type.values())
-        pairs, inverse, counts = np.unique(
-            np.stack([np.concatenate([c.ts for c in cols]),
-                      np.concatenate([c.partition for c in cols])], axis=1),
-            axis=0, return_inverse=True, return_counts=True)
-        routed = np.zeros(len(pairs), dtype=bool)
-        for i, (ts, p, n) in enumerate(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist(),
+        pair_ts, pair_part, inverse, counts = unique_pairs(
+            np.concatenate([c.ts for c in cols]), np.concatenate([c.partition for c in cols]))
+        routed = np.zeros(len(pair_ts), dtype=bool)
+        for i, (ts, p, n) in enumerate(zip(pair_ts.tolist(), pair_part.tolist(),
                                            counts.tolist(), strict=True)):
             vector, ended = self._vector_at(p, ts)
             active = self.activation.active(vector)
@@ -176,7 +174,7 @@ class RouterProcessor:
         if not t_part and not discards:
             return None
         events = EventBatch(by_type if routed.all() else
-                            _take_rows(by_type, routed[inverse.reshape(-1)]),
+                            _take_rows(by_type, routed[inverse]),
                             batch.events.strings)
         return RoutedBatch(
             TxnBatch(events, dict(batch.keys)), np.array(t_part, dtype=np.int64),
