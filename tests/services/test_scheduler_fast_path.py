@@ -258,3 +258,129 @@ def test_strictly_valid_accepts_only_what_event_problem_accepts(kinds, data, che
     assert strictly_valid(typical, "ts", strict)  # the usual record takes the fast path
     if strictly_valid(value, "ts", strict):
         assert event_problem(etype, value, ()) == ""
+
+
+# ------------------------- records decoded in bulk (InputColumns), no dicts
+
+def int_plan(checked):
+    """Pos on topic a with int fields only, as a flat Avro schema decodes
+    them; `checked`: spd BETWEEN 0 AND 30 (a batch outside goes record by
+    record, where the out-of-range record is dead lettered)."""
+    from caesar.plans.execution import FieldCheck
+
+    plan = two_context_plan()
+    pos = plan.event_types[0]
+    checks = {"spd": FieldCheck(low=0, high=30)} if checked else {}
+    return replace(plan, event_types=(replace(
+        pos, fields={"vid": "int", "seg": "int", "spd": "int", "ts": "int"}, topic="a",
+        checks=checks),))
+
+
+bulk_row = st.tuples(st.integers(0, 40), st.integers(0, 3), st.integers(-2, 32),
+                     st.sampled_from([None, None, None, "far"]))
+
+
+def drive_columns(proc, rows, cuts, advances, restore_at, as_columns):
+    """The rows through `process_columns` (as_columns) or through `process`
+    as the records the bulk decoder's caller made before (the reference)."""
+    from caesar.services.common.messages import InputColumns
+
+    outs = []
+    bounds = sorted({c % (len(rows) + 1) for c in cuts} | {0, len(rows)})
+    for n, (lo, hi) in enumerate(zip(bounds, bounds[1:], strict=False)):
+        part = rows[lo:hi]
+        cols = {"vid": [lo + i for i in range(len(part))],
+                "seg": [seg for _, seg, _, _ in part],
+                "spd": [spd for _, _, spd, _ in part],
+                "ts": [ts + (10**6 if far else 0) for ts, _, _, far in part],
+                "extra": [7] * len(part)}  # a field of the schema the model does not declare
+        ingest = [5000 + lo + i for i in range(len(part))]
+        batch = InputColumns("a", "Pos", np.zeros(len(part), dtype=np.int64),
+                             np.arange(lo, hi, dtype=np.int64), np.array(ingest, dtype=np.int64),
+                             {k: np.array(v, dtype=np.int64) for k, v in cols.items()},
+                             [b"raw%d" % (lo + i) for i in range(len(part))])
+        if as_columns:
+            got = proc.process_columns(batch)
+        else:
+            got = proc.process([
+                InputRecord("a", 0, lo + i, {**{k: v[i] for k, v in cols.items()},
+                                             "type": "Pos", INGEST: ingest[i]},
+                            b"raw%d" % (lo + i), timestamp_ms=ingest[i])
+                for i in range(len(part))])
+        outs.append(view(got, proc.strings))
+        outs.append([(d.reason, d.offset, d.raw, d.partition) for d in got.dead_letters])
+        if n in advances:
+            outs.append(view(proc.advance(advances[n]), proc.strings))
+        if n == restore_at:
+            state = proc.snapshot()
+            outs.append(("state", state))
+            proc = type(proc)(proc.plan, proc.allowance, max_ahead=proc.max_ahead)
+            proc.restore(unpack(pack(state)))
+    outs.append(("buffered", proc.buffered))
+    outs.append(("state", proc.snapshot()))
+    outs.append(view(proc.flush(), proc.strings))
+    return outs
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(bulk_row, max_size=50), st.lists(st.integers(0, 50), max_size=6),
+       st.integers(0, 6), st.dictionaries(st.integers(0, 6), st.integers(0, 45), max_size=3),
+       st.integers(-1, 6), st.booleans())
+def test_columns_decide_exactly_as_the_records_they_were(rows, cuts, allowance, advances,
+                                                         restore_at, checked):
+    """`process_columns` takes a clean batch of int columns without making
+    a record or a dict per event: the same transactions, dead letters (raw
+    value, offset), snapshots (the buffered values as dicts) and flush as
+    the records the batch was decoded from, through `process`."""
+    plan = int_plan(checked)
+    want = drive_columns(SchedulerProcessor(plan, allowance, max_ahead=10_000), rows, cuts,
+                         advances, restore_at, as_columns=False)
+    got = drive_columns(SchedulerProcessor(plan, allowance, max_ahead=10_000), rows, cuts,
+                        advances, restore_at, as_columns=True)
+    assert got == want
+
+
+def test_a_clean_int_batch_takes_the_column_path():
+    from caesar.services.common.messages import InputColumns
+
+    proc = SchedulerProcessor(int_plan(False), allowance=1)
+    taken = []
+    proc._process_fast = lambda records, out: taken.append(len(records)) or False  # type: ignore[method-assign]
+    batch = InputColumns("a", "Pos", np.zeros(3, dtype=np.int64), np.arange(3, dtype=np.int64),
+                         np.array([1, 2, 3], dtype=np.int64),
+                         {"vid": np.array([1, 2, 3]), "seg": np.array([0, 0, 1]),
+                          "spd": np.array([5, 6, 7]), "ts": np.array([4, 1, 6])},
+                         [b"", b"", b""])
+    out = proc.process_columns(batch)
+    assert taken == [], "no record was made"
+    assert [(d.reason, d.offset) for d in out.dead_letters] == [("late", 1)]
+    released = [b for b in out.transactions if isinstance(b, TxnBatch)]
+    assert released[0].events.by_type["Pos"].ts.tolist() == [4]  # below 6 - 1
+    assert proc.buffered == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 4)), max_size=5), st.data())
+def test_value_parts_are_the_list_of_their_values(shape, data):
+    """ValueParts (buffered values of column and record batches side by
+    side) index, iterate, take and concatenate as the flat list would."""
+    from caesar.services.scheduler.processor import ColumnValues, ValueParts
+
+    parts, flat, base = [], [], 0
+    for as_columns, n in shape:
+        rows = [{"a": base + i, "type": "T", INGEST: 100 + base + i} for i in range(n)]
+        base += n
+        flat += rows
+        parts.append(ColumnValues(["a"], [np.arange(base - n, base, dtype=np.int64)], "type",
+                                  "T", np.arange(100 + base - n, 100 + base, dtype=np.int64))
+                     if as_columns else rows)
+    values = ColumnValues.concat(parts) if parts else ValueParts([])
+    assert list(values) == flat and len(values) == len(flat)
+    for i in range(-len(flat), len(flat)):
+        assert values[i] == flat[i]
+    rows = data.draw(st.lists(st.integers(0, max(len(flat) - 1, 0)), max_size=8)
+                     if flat else st.just([]))
+    if data.draw(st.booleans()):
+        rows = sorted(set(rows))
+    taken = values.take(np.array(rows, dtype=np.int64))
+    assert list(taken) == [flat[i] for i in rows]

@@ -46,9 +46,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, cast, overload
 
 import numpy as np
 
@@ -161,6 +161,106 @@ def strictly_valid(value: Mapping[str, Any], ts_field: str,
 _STRICT: dict[str, type] = {"int": int, "float": float, "string": str, "bool": bool}
 
 
+class ColumnValues(Sequence[Mapping[str, Any]]):
+    """Input values decoded to columns (InputColumns), as the dicts
+    `{field: value, ..., type_field: type, INGEST: ingest}` the record path
+    holds, made only when asked for (a snapshot of the buffer)."""
+
+    def __init__(self, names: Sequence[str], columns: Sequence[np.ndarray], type_field: str,
+                 type_name: str, ingest: np.ndarray) -> None:
+        self.names, self.columns = list(names), list(columns)
+        self.type_field, self.type_name, self.ingest = type_field, type_name, ingest
+
+    def __len__(self) -> int:
+        return len(self.ingest)
+
+    def __iter__(self) -> Iterator[Mapping[str, Any]]:
+        return (self[i] for i in range(len(self)))
+
+    @overload
+    def __getitem__(self, i: int) -> Mapping[str, Any]: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Mapping[str, Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return self.take(np.arange(len(self))[i])
+        value: dict[str, Any] = {a: c[i].item() for a, c in zip(self.names, self.columns,
+                                                                  strict=True)}
+        value[self.type_field] = self.type_name
+        value[INGEST] = int(self.ingest[i])
+        return value
+
+    def take(self, rows: np.ndarray) -> ColumnValues:
+        return ColumnValues(self.names, [c[rows] for c in self.columns], self.type_field,
+                            self.type_name, self.ingest[rows])
+
+    @staticmethod
+    def concat(parts: Sequence[Sequence[Mapping[str, Any]]]) -> Sequence[Mapping[str, Any]]:
+        """One sequence of the parts' values, none made: columns while every
+        part is columns of the same fields, else the parts side by side
+        (a batch of one record goes the record path, so both kinds mix)."""
+        first = parts[0]
+        if isinstance(first, ColumnValues) and all(
+                isinstance(p, ColumnValues) and p.names == first.names
+                and p.type_name == first.type_name and p.type_field == first.type_field
+                for p in parts):
+            cvs = cast(Sequence[ColumnValues], parts)
+            return ColumnValues(first.names, [np.concatenate([p.columns[k] for p in cvs])
+                                              for k in range(len(first.names))],
+                                first.type_field, first.type_name,
+                                np.concatenate([p.ingest for p in cvs]))
+        return ValueParts(parts)
+
+
+class ValueParts(Sequence[Mapping[str, Any]]):
+    """Values of several parts (dict lists, ColumnValues) one after another,
+    without copying them."""
+
+    parts: list[Sequence[Mapping[str, Any]]]
+
+    def __init__(self, parts: Sequence[Sequence[Mapping[str, Any]]]) -> None:
+        flat: list[Sequence[Mapping[str, Any]]] = []
+        for p in parts:
+            flat += p.parts if isinstance(p, ValueParts) else [p] if len(p) else []
+        self.parts = flat
+        self.ends = np.cumsum([len(p) for p in flat], dtype=np.int64)
+
+    def __len__(self) -> int:
+        return int(self.ends[-1]) if len(self.ends) else 0
+
+    @overload
+    def __getitem__(self, i: int) -> Mapping[str, Any]: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Mapping[str, Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self[k] for k in range(len(self))[i]]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        k = int(np.searchsorted(self.ends, i, side="right"))
+        return self.parts[k][i - (int(self.ends[k - 1]) if k else 0)]
+
+    def __iter__(self) -> Iterator[Mapping[str, Any]]:
+        return (v for p in self.parts for v in p)
+
+    def take(self, rows: np.ndarray) -> Sequence[Mapping[str, Any]]:
+        """The values of `rows`, in that order."""
+        part = np.searchsorted(self.ends, rows, side="right")
+        if len(rows) > 1 and bool((np.diff(rows) <= 0).any()):
+            return [self[i] for i in rows.tolist()]  # not ascending: one by one
+        out: list[Sequence[Mapping[str, Any]]] = []
+        for k in np.unique(part).tolist():
+            local = rows[part == k] - (int(self.ends[k - 1]) if k else 0)
+            p = self.parts[k]
+            out.append(p.take(local) if isinstance(p, ColumnValues) else
+                       [p[i] for i in local.tolist()])
+        return ValueParts(out)
+
+
 @dataclass
 class _Chunk:
     """Accepted events of one type, not released yet, in arrival order."""
@@ -169,11 +269,16 @@ class _Chunk:
     topics: np.ndarray  # int64: index into SchedulerProcessor._topics
     offsets: np.ndarray  # int64
     has_ingest: np.ndarray  # bool: the value carried INGEST
-    events: list[Mapping[str, Any]]  # the values as received (snapshots)
+    # the values as received (snapshots): dicts, or the columns they were
+    # decoded to (ColumnValues: no dict per event on the way through)
+    events: Sequence[Mapping[str, Any]]
 
     def take(self, rows: np.ndarray) -> _Chunk:
+        events = self.events
         return _Chunk(self.cols.take(rows), self.topics[rows], self.offsets[rows],
-                      self.has_ingest[rows], [self.events[i] for i in rows.tolist()])
+                      self.has_ingest[rows],
+                      events.take(rows) if isinstance(events, ColumnValues | ValueParts) else
+                      [events[i] for i in rows.tolist()])
 
     @staticmethod
     def concat(parts: Sequence[_Chunk]) -> _Chunk:
@@ -183,7 +288,7 @@ class _Chunk:
                       np.concatenate([p.topics for p in parts]),
                       np.concatenate([p.offsets for p in parts]),
                       np.concatenate([p.has_ingest for p in parts]),
-                      [e for p in parts for e in p.events])
+                      ColumnValues.concat([p.events for p in parts]))
 
 
 @dataclass
@@ -262,7 +367,7 @@ class SchedulerProcessor:
         with clean values and nothing far ahead: the same decisions as
         `_accept` record by record. False (and nothing changed) otherwise."""
         n = len(records)
-        if n < 2 or self.ahead or self.allowance >= 2**62:
+        if n < 2 or not self._fast_possible():
             return False
         topic = records[0].topic
         if any(r.value is None or r.topic != topic or r.error is not None
@@ -276,9 +381,59 @@ class SchedulerProcessor:
         if clean is None:
             return False
         lists, ts_list, ts, arrays = clean
+        has_ingest = np.fromiter((INGEST in v for v in values), dtype=bool, count=n)
+        ingest = np.fromiter((v.get(INGEST, 0) for v in values), dtype=np.int64, count=n) \
+            if has_ingest.any() else None
+        offsets = np.fromiter((r.offset for r in records), dtype=np.int64, count=n)
+        return self._take_clean(out, topic, etype, ts, arrays, lists, offsets, values,
+                                has_ingest, ingest, records.__getitem__)
+
+    def _fast_possible(self) -> bool:
+        return not self.ahead and self.allowance < 2**62
+
+    def _columns_fast(self, batch: InputColumns, out: SchedulerOutput) -> bool:
+        """`_process_fast` on records decoded in bulk, without a dict or an
+        InputRecord per record (made only for a late one): for a type whose
+        fields are all ints, which the bulk decoder's int64 columns hold
+        exactly as the records' values would."""
+        n = len(batch)
+        if n < 2 or not self._fast_possible() or batch.event_type not in self.types:
+            return False
+        names, topic = list(batch.columns), batch.topic
+        cols = [batch.columns[a] for a in names]
+        if any(c.dtype != np.int64 for c in cols):
+            return False
+        first = {a: c[0].item() for a, c in zip(names, cols, strict=True)}
+        first[self.type_field] = batch.event_type
+        first[INGEST] = int(batch.ingest_ms[0])
+        etype, _, _ = self.check(topic, first)
+        if etype is None or etype.name != batch.event_type or \
+                any(a not in etype.fields for a in self.plan.transaction_key) or \
+                any(kind != "int" or a not in batch.columns for a, kind in etype.fields.items()):
+            return False
+        ts = batch.columns[etype.ts_field]
+        if int(ts.min()) <= NEVER or int(ts.max()) >= END_OF_TIME:
+            return False
+        arrays = {a: batch.columns[a] for a in etype.fields}
+        if not all(_within(etype, a, arr) for a, arr in arrays.items()):
+            return False
+        values = ColumnValues(names, cols, self.type_field, etype.name, batch.ingest_ms)
+        return self._take_clean(out, topic, etype, ts, arrays, {}, batch.offsets, values,
+                                np.ones(n, dtype=bool), batch.ingest_ms,
+                                lambda i: _column_record(batch, values, i))
+
+    def _take_clean(self, out: SchedulerOutput, topic: str, etype: EventTypeDef, ts: np.ndarray,
+                    arrays: Mapping[str, np.ndarray], lists: Mapping[str, list[Any]],
+                    offsets: np.ndarray, values: Sequence[Mapping[str, Any]],
+                    has_ingest: np.ndarray, ingest: np.ndarray | None,
+                    record: Callable[[int], InputRecord]) -> bool:
+        """The decisions of a clean batch (`_process_fast`): late rows dead
+        lettered, the rest buffered; False (nothing changed) when a row is
+        far ahead."""
         # Record i's watermark: the highest accepted event time before it
         # less the allowance, or W (a late record is below W, so counting it
         # in the running maximum changes no decision).
+        n = len(ts)
         floor = max(self.watermark, self._wm(topic))
         m0 = self.source_max.get(topic, NEVER)
         before = np.empty(n, dtype=np.int64)
@@ -293,21 +448,22 @@ class SchedulerProcessor:
                 return False
         # From here on the batch is taken.
         for i in np.flatnonzero(late).tolist():
-            self._dead(out, records[i], "late",
-                       f"ts {ts_list[i]} is below the partition's watermark {int(wm[i])} "
+            self._dead(out, record(i), "late",
+                       f"ts {int(ts[i])} is below the partition's watermark {int(wm[i])} "
                        f"(allowed out-of-orderness {self.allowance})")
         keep = np.flatnonzero(~late)
         if len(keep):
-            self._accept_rows(records, etype, lists, ts, arrays, keep)
+            self._accept_rows(topic, etype, lists, ts, arrays, keep, offsets, values,
+                              has_ingest, ingest)
         return True
 
-    def _accept_rows(self, records: Sequence[InputRecord], etype: EventTypeDef,
-                     lists: Mapping[str, list[Any]], ts: np.ndarray,
-                     arrays: Mapping[str, np.ndarray], keep: np.ndarray) -> None:
+    def _accept_rows(self, topic: str, etype: EventTypeDef, lists: Mapping[str, list[Any]],
+                     ts: np.ndarray, arrays: Mapping[str, np.ndarray], keep: np.ndarray,
+                     offsets: np.ndarray, values: Sequence[Mapping[str, Any]],
+                     has_ingest: np.ndarray, ingest: np.ndarray | None) -> None:
         """Buffer the rows `keep` of a clean batch (`_buffer`, a batch at once)."""
-        n, m = len(records), len(keep)
-        topic, schema = records[0].topic, etype.fields
-        values = [r.value or {} for r in records]
+        n, m = len(ts), len(keep)
+        schema = etype.fields
         columns = {}
         for a, kind in schema.items():
             if kind == "string":
@@ -315,17 +471,21 @@ class SchedulerProcessor:
                 columns[a] = self.strings.codes(col if m == n else [col[i] for i in keep.tolist()])
             else:
                 columns[a] = arrays[a] if m == n else arrays[a][keep]
-        accepted = values if m == n else [values[i] for i in keep.tolist()]
+        accepted: Sequence[Mapping[str, Any]]
+        if m == n:
+            accepted = values
+        elif isinstance(values, ColumnValues | ValueParts):
+            accepted = values.take(keep)
+        else:
+            accepted = [values[i] for i in keep.tolist()]
         ts = ts if m == n else ts[keep]
+        has_ingest = has_ingest if m == n else has_ingest[keep]
         partition = self._partition_ids(self.plan.transaction_key, schema, columns, accepted)
-        has_ingest = np.fromiter((INGEST in v for v in accepted), dtype=bool, count=m)
         cols = TypeColumns(ts=ts, seq=np.arange(self._arrival, self._arrival + m, dtype=np.int64),
                            partition=partition, columns=columns)
-        if has_ingest.any():
-            cols.ingest = np.fromiter((v.get(INGEST, 0) for v in accepted), dtype=np.int64,
-                                      count=m)
+        if ingest is not None and has_ingest.any():
+            cols.ingest = ingest if m == n else ingest[keep]
         self._arrival += m
-        offsets = np.fromiter((r.offset for r in records), dtype=np.int64, count=n)
         self.pending.setdefault(etype.name, []).append(_Chunk(
             cols, np.full(m, self._topic(topic), dtype=np.int64),
             offsets if m == n else offsets[keep], has_ingest, accepted))
@@ -381,6 +541,10 @@ class SchedulerProcessor:
         """`process` for records decoded in bulk (caesar.codecs.flat): the
         same record-by-record decisions (lateness depends on the records
         before each one, never on where a batch ends)."""
+        out = SchedulerOutput()
+        if self._columns_fast(batch, out):
+            self._release(out)
+            return out
         names = list(batch.columns)
         rows = zip(*(batch.columns[a].tolist() for a in names), strict=True)
         records = [InputRecord(batch.topic, part, off, {**dict(zip(names, row, strict=True)),
@@ -705,6 +869,13 @@ def _within(etype: EventTypeDef, attr: str, arr: np.ndarray) -> bool:
         return True
     return not (check.low is not None and arr.min().item() < check.low
                 or check.high is not None and arr.max().item() > check.high)
+
+def _column_record(batch: InputColumns, values: ColumnValues, i: int) -> InputRecord:
+    """Row i of a bulk-decoded batch as the InputRecord the record path reads."""
+    ingest = int(batch.ingest_ms[i])
+    return InputRecord(batch.topic, int(batch.partitions[i]), int(batch.offsets[i]),
+                       dict(values[i]), batch.raw[i], timestamp_ms=ingest)
+
 
 def _record_state(r: InputRecord) -> list[Any]:
     return [r.topic, r.partition, r.offset, dict(r.value or {}), r.raw, r.key,
