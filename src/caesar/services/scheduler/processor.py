@@ -175,7 +175,16 @@ class ColumnValues(Sequence[Mapping[str, Any]]):
         return len(self.ingest)
 
     def __iter__(self) -> Iterator[Mapping[str, Any]]:
-        return (self[i] for i in range(len(self)))
+        # a column at a time (tolist), not an item per field and event: a
+        # snapshot of the buffer, which the scheduler writes at every commit
+        names, tf, name = self.names, self.type_field, self.type_name
+        rows = zip(*(c.tolist() for c in self.columns), strict=True) if self.columns else \
+            [()] * len(self)
+        for row, ingest in zip(rows, self.ingest.tolist(), strict=True):
+            value: dict[str, Any] = dict(zip(names, row, strict=True))
+            value[tf] = name
+            value[INGEST] = ingest
+            yield value
 
     @overload
     def __getitem__(self, i: int) -> Mapping[str, Any]: ...
