@@ -21,7 +21,11 @@ extensions = [
     for path in sorted(glob("src/caesar/**/*.pyx", recursive=True))
 ]
 
+# Both steps use every core: the engine's C is large and a clean CI builds it.
+JOBS = os.cpu_count() or 1
+
 setup(
+    options={"build_ext": {"parallel": JOBS}},
     ext_modules=cythonize(
         extensions,
         language_level="3",
@@ -31,5 +35,6 @@ setup(
             "cdivision": True,
             "initializedcheck": DEBUG,
         },
+        nthreads=JOBS,
     ),
 )
