@@ -281,7 +281,7 @@ def test_stream_of_is_a_lookup_per_row(learned: list[tuple[int, int, int]],
     assert parts.stream_of(ids).tolist() == [parts.stream_id(p) for p in ids.tolist()]
 
 
-# -- unique_pairs (the router's transactions) against np.unique(axis=0) -----
+# -- unique_pairs and group_rows (transactions) against np.unique(axis=0) ---
 
 _int64 = st.integers(-2**63, 2**63 - 1)
 
@@ -304,3 +304,17 @@ def test_unique_pairs_is_numpys_unique_of_rows(pairs: list[tuple[int, int]]) -> 
     assert got_b.tolist() == want[:, 1].tolist()
     assert inverse.tolist() == want_inverse.reshape(-1).tolist()
     assert counts.tolist() == want_counts.tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.integers(1, 3).flatmap(lambda k: st.lists(
+    st.tuples(*[st.one_of(st.integers(-3, 3), _int64)] * k), min_size=1, max_size=60)))
+def test_group_rows_is_numpys_unique_of_rows(rows: list[tuple[int, ...]]) -> None:
+    from caesar.events.batch import group_rows
+
+    keys = [np.array(col, dtype=np.int64) for col in zip(*rows, strict=True)]
+    first, inverse = group_rows(keys)
+    _, want_first, want_inverse = np.unique(np.stack(keys, axis=1), axis=0,
+                                            return_index=True, return_inverse=True)
+    assert first.tolist() == want_first.tolist()
+    assert inverse.tolist() == want_inverse.reshape(-1).tolist()

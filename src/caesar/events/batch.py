@@ -330,44 +330,39 @@ class EventBatch:
         return EventBatch(by_type=by_type, strings=strings)
 
 
-def unique_pairs(a: np.ndarray, b: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct (a, b) pairs of two int64 columns in lexicographic order:
-    (their a, their b, the pair of each row, rows per pair), as
-    np.unique(np.stack([a, b], axis=1), axis=0, return_inverse=True,
-    return_counts=True) gives them, ~4x faster (one lexsort, no row view)."""
-    n = len(a)
-    if not n:
-        empty = np.zeros(0, dtype=np.int64)
-        return a[:0], b[:0], empty, empty
-    order = np.lexsort((b, a))
-    a_s, b_s = a[order], b[order]
-    change = np.empty(n, dtype=bool)
-    change[0] = True
-    np.not_equal(a_s[1:], a_s[:-1], out=change[1:])
-    change[1:] |= b_s[1:] != b_s[:-1]
+def _lex_groups(keys: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows in lexicographic order of their keys, where each group starts in
+    that order, group of each row): one stable lexsort, no row view."""
+    n = len(keys[0])
+    order = np.lexsort(tuple(reversed(keys)))
+    change = np.zeros(n, dtype=bool)
+    if n:
+        change[0] = True
+    for col in keys:
+        s = col[order]
+        change[1:] |= s[1:] != s[:-1]
     starts = np.flatnonzero(change)
     inverse = np.empty(n, dtype=np.int64)
     inverse[order] = np.cumsum(change) - 1
-    return a_s[starts], b_s[starts], inverse, np.diff(np.append(starts, n))
+    return order, starts, inverse
 
 
 def group_rows(keys: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Rows with equal values in every column of `keys` (int64 arrays of one
     length) form a group: (first row of each group, group of each row),
-    groups numbered in lexicographic order of their key. Faster than
-    np.unique(axis=0): each column is made dense first and the codes are
-    combined into one integer while that fits in 63 bits."""
-    n = len(keys[0])
-    combined = np.zeros(n, dtype=np.int64)
-    radix = 1
-    for col in keys:
-        uniq, codes = np.unique(col, return_inverse=True)
-        size = max(len(uniq), 1)
-        if radix * size >= 1 << 62:  # no room left: renumber what we have so far
-            _, combined = np.unique(combined, return_inverse=True)
-            radix = int(combined.max()) + 1 if n else 1
-        combined = combined * size + codes.reshape(-1)
-        radix *= size
-    _, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
-    return first, inverse.reshape(-1)
+    groups numbered in lexicographic order of their key, as
+    np.unique(np.stack(keys, axis=1), axis=0, return_index=True,
+    return_inverse=True) gives them, without its row view."""
+    order, starts, inverse = _lex_groups(keys)
+    return order[starts], inverse  # lexsort is stable: a group's first row leads it
+
+
+def unique_pairs(a: np.ndarray, b: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (a, b) pairs of two int64 columns in lexicographic order:
+    (their a, their b, the pair of each row, rows per pair), as
+    np.unique(np.stack([a, b], axis=1), axis=0, return_inverse=True,
+    return_counts=True) gives them, ~4x faster."""
+    order, starts, inverse = _lex_groups([a, b])
+    first = order[starts]
+    return a[first], b[first], inverse, np.diff(np.append(starts, len(a)))
