@@ -24,9 +24,13 @@ extensions = [
 # Both steps use every core: the engine's C is large and a clean CI builds it.
 JOBS = os.cpu_count() or 1
 
+# scripts/setup.sh compiles in place first (that also leaves build/ to the
+# wheel build), then installs editable with this set: no second compile.
+BUILT_IN_PLACE = os.environ.get("CAESAR_BUILT_IN_PLACE") == "1"
+
 setup(
     options={"build_ext": {"parallel": JOBS}},
-    ext_modules=cythonize(
+    ext_modules=[] if BUILT_IN_PLACE else cythonize(
         extensions,
         language_level="3",
         compiler_directives={

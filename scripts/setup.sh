@@ -25,9 +25,11 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   "$PY" -m pip install --disable-pip-version-check -q --upgrade pip setuptools wheel
   "$PY" -m pip install --disable-pip-version-check -q -r requirements/lock.txt
   step "installing CAESAR (editable) and compiling the Cython matcher"
-  # The editable install compiles the extensions into src/ (once: a second
-  # build_ext --inplace would compile them all again in a clean clone).
-  "$PY" -m pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e .
+  # Compiled once, in place (build/ keeps the objects the wheel build reuses);
+  # the editable install then only links src/ and the console scripts.
+  "$PY" setup.py -q build_ext --inplace
+  CAESAR_BUILT_IN_PLACE=1 "$PY" -m pip install --disable-pip-version-check -q --no-deps \
+    --no-build-isolation -e .
   echo "$want" > "$stamp"
 else
   echo "CAESAR already installed in $VENV (delete $stamp to force a reinstall)"
