@@ -318,3 +318,85 @@ def test_group_rows_is_numpys_unique_of_rows(rows: list[tuple[int, ...]]) -> Non
                                             return_index=True, return_inverse=True)
     assert first.tolist() == want_first.tolist()
     assert inverse.tolist() == want_inverse.reshape(-1).tolist()
+
+
+# -- the matcher's bulk encoding against its per-record path -----------------
+
+_field_value = st.one_of(st.integers(-3, 3), st.integers(-2**31, 2**31 - 1), _int64,
+                         st.integers(2**63, 2**64), st.booleans(), st.none(),
+                         st.floats(allow_nan=False, width=32))
+
+
+_FLAT_FIELDS = {"TollNotification": ["vid", "time", "xway", "dir", "seg", "lav", "toll"],
+                "AccidentAlert": ["vid", "time", "xway", "dir", "seg", "acc_seg"],
+                "TollCharge": ["ts", "vid", "time", "toll"]}
+
+
+@st.composite
+def _alert_rows(draw: Any) -> tuple[str, dict[str, Any], int, str]:
+    """An alert of a flat LR output type: its fields mostly small ints, some
+    left out or of another kind (the per-record path's cases)."""
+    etype = draw(st.sampled_from(sorted(_FLAT_FIELDS)))
+    fields = {}
+    for name in _FLAT_FIELDS[etype]:
+        if draw(st.integers(0, 19)) == 0:
+            continue
+        odd = draw(st.integers(0, 9)) == 0
+        fields[name] = draw(_field_value if odd else st.integers(0, 100))
+    return etype, fields, draw(st.integers(0, 2**40)), draw(st.text("ab", max_size=2))
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows=st.lists(_alert_rows(), max_size=12))
+def test_bulk_encoding_equals_the_per_record_path(
+        rows: list[tuple[str, dict[str, Any], int, str]]) -> None:
+    """OutputEncoder._bulk (flat integer schemas, columns at once) gives the
+    records, dead letters and order the per-record path gives."""
+    from caesar.codecs import make_codec
+    from caesar.services.common.config import ServiceConfig
+    from caesar.services.common.messages import Alert
+    from caesar.services.matcher.runner import OutputEncoder
+    from caesar.settings import TopicSettings
+
+    class PerRecord(OutputEncoder):
+        def _bulk(self, etype: str, group: list[Alert]) -> list[bytes] | None:
+            return None
+
+    plan = _lr_plan()
+    cfg = ServiceConfig(plan, TopicSettings(partitions=1, alerts_copy=False), make_codec(),
+                        (0,), "t")
+    alerts = [Alert("q", etype, 0, key, 1, 2, fields, f"topic-{etype}", ingest)
+              for etype, fields, ingest, key in rows]
+    got = OutputEncoder(cfg).encode(alerts, plan)
+    want = PerRecord(cfg).encode(alerts, plan)
+    assert [_comparable(cfg, r) for r in got] == [_comparable(cfg, r) for r in want]
+    # one full row of a flat type does take the bulk path
+    full = Alert("q", "TollCharge", 0, "k", 1, 2, {"ts": 1, "vid": 2, "time": 3, "toll": 4},
+                 "t", 5)
+    enc = OutputEncoder(cfg)
+    enc.encode([], plan)
+    assert enc._bulk("TollCharge", [full]) is not None
+
+
+def _comparable(cfg: Any, r: Any) -> tuple:
+    """A record's topic, key and value; a dead letter's value decoded, the
+    alert inside too, without the times they were made."""
+    if r.topic != cfg.topics.dead_letters:
+        return r.topic, r.key, r.value
+    _, rec = cfg.codec.decode(r.value)
+    rec.pop("time_ms")
+    _, alert = cfg.codec.decode(rec.pop("value"))
+    alert.pop("emit_ms")
+    return r.topic, r.key, sorted(rec.items()), sorted(alert.items())
+
+
+_PLAN: list[Any] = []
+
+
+def _lr_plan() -> Any:
+    from caesar.examples import model_path
+    from caesar.language import compile_model
+
+    if not _PLAN:
+        _PLAN.append(compile_model(model_path("linear_road")))
+    return _PLAN[0]

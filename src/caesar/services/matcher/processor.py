@@ -201,23 +201,31 @@ class MatcherProcessor:
     def _alerts(self, outputs: Iterable[StageOutput]) -> list[Alert]:
         alerts = []
         graph, ingest = self.graph, self.ingest
+        # per stage: (identity, output topic, timeout topic, timeout event type)
+        seen: dict[int, tuple[str, str | None, str | None, str | None]] = {}
         for o in outputs:
             stage, rec = o.stage, o.record
-            plan = stage.plan
-            topic = stage.output_topic
-            timeout = plan.timeout if isinstance(plan, PatternPlan) else None
-            if timeout is not None and rec["type"] == timeout.event_type:
-                topic = stage.timeout_topic  # ON TIMEOUT events have their own topic
+            about = seen.get(id(stage))
+            if about is None:
+                plan = stage.plan
+                timeout = plan.timeout if isinstance(plan, PatternPlan) else None
+                # the query's stable identity: the same across model versions
+                about = seen[id(stage)] = (stage_identity(stage), stage.output_topic,
+                                           stage.timeout_topic,
+                                           timeout.event_type if timeout is not None else None)
+            identity, topic, timeout_topic, timeout_type = about
+            etype = rec["type"]
+            if etype == timeout_type:
+                topic = timeout_topic  # ON TIMEOUT events have their own topic
             if topic is None:
                 continue
             part = rec["_p"]
-            if graph._muted and plan.plan_id in graph.muted_at(part, rec["_ts"]):
+            if graph._muted and stage.plan.plan_id in graph.muted_at(part, rec["_ts"]):
                 continue
-            fields = {k: v for k, v in rec.items() if k != "type" and k[:1] != "_"}
-            # the query's stable identity: the same across model versions
-            alerts.append(Alert(plan_id=stage_identity(stage), event_type=rec["type"],
-                                partition=part, key=rec["_key"],
-                                start_ts=o.start_ts, end_ts=o.end_ts, fields=fields,
-                                topic=topic, ingest_ms=ingest.get(part, 0)))
+            fields = o.fields
+            if fields is None:
+                fields = {k: v for k, v in rec.items() if k != "type" and k[:1] != "_"}
+            alerts.append(Alert.made(identity, etype, part, rec["_key"], o.start_ts, o.end_ts,
+                                     fields, topic, ingest.get(part, 0)))
         return alerts
 

@@ -86,6 +86,8 @@ class StageOutput:
     record: Record
     start_ts: int
     end_ts: int
+    # the record's fields without type and _-keys, when made beside it (columns)
+    fields: dict[str, Any] | None = field(default=None, compare=False)
 
 
 class ColumnarEngine(Protocol):
@@ -670,21 +672,24 @@ class StageGraph:
 
     def _records_of(self, mc: MatchColumns, ts: np.ndarray, home: np.ndarray,
                     keep: np.ndarray | None) -> list[tuple[int, StageOutput]]:
-        """The emitted rows as (engine order, StageOutput), as _derived makes them."""
+        """The emitted rows as (engine order, StageOutput), as _derived makes
+        them, with their fields made once beside the record."""
         stage = self._by_id[mc.plan_id]
-        names = list(mc.fields)
-        cols = [mc.fields[a].tolist() for a in names]
+        rows = np.flatnonzero(keep) if keep is not None else slice(None)
+        homes = home[rows].tolist()
+        texts = {h: self._key_of(h) for h in set(homes)}
+        names = tuple(mc.fields)
+        values = zip(*(c[rows].tolist() for c in mc.fields.values()), strict=True) \
+            if names else [()] * len(homes)
+        et = mc.event_type
+        public = all(a != "type" and a[:1] != "_" for a in names)  # else _alerts filters
         out = []
-        for i, (order, start, end, t, h) in enumerate(zip(
-                mc.order.tolist(), mc.start_ts.tolist(), mc.end_ts.tolist(), ts.tolist(),
-                home.tolist(), strict=True)):
-            if keep is not None and not keep[i]:
-                continue
-            rec: Record = {"type": mc.event_type}
-            for a, col in zip(names, cols, strict=True):
-                rec[a] = col[i]
-            rec.update(_ts=t, _p=h, _key=self._key_of(h))
-            out.append((order, StageOutput(stage, rec, start, end)))
+        for order, start, end, t, h, vals in zip(
+                mc.order[rows].tolist(), mc.start_ts[rows].tolist(), mc.end_ts[rows].tolist(),
+                ts[rows].tolist(), homes, values, strict=True):
+            fields = dict(zip(names, vals, strict=True))
+            rec: Record = {"type": et, **fields, "_ts": t, "_p": h, "_key": texts[h]}
+            out.append((order, StageOutput(stage, rec, start, end, fields if public else None)))
         return out
 
     def _fed_columns(self, t: str, mc: MatchColumns, rows: np.ndarray, ts: np.ndarray,
