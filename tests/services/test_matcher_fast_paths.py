@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -400,3 +401,21 @@ def _lr_plan() -> Any:
     if not _PLAN:
         _PLAN.append(compile_model(model_path("linear_road")))
     return _PLAN[0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(batches=st.lists(st.lists(st.one_of(
+    st.sampled_from([-1.0, 0.0, 5.0, 10.0, 10.5, 60000.0, 60001.0]),
+    st.floats(-1e3, 1e6, allow_nan=False)), max_size=20), max_size=4))
+def test_observe_many_is_observe_of_each(batches: list[list[float]]) -> None:
+    """The encoder's latency histogram, a batch at a time, counts as one
+    observe() per value (bucket edges, negatives, the +Inf bucket)."""
+    from caesar.services.common.latency import LatencyHistogram
+
+    one, many = LatencyHistogram(), LatencyHistogram()
+    for batch in batches:
+        for ms in batch:
+            one.observe(ms)
+        many.observe_many(np.array(batch))
+    assert (many.counts, many.count, many.max_ms) == (one.counts, one.count, one.max_ms)
+    assert many.total_ms == pytest.approx(one.total_ms, rel=1e-9, abs=1e-6)
