@@ -25,9 +25,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_linear_road_main_job_has_zero_differences(tmp_path: Path) -> None:
     out = tmp_path / "alerts"
     # Smaller than the README default (a 4-segment slice of the standard load,
-    # 15 simulated minutes), but with positive tolls and an accident (detected at
-    # 663 s in this seed); replayed at full speed.
-    cmd = [sys.executable, "-m", "caesar.cli.main", "demo", "--duration", "900",
+    # 13 simulated minutes), but with positive tolls, their charges and an
+    # accident (its alerts from 720 s on in this seed: 325 of them by 780 s);
+    # replayed at full speed.
+    cmd = [sys.executable, "-m", "caesar.cli.main", "demo", "--duration", "780",
            "--segments", "84:88", "--seed", "5", "--speed", "0", "--idle-stop", "15",
            "--out", str(out), "--broker-port", "29192", "--ray-port", "26479"]
     # Not the Ray settings a session fixture's ray.init() left in this process's
@@ -41,5 +42,7 @@ def test_linear_road_main_job_has_zero_differences(tmp_path: Path) -> None:
     assert found, proc.stdout[-3000:]
     assert int(found.group(1)) > 0 and int(found.group(2)) >= 1, found.group(0)
     rows = {m.group(1): int(m.group(2).replace(",", "")) for m in
-            re.finditer(r"^\s+(TollNotification|AccidentAlert)\s+([\d,]+)\s", proc.stdout, re.M)}
-    assert rows.get("TollNotification", 0) > 0 and rows.get("AccidentAlert", 0) > 0, rows
+            re.finditer(r"^\s+(TollNotification|AccidentAlert|TollCharge)\s+([\d,]+)\s",
+                        proc.stdout, re.M)}
+    assert all(rows.get(t, 0) > 0 for t in ("TollNotification", "AccidentAlert", "TollCharge")), \
+        rows
