@@ -13,7 +13,8 @@ functions are wrapped with `time.process_time()`; the alerts each
 a step's alerts (the model's Avro schemas, flat integer records in bulk),
 timed too. The matcher hop's whole CPU is reported beside it. Run it at two
 commits (`at_commit.sh`) for before/after. Rows go to
-results/matcher_output.csv.
+results/matcher_output.csv, stacked bars (median per label) to
+results/matcher_output.png.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import csv
 import time
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from bench.linear_road.standard import load
 from bench.linear_road.throughput import commit, run
@@ -113,6 +116,25 @@ def main(argv: list[str] | None = None) -> None:
             if new:
                 w.writeheader()
             w.writerow(row)
+    plot(path, path.with_suffix(".png"))
+
+
+def plot(csv_path: Path, out: Path) -> None:
+    """Each label's median µs per report of the three parts, stacked."""
+    from bench.linear_road import bars
+
+    with csv_path.open() as f:
+        rows = list(csv.DictReader(f))
+    by: dict[str, list[dict[str, str]]] = {}
+    for r in rows:
+        by.setdefault(r["label"], []).append(r)
+    labels = list(by)
+    parts = {p: [float(np.median([float(r[f"{p}_us_per_report"]) for r in by[k]]))
+                 for k in labels] for p in PARTS}
+    fig, (ax,) = bars.subplots(1, max(5.0, 1.8 * len(labels)))
+    bars.stacked(ax, labels, parts, ylabel="CPU µs per report (median of rounds)",
+                 title="Matcher output path on LR standard data (embedded)")
+    bars.save(fig, out)
 
 
 if __name__ == "__main__":
