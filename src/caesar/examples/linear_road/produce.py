@@ -160,7 +160,7 @@ def produce_progress(duration_s: int) -> Iterator[Callable[[ProduceStats], None]
         def update(stats: ProduceStats) -> None:
             rate = stats.records / stats.wall_s if stats.wall_s else 0.0
             bar.update(task, completed=min(stats.simulated_s, duration_s),
-                       detail=f"{stats.records:,} reports, {rate:,.0f}/s")
+                       detail=f"{stats.records:,} reports, {rate:,.0f}/s, {pace(stats)}")
 
         yield update
 
@@ -188,7 +188,13 @@ def print_progress(stats: ProduceStats) -> None:
     rate = stats.records / stats.wall_s if stats.wall_s else 0.0
     print(f"[produce] {stats.records:>9,} reports sent ({stats.messages:,} Kafka records) | simulated time {stats.simulated_s:>6} s "
           f"(minute {stats.simulated_s // 60 + 1}) | {stats.wall_s:7.1f} s wall | "
-          f"{rate:,.0f} reports/s", flush=True)
+          f"{rate:,.0f} reports/s | {pace(stats)}", flush=True)
+
+
+def pace(stats: ProduceStats) -> str:
+    """Simulated seconds per wall second so far: what --speed reached (a
+    busy machine replays slower than asked)."""
+    return f"x{stats.simulated_s / stats.wall_s:.1f} real time" if stats.wall_s else ""
 
 
 def main(argv: list[str] | None = None) -> int:
