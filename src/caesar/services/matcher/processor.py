@@ -28,6 +28,7 @@ from caesar.services.matcher.stage_graph import (
     StageGraph,
     StageOutput,
     default_engine_factory,
+    is_public,
 )
 from caesar.services.router.contexts import ContextResolver, StageActivation
 
@@ -224,7 +225,7 @@ class MatcherProcessor:
                 continue
             fields = o.fields
             if fields is None:
-                fields = {k: v for k, v in rec.items() if k != "type" and k[:1] != "_"}
+                fields = {k: v for k, v in rec.items() if is_public(k)}
             alerts.append(Alert.made(identity, etype, part, rec["_key"], o.start_ts, o.end_ts,
                                      fields, topic, ingest.get(part, 0)))
         return alerts

@@ -121,7 +121,7 @@ class OutputEncoder:
                 return None  # None, bool, float: exact path
             table = np.array(rows)
             cols = {name: table[:, i] for i, name in enumerate(names)}
-        if len(names) < len(flat.names):
+        if "ingest_ms" in flat.names:
             cols["ingest_ms"] = np.array([a.ingest_ms for a in group])
         for name, kind in zip(flat.names, flat.types, strict=True):
             col = cols[name]

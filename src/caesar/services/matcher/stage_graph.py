@@ -60,6 +60,12 @@ def default_engine_factory(plans: Sequence[PatternPlan]) -> PatternEngine:
     return CythonEngine(plans)
 
 
+def is_public(name: str) -> bool:
+    """Whether a record key is an output field (not the type, nor an internal
+    `_ts`/`_p`/`_key`): what an alert carries of a record."""
+    return name != "type" and name[:1] != "_"
+
+
 def plan_id(stage: Stage) -> str:
     return stage.plan.plan_id
 
@@ -682,7 +688,7 @@ class StageGraph:
         values = zip(*(c[rows].tolist() for c in mc.fields.values()), strict=True) \
             if names else [()] * len(homes)
         et = mc.event_type
-        public = all(a != "type" and a[:1] != "_" for a in names)  # else _alerts filters
+        public = all(map(is_public, names))  # else _alerts filters
         out = []
         for order, start, end, t, h, vals in zip(
                 mc.order[rows].tolist(), mc.start_ts[rows].tolist(), mc.end_ts[rows].tolist(),
