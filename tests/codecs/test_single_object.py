@@ -193,3 +193,48 @@ def test_bad_schema_file_names_the_file(tmp_path):
     (tmp_path / "bad.avsc").write_text('{"type": "record", "name": "X", "fields": [{"name": "y", "type": "Missing"}]}')
     with pytest.raises(Exception, match="unknown named type"):
         SchemaRepository.from_directory(tmp_path)
+
+
+_NUMERIC = {"type": "record", "name": "Nums", "namespace": "t", "fields": [
+    {"name": "i", "type": "int"}, {"name": "l", "type": "long"},
+    {"name": "f", "type": "float"}, {"name": "d", "type": "double"},
+    {"name": "n", "type": ["null", "int"]}, {"name": "b", "type": "boolean"},
+    {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}}]}
+_ints = st.one_of(st.integers(-(2**31), 2**31 - 1), st.integers(-(2**63), 2**63 - 1),
+                  st.sampled_from([2**31, -(2**31) - 1, 2**31 - 1, -(2**31)]), st.booleans())
+
+
+@settings(max_examples=400, deadline=None)
+@given(i=_ints, long_=_ints, f=st.one_of(st.floats(-1e6, 1e6), st.booleans()),
+       d=st.one_of(st.floats(allow_nan=False), st.booleans()),
+       n=st.one_of(st.none(), _ints), ts=st.integers(0, 2**40))
+def test_numbers_the_writer_lets_through_are_refused(i, long_, f, d, n, ts):
+    """fastavro's writer puts a bool into int, long, float and double fields
+    and any int into an int field, where a Java reader fails or misreads. The
+    codec refuses exactly what fastavro's validator (the Avro spec) refuses,
+    and what it writes reads back as it was."""
+    from fastavro.validation import validate
+
+    repo = SchemaRepository()
+    repo.add(_NUMERIC)
+    codec = SingleObjectCodec(repo)
+    rec = {"i": i, "l": long_, "f": f, "d": d, "n": n, "b": True, "ts": ts}
+    valid = validate(rec, repo.get("t.Nums").parsed, raise_errors=False)
+    if not valid:
+        with pytest.raises(SchemaViolationError, match="t.Nums"):
+            codec.encode("t.Nums", rec)
+        return
+    name, back = codec.decode(codec.encode("t.Nums", rec))
+    assert name == "t.Nums"
+    assert {k: v for k, v in back.items() if k not in ("f", "ts")} == \
+        {k: v for k, v in rec.items() if k not in ("f", "ts")}
+
+
+def test_an_out_of_range_int_names_the_field(codec):
+    repo = SchemaRepository()
+    repo.add(_NUMERIC)
+    rec = {"i": 2**40, "l": 1, "f": 1.0, "d": 1.0, "n": None, "b": True, "ts": 0}
+    with pytest.raises(SchemaViolationError, match="i = 1099511627776 is outside"):
+        SingleObjectCodec(repo).encode("t.Nums", rec)
+    with pytest.raises(SchemaViolationError, match="l is a boolean"):
+        SingleObjectCodec(repo).encode("t.Nums", {**rec, "i": 1, "l": False})

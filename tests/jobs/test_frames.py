@@ -33,3 +33,5 @@ def test_frames_are_the_codecs_bytes(codec):
     assert codec.decode(data) == (names["EnterRoom"], RECORD)
     with pytest.raises(SchemaViolationError, match="room"):
         frames.encode(names["EnterRoom"], {**RECORD, "room": "eleven"})
+    with pytest.raises(SchemaViolationError, match="ts"):  # fastavro alone writes it as 1
+        frames.encode(names["EnterRoom"], {**RECORD, "ts": True})

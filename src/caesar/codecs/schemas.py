@@ -7,6 +7,7 @@ import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from fastavro.schema import SchemaParseException, UnknownType, to_parsing_canoni
 
 from caesar.codecs.errors import CodecError, UnknownSchemaError
 from caesar.codecs.fingerprint import crc64_avro
+from caesar.codecs.ranges import numeric_fields
 
 
 def default_schema_dir() -> Path:
@@ -30,6 +32,11 @@ class SchemaEntry:
     parsed: Any  # fastavro parsed schema
     canonical: str  # parsing canonical form
     fingerprint: int  # CRC-64-AVRO of the canonical form
+
+    @cached_property
+    def numbers(self) -> tuple[tuple[str, str], ...]:
+        """The record's plain numeric fields, checked before each write."""
+        return numeric_fields(self.parsed)
 
     @property
     def fingerprint_bytes(self) -> bytes:

@@ -12,6 +12,7 @@ from fastavro import schemaless_reader, schemaless_writer
 from fastavro.validation import ValidationError, validate
 
 from caesar.codecs.errors import CorruptRecordError, SchemaViolationError, UnknownSchemaError
+from caesar.codecs.ranges import check_ranges
 from caesar.codecs.schemas import SchemaEntry, SchemaRepository
 
 MAGIC = b"\xc3\x01"
@@ -71,6 +72,8 @@ class SingleObjectCodec:
 
 
 def _write(out: io.BytesIO, entry: SchemaEntry, record: Mapping[str, Any]) -> None:
+    if entry.numbers:
+        check_ranges(entry.name, entry.numbers, record)
     try:
         schemaless_writer(out, entry.parsed, record)
     except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:

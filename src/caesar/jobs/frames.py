@@ -21,6 +21,7 @@ from typing import Any
 
 from caesar.codecs import Codec
 from caesar.codecs.errors import SchemaViolationError
+from caesar.codecs.ranges import check_ranges, numeric_fields
 
 
 @dataclass
@@ -29,6 +30,8 @@ class FrameEncoder:
     schemas: dict[str, Any]  # schema full name -> the schema JSON (standalone)
     checked: frozenset[str] = frozenset()  # validated before writing
     _parsed: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _numbers: dict[str, tuple[tuple[str, str], ...]] = field(
+        default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_codec(cls, codec: Codec, schema_names: Iterable[str],
@@ -59,6 +62,7 @@ class FrameEncoder:
         self.headers, self.schemas, self.checked = (state["headers"], state["schemas"],
                                                     state["checked"])
         self._parsed = {}
+        self._numbers = {}
 
     def encode(self, schema_name: str, record: Mapping[str, Any]) -> bytes:
         from fastavro import parse_schema, schemaless_writer
@@ -74,6 +78,11 @@ class FrameEncoder:
             except ValidationError as verr:
                 raise SchemaViolationError(f"record does not match {schema_name}: {verr}") \
                     from verr
+        else:
+            numbers = self._numbers.get(schema_name)
+            if numbers is None:
+                numbers = self._numbers[schema_name] = numeric_fields(parsed)
+            check_ranges(schema_name, numbers, record)
         out = io.BytesIO()
         out.write(self.headers[schema_name])
         try:
