@@ -103,11 +103,14 @@ def main() -> None:
     try:
         app()  # standalone: typer/click print usage errors and exit (2) themselves
     except ModelError as exc:
-        # The message is user text (e.g. a model line with `[attr]`), not markup.
-        err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False)
+        # The message is user text (e.g. a model line with `[attr]`), not markup;
+        # soft_wrap: no line break inside `file:line:col` (logs, editors, grep).
+        err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False,
+                  soft_wrap=True)
         sys.exit(EXIT_MODEL)
     except CaesarError as exc:
-        err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False)
+        err.print(f"[bold red]error:[/bold red] {escape(str(exc))}", highlight=False,
+                  soft_wrap=True)
         sys.exit(EXIT_RUNTIME)
 
 
