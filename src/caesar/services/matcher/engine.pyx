@@ -56,6 +56,7 @@ from caesar.services.store import tagged
 from caesar.services.matcher.compile import compile_plans
 
 from caesar.services.matcher.match_sink cimport MatchSink
+from caesar.services.matcher.part cimport new_part
 from caesar.services.matcher.stack cimport Stack
 from caesar.services.matcher.typedefs cimport (
     K_BOOL,
@@ -742,7 +743,7 @@ cdef class CythonEngine:
         for key in leader_keyed:
             part = keyed.get(key)
             if part is None:
-                part = Part(p, (partition, key))
+                part = new_part(p, (partition, key))
                 keyed[key] = part
             self._relink(p, part, partition, key)
 
@@ -1141,7 +1142,7 @@ cdef class CythonEngine:
                 if len(stacks) != p.ncomp:  # the engine indexes stacks unchecked
                     raise ValueError(f"engine state of {pid}: {len(stacks)} stacks per part, "
                                      f"the plan has {p.ncomp} components")
-                part = Part(p, (partition, key))
+                part = new_part(p, (partition, key))
                 part.stacks = tuple([Stack.from_state(fits[c](pid, s))
                                      for c, s in enumerate(stacks)])
                 part.runs = runs
@@ -1241,6 +1242,7 @@ cdef class CythonEngine:
         cdef long m
         cdef PlanRT p
         cdef Env env
+        cdef bint passed
         for spec in self._an_specs[tid]:
             cols = spec[0]
             n = spec[1]
@@ -1278,7 +1280,14 @@ cdef class CythonEngine:
                         env.kinds[c] = p.scratch_k[c]
                         env.width[c] = p.width[c]
                         env.row[c] = 0
-                        if not all(holds(p, f, &env) for f in p.cp.comps[c].filters):
+                        # a loop, not all(genexpr): a generator in a cdef function
+                        # makes Cython allocate a closure scope on every call
+                        passed = True
+                        for f in p.cp.comps[c].filters:
+                            if not holds(p, f, &env):
+                                passed = False
+                                break
+                        if not passed:
                             continue
                     if self._masks[slot] == 0:
                         self._hits[self._nhit] = slot
@@ -1356,7 +1365,7 @@ cdef class CythonEngine:
             bypart[self._partition] = keyed
         part = keyed.get(key)
         if part is None:
-            part = Part(p, (self._partition, key))
+            part = new_part(p, (self._partition, key))
             keyed[key] = part
         return <Part> part
 

@@ -13,3 +13,6 @@ cdef class Part:
     # [(first seq, seqs), DerivedEvent, prune seq or None]
     cdef public object held
     cdef bint empty(self)
+
+
+cdef Part new_part(PlanRT p, object key)

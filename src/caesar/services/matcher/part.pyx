@@ -29,3 +29,22 @@ cdef class Part:
             if s.n > s.head:
                 return False
         return True
+
+
+cdef Part new_part(PlanRT p, object key):
+    """Part(p, key) without the Python call: the engine makes one whenever a
+    key shows up in a partition (LR: a car entering a segment), ~1 per report."""
+    cdef Part part = Part.__new__(Part)
+    cdef Stack s
+    cdef int c
+    stacks = []
+    for c in range(p.ncomp):
+        s = Stack.__new__(Stack, p.width[c])
+        stacks.append(s)
+    part.key = key
+    part.stacks = tuple(stacks)
+    part.runs = ()
+    part.pending = ()
+    part.ready = ()
+    part.held = ()
+    return part
