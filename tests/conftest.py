@@ -83,3 +83,19 @@ def unique_name() -> Callable[[str], str]:
         return f"{prefix}-{run}-{next(_names)}"
 
     return make
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The figures a test records as `record_property("figures", text)` (the
+    fault runs' drain, recovery and replay), printed at the end: with
+    pytest-xdist a worker's own prints do not reach the terminal, its
+    reports' user properties do."""
+    lines = [f"{report.nodeid.split('::')[-1]}: {value}"
+             for key in ("passed", "failed")
+             for report in terminalreporter.stats.get(key, [])
+             if getattr(report, "when", "") == "call"
+             for name, value in getattr(report, "user_properties", ()) if name == "figures"]
+    if lines:
+        terminalreporter.section("recorded figures")
+        for line in sorted(lines):
+            terminalreporter.write_line(line)

@@ -39,14 +39,14 @@ def lab(tmp_path_factory: pytest.TempPathFactory):
     # spacing after such a slow commit once outlived the timeout, and every
     # later transaction was aborted before its commit (99 of 135 alerts lost)
     ("broker-pause", 4.5, 8.0)])
-def test_a_fault_mid_stream_loses_and_repeats_nothing(lab, stream, kind, at_s, pause_s, capsys):
+def test_a_fault_mid_stream_loses_and_repeats_nothing(lab, stream, kind, at_s, pause_s,
+                                                      record_property):
     result = lab.run(1, kind, stream, speed=SPEED, seed=11, fault_at_s=at_s, pause_s=pause_s)
     report = (f"{kind}: expected {result.expected}, got {result.got}, lost {result.lost}, "
               f"duplicated {result.duplicated}, stuck {result.stuck}, drain {result.drain_s} s, "
               f"recovery {result.recovery_s} s, fault {result.fault_s} s, "
               f"restarts {result.restarts}, replayed {result.replayed}"
               f"{'; ' + result.note if result.note else ''}")
-    with capsys.disabled():
-        print("\n" + report)
+    record_property("figures", report)  # printed at the end of the run (conftest)
     assert result.expected > 50, report
     assert (result.lost, result.duplicated, result.stuck) == (0, 0, []), report

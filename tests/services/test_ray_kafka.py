@@ -83,7 +83,7 @@ def test_two_contexts_on_kafka_and_ray_equal_embedded_with_dead_letter(
 
 
 def test_killed_actor_is_restarted_and_alerts_are_complete(
-        kafka_bootstrap, kafka_bus, ray_session, unique_name, capsys):
+        kafka_bootstrap, kafka_bus, ray_session, unique_name, record_property):
     plan, cfg, dep = setup(kafka_bootstrap, unique_name, partitions=2)
     events = stream(1600, seed=5)
     expected = EmbeddedPipeline(plan, engine_factory=ReferenceEngine).run_values(events)
@@ -106,9 +106,8 @@ def test_killed_actor_is_restarted_and_alerts_are_complete(
         assert {a.identity() for a in got} == want, "alerts missing after the restart"
         stats = dep.stats()
         assert stats["matcher"][0]["restored_from"], "the restarted matcher restored a checkpoint"
-        with capsys.disabled():
-            print(f"\nkill test: {len(got)} alerts, {len(expected.alerts)} expected, "
-                  f"{len(got) - len(expected.alerts)} duplicates")
+        record_property("figures", f"{len(got)} alerts, {len(expected.alerts)} expected, "
+                        f"{len(got) - len(expected.alerts)} duplicates")
         # exactly once: what the killed actors had produced but not committed
         # was aborted, and read-committed consumers never saw it
         assert sorted(a.identity() for a in got) == sorted(a.identity() for a in expected.alerts)
