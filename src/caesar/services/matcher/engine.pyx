@@ -1244,6 +1244,11 @@ cdef class CythonEngine:
         cdef Env env
         cdef bint passed
         for spec in self._an_specs[tid]:
+            # by partition first: a partition without live instances of the
+            # spec's plans costs one int lookup, no key built, no tuple hashed
+            keyed = (<dict> spec[2]).get(self._partition)
+            if keyed is None:
+                continue
             cols = spec[0]
             n = spec[1]
             if n == 0:
@@ -1264,7 +1269,7 @@ cdef class CythonEngine:
                 if len(parts) < n:
                     continue
                 key = tuple(parts)
-            slots = (<dict> spec[2]).get((self._partition, key))
+            slots = (<dict> keyed).get(key)
             if not slots:
                 continue
             for slot, m in slots.items():
@@ -1512,16 +1517,23 @@ cdef class CythonEngine:
             if p.negated[c] and p.nextpos[c] < 0:
                 self._an_register(p, c, pkey, True)
 
-    cdef _an_register(self, PlanRT p, int c, object key, bint on):
-        cdef dict table, slots
+    cdef _an_register(self, PlanRT p, int c, object pkey, bint on):
+        """Mark (on) or unmark component c of plan p live for `pkey`
+        (partition, equivalence key) in its active-node tables, which are
+        {partition: {key: {slot: component mask}}}."""
+        cdef dict table, keyed, slots
         tables = self._an_tables.get((p.slot, c))
         if not tables:
             return
+        partition, key = pkey
         for table in tables:
-            slots = table.get(key)
+            keyed = table.get(partition)
+            slots = keyed.get(key) if keyed is not None else None
             if on:
                 if slots is None:
-                    table[key] = {p.slot: 1 << c}
+                    if keyed is None:
+                        keyed = table[partition] = {}
+                    keyed[key] = {p.slot: 1 << c}
                 else:
                     slots[p.slot] = slots.get(p.slot, 0) | (1 << c)
             elif slots is not None and p.slot in slots:
@@ -1531,7 +1543,9 @@ cdef class CythonEngine:
                 else:
                     del slots[p.slot]
                     if not slots:
-                        del table[key]
+                        del keyed[key]
+                        if not keyed:
+                            del table[partition]
 
     cdef _any(self, PlanRT p, Part part, long mask, object key):
         cdef int k, c
