@@ -4,6 +4,7 @@ the aggregations, and how much the Python around them: one throughput run
 each aggregation's add_columns/advance timed (`time.process_time`).
 
     python -m bench.linear_road.engine_split [--model PATH] [--window 6600 6620] [--history 20]
+    python -m bench.linear_road.engine_split --plot results/engine_split-session26.csv
 
 With an older checkout's sources and bench (the bench code changed with the
 validator merge), e.g. for 2c9783b:
@@ -17,8 +18,10 @@ file copied into /tmp/b/bench/linear_road).
 from __future__ import annotations
 
 import argparse
+import csv
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 TIMED = {"engine": ("process", "advance", "process_columns"), "aggregate": ("add_columns", "advance")}
@@ -47,6 +50,31 @@ def _clock(fn: Callable[..., Any], key: str, acc: dict[str, float]) -> Callable[
     return call
 
 
+def plot(csv_path: Path) -> Path:
+    """Per run (in the order run, A B A B), the engine's µs per input record
+    in the matcher and the deriver, and the window's reports per CPU-second;
+    next to the CSV, as .png. The CSV has one row per run, the lines printed
+    by main() as columns (results/engine_split-*.csv)."""
+    from bench.linear_road import bars
+
+    with csv_path.open() as f:
+        rows = list(csv.DictReader(f))
+    labels = bars.row_labels(rows, "commit", "run")
+    fig, (left, right) = bars.subplots(2, 14)
+    bars.grouped(left, labels, {
+        "matcher engine.process_columns": [r["matcher_engine_process_columns_us"] for r in rows],
+        "matcher engine.advance": [r["matcher_engine_advance_us"] for r in rows],
+        "deriver engine.process_columns": [r["deriver_engine_process_columns_us"] for r in rows]},
+        ylabel="CPU µs per input record", title="pattern engine, embedded, 1 xway, 6600-6660",
+        rotation=45)
+    bars.bars(right, labels, [r["reports_per_cpu_s_window"] for r in rows],
+              ylabel="reports per CPU-second", title="whole pipeline, the window", rotation=45,
+              color=[f"C{sorted({r['commit'] for r in rows}).index(r['commit'])}" for r in rows])
+    out = csv_path.with_suffix(".png")
+    bars.save(fig, out)
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     import caesar.services.embedded.pipeline as embedded
     from bench.linear_road import throughput
@@ -59,7 +87,11 @@ def main(argv: list[str] | None = None) -> None:
         "model_per_segment.caesar")))
     ap.add_argument("--window", type=int, nargs=2, default=[6600, 6620])
     ap.add_argument("--history", type=int, default=20)
+    ap.add_argument("--plot", type=Path, metavar="CSV", help="only draw CSV's runs as a PNG")
     args = ap.parse_args(argv)
+    if args.plot:
+        print(f"wrote {plot(args.plot)}")
+        return
     acc: dict[str, float] = {}
     original = embedded.EmbeddedPipeline.__init__
 
