@@ -32,8 +32,10 @@ cdef class Part:
 
 
 cdef Part new_part(PlanRT p, object key):
-    """Part(p, key) without the Python call: the engine makes one whenever a
-    key shows up in a partition (LR: a car entering a segment), ~1 per report."""
+    """Part(p, key) without the Python call (argument parsing, a list
+    comprehension): the engine makes one whenever a key shows up in a
+    partition (LR: a car in a segment it was not in), 4.8 % of the embedded
+    pipeline's time before this (session 26's profile)."""
     cdef Part part = Part.__new__(Part)
     cdef Stack s
     cdef int c
