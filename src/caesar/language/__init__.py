@@ -19,6 +19,7 @@ from caesar.errors import CaesarError, ModelError, SourcePosition
 from caesar.language.algebra import AlgebraPlan, phase2
 from caesar.language.ast import Model
 from caesar.language.errors import LanguageError, ModelStructureError
+from caesar.language.imports import import_from_deriver
 from caesar.language.independent import context_independent
 from caesar.language.optimizer import RULES, Rule, optimize
 from caesar.language.parser import parse
@@ -61,8 +62,11 @@ def _read(text_or_path: str | Path, file: str | None) -> tuple[str, str]:
 
 def compile_phases(text_or_path: str | Path, file: str | None = None,
                    rules: Sequence[tuple[str, Rule]] = RULES,
-                   functions: Mapping[str, Function] | None = None) -> Compilation:
-    """`functions`: the user-defined functions the model may call (by name)."""
+                   functions: Mapping[str, Function] | None = None,
+                   import_derived: bool = True) -> Compilation:
+    """`functions`: the user-defined functions the model may call (by name).
+    `import_derived=False`: the matcher derives again what the deriver derives
+    for it (language/imports.py; the baseline of that step)."""
     text, name = _read(text_or_path, file)
     parsed = parse(text, name)
     try:
@@ -73,8 +77,10 @@ def compile_phases(text_or_path: str | Path, file: str | None = None,
         unoptimized = phase2(qs)
         optimized = optimize(unoptimized, rules)
         used = tuple(f for f in (functions or {}).values() if f.name in checked.functions_used)
-        return Compilation(qs, unoptimized, optimized,
-                           replace(physical_plan(optimized), acep=acep, functions=used), acep)
+        execution = replace(physical_plan(optimized), acep=acep, functions=used)
+        if import_derived:
+            execution = import_from_deriver(execution)
+        return Compilation(qs, unoptimized, optimized, execution, acep)
     except CaesarError:
         raise
     except RecursionError:
@@ -84,10 +90,14 @@ def compile_phases(text_or_path: str | Path, file: str | None = None,
 
 def compile_model(text_or_path: str | Path, file: str | None = None, *,
                   context_aware: bool = True,
-                  functions: Mapping[str, Function] | None = None) -> ExecutionPlan:
+                  functions: Mapping[str, Function] | None = None,
+                  import_derived: bool = True) -> ExecutionPlan:
     """context_aware=False: the context-independent baseline (every query runs
-    all the time, its context an output filter; src/caesar/language/independent.py)."""
-    plan = compile_phases(text_or_path, file, functions=functions).execution
+    all the time, its context an output filter; src/caesar/language/independent.py).
+    import_derived=False: the matcher derives again what the deriver derives
+    for it (src/caesar/language/imports.py)."""
+    plan = compile_phases(text_or_path, file, functions=functions,
+                          import_derived=import_derived).execution
     return plan if context_aware else context_independent(plan)
 
 

@@ -19,11 +19,15 @@ def render_execution(plan: ExecutionPlan) -> str:
            "contexts: " + ", ".join(f"{c.name}{' (default)' if c.default else ''}"
                                     f"{' (keyed)' if c.keyed else ''} bit {c.bit}"
                                     for c in plan.contexts)]
+    exports = plan.exports
     for title, stages in (("deriver", plan.deriver_stages), ("matcher", plan.matcher_stages)):
         out.extend(f"{title}: {s.plan.plan_id} in [{', '.join(s.contexts)}]"
                    + (f" feeds {', '.join(s.feeds)}" if s.feeds else "")
                    + (f" -> topic {s.output_topic}" if s.output_topic else "")
+                   + (" -> matcher" if s.plan.plan_id in exports else "")
                    for s in stages)
+    if plan.imports:  # language/imports.py
+        out.append(f"matcher imports from the deriver: {', '.join(plan.imports)}")
     out.extend(f"transition: {t.stage.plan.plan_id} in [{', '.join(t.stage.contexts)}] "
                f"{t.action} {t.context}"
                + (f" keyed by {', '.join(t.key_fields)}" if t.key_fields else "")

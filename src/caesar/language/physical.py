@@ -32,6 +32,7 @@ from caesar.plans.execution import (
     OutputRate,
     Stage,
     TransitionStage,
+    plan_reads,
 )
 from caesar.plans.pattern import Output, OutputField, PatternPlan
 from caesar.plans.temporal import SituationSpec, TemporalPlan
@@ -340,15 +341,6 @@ def physical_plan(plan: AlgebraPlan) -> ExecutionPlan:
     return result
 
 
-def _reads(p: PatternPlan | TemporalPlan | AggregatePlan) -> list[str]:
-    """The event types a stage's plan reads."""
-    if isinstance(p, AggregatePlan):
-        return [p.source_type]
-    if isinstance(p, TemporalPlan):
-        return [s.source_type for s in p.situations]
-    return [t for c in p.components for t in c.types]
-
-
 def _check_context_key(ex: _Extractor, model: CheckedModel, plan: ExecutionPlan) -> None:
     """CONTEXTS PER: a stage that does not run in every context sees only the
     events of its key, so every type it reads must have the key attributes."""
@@ -361,7 +353,7 @@ def _check_context_key(ex: _Extractor, model: CheckedModel, plan: ExecutionPlan)
         if set(stage.contexts) >= every:
             continue
         p = stage.plan
-        for t in dict.fromkeys(_reads(p)):
+        for t in plan_reads(p):
             fields = model.event_types[t].fields if t in model.event_types else {}
             missing = [a for a in model.context_key if a not in fields]
             if missing:

@@ -141,8 +141,35 @@ class ExecutionPlan:
     # the whole stream partition (partition_by), the others only their key's
     # events. A transition's output carries the key of its last event.
     context_key: tuple[str, ...] = ()
+    # Derived types the matcher takes from the deriver instead of deriving
+    # them again (src/caesar/language/imports.py): the deriver sends the
+    # results of its stages that produce them, the router adds them to the
+    # routed transactions of their timestamp.
+    imports: tuple[str, ...] = ()
+
+    @property
+    def exports(self) -> frozenset[str]:
+        """The deriver stages whose results go to the matcher (`imports`)."""
+        return frozenset(s.plan.plan_id for s in self.deriver_stages
+                         if plan_output(s.plan) in self.imports)
 
     @property
     def transaction_key(self) -> tuple[str, ...]:
         """The attributes a stream transaction (and a context vector) is kept per."""
         return self.partition_by + self.context_key
+
+
+def plan_reads(plan: Plan) -> tuple[str, ...]:
+    """The event types a plan reads, in the order its inputs name them."""
+    if isinstance(plan, AggregatePlan):
+        return (plan.source_type,)
+    if isinstance(plan, TemporalPlan):
+        return plan.source_types
+    return tuple(dict.fromkeys(t for c in plan.components for t in c.types))
+
+
+def plan_output(plan: Plan) -> str | None:
+    """The event type a plan derives (None: a pattern without an output)."""
+    if isinstance(plan, AggregatePlan):
+        return plan.output_type
+    return plan.output.event_type if plan.output is not None else None

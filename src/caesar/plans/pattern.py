@@ -151,6 +151,14 @@ class PatternPlan:
     def negated(self) -> tuple[PatternComponent, ...]:
         return tuple(c for c in self.components if c.negated)
 
+    @property
+    def derives_on_arrival(self) -> bool:
+        """Whether each result is derived while the event that completes it is
+        processed, never later on `advance`: end negations, ON TIMEOUT and
+        after-match skips hold results until time passes."""
+        return self.timeout is None and self.skip == "no_skip" and not any(
+            alt.components and alt.components[-1].negated for alt in self.expanded())
+
     def expanded(self) -> tuple[PatternPlan, ...]:
         """One plan per alternative (the plan itself when it has none): the
         engines run each alternative as a plain sequence under the same plan

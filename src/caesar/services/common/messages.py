@@ -305,6 +305,16 @@ class RoutedBatch:
         return [item for _, item in sorted(out, key=lambda x: x[0])]
 
 
+@dataclass
+class Imports:
+    """Results the deriver derived for the matcher (ExecutionPlan.imports),
+    each at its own ts and partition, sent before the deriver's progress
+    that covers them: the router adds them to the routed transactions of
+    their ts."""
+
+    batch: TxnBatch
+
+
 @dataclass(frozen=True)
 class Progress:
     """No transaction with ts < watermark will follow on this bus partition."""

@@ -35,6 +35,7 @@ from caesar.services.matcher.stage_graph import (
     StageGraph,
     StageOutput,
     default_engine_factory,
+    is_public,
 )
 from caesar.services.router.contexts import ContextResolver, StageActivation
 
@@ -48,6 +49,9 @@ class DeriverOutput:
     alerts: list[Alert] = field(default_factory=list)
     progress: Progress | None = None
     dead_letters: list[DeadLetter] = field(default_factory=list)  # failed function calls
+    # Results the matcher takes from the deriver (ExecutionPlan.imports), at
+    # their own ts and partition; they precede `progress` on the way out.
+    imports: TxnBatch | None = None
 
 
 class DeriverProcessor:
@@ -59,6 +63,9 @@ class DeriverProcessor:
         schemas = {t.name: dict(t.fields) for t in plan.event_types}
         emit = [t.stage.plan.plan_id for t in plan.transitions]
         emit += [s.plan.plan_id for s in plan.deriver_stages if s.output_topic is not None]
+        self.exports = plan.exports
+        emit += sorted(self.exports)
+        self._exported: list[Transaction] = []  # this call's exported results
         self.activation = StageActivation(self.resolver, stages)
         self.graph = StageGraph(
             stages, schemas, engine_factory, emit=emit, context_key=plan.context_key,
@@ -85,6 +92,7 @@ class DeriverProcessor:
 
     def process(self, items: Sequence[TxnBatch | Transaction | Progress]) -> DeriverOutput:
         out = DeriverOutput()
+        self._exported = []
         for item in coalesce_transactions(items, self.schemas, self.graph.strings):
             if isinstance(item, TxnBatch):
                 self.keys.update(item.keys)
@@ -102,6 +110,8 @@ class DeriverProcessor:
             else:
                 raise TypeError(f"deriver cannot process {type(item).__name__}")
         out.dead_letters = self.graph.take_dead_letters()
+        if self._exported:
+            out.imports = TxnBatch.of(self._exported, self.schemas, self.graph.strings)
         return out
 
     def _step(self, ts: int, txns: TxnBatch, out: DeriverOutput,
@@ -130,7 +140,12 @@ class DeriverProcessor:
             pid = o.stage.plan.plan_id
             if pid in self.transitions:
                 fired.append((max(o.record["_ts"], floor), o))
-            elif o.stage.output_topic is not None:
+                continue
+            if pid in self.exports:
+                rec = o.record
+                self._exported.append(Transaction(rec["_p"], rec["_key"], rec["_ts"], (
+                    {k: v for k, v in rec.items() if k == "type" or is_public(k)},)))
+            if o.stage.output_topic is not None:
                 rec = o.record
                 out.alerts.append(Alert(
                     plan_id=stage_identity(o.stage), event_type=rec["type"], partition=rec["_p"],

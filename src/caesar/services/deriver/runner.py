@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from caesar.bus.records import OutRecord, Record, TopicPartition
-from caesar.services.common.columnar import batch_from
+from caesar.services.common.columnar import batch_from, batch_record, chunks
 from caesar.services.common.config import ServiceConfig
 from caesar.services.common.messages import PlanSwitch, Progress, TxnBatch
 from caesar.services.common.replay import SeqFilter, decode_fresh, owned
@@ -31,6 +31,10 @@ from caesar.services.matcher.stage_graph import default_engine_factory
 from caesar.services.store.state_format import from_pairs, pairs
 
 PROGRESS_KEY = b"__progress__"
+# Results for the matcher (ExecutionPlan.imports) ride on the context-changes
+# topic too, ahead of the progress that covers them; like progress they are
+# read from the router's checkpointed offsets, never as a compacted table.
+IMPORTS_KEY = b"__imports__"
 
 
 class DeriverHandler:
@@ -48,6 +52,7 @@ class DeriverHandler:
         self.seen = SeqFilter()  # per Kafka partition: transaction batches
         self.outputs = OutputEncoder(cfg)
         self.change_seq: dict[int, int] = defaultdict(int)
+        self.import_seq: dict[int, int] = defaultdict(int)  # Kafka partition -> batches sent
         self.owner: dict[int, int] = {}  # stream partition -> Kafka partition
 
     def inputs(self) -> list[TopicPartition]:
@@ -90,6 +95,12 @@ class DeriverHandler:
             self.owner[c.partition] = j
             out.append(OutRecord(topic, self.codec.encode(CHANGE, rec), c.key.encode(),
                                  partition=j))
+        if result.imports is not None:
+            for piece in chunks(result.imports):
+                self.import_seq[j] += 1
+                out.append(OutRecord(topic, self.codec.encode(
+                    TXN_BATCH, batch_record(piece, self.import_seq[j])), IMPORTS_KEY,
+                    partition=j))
         out += self.outputs.encode(result.alerts, self.plans.plan(j))
         out += dead_records(self.cfg, result.dead_letters, "deriver")
         if result.progress is not None:
@@ -103,12 +114,14 @@ class DeriverHandler:
     def snapshot_partition(self, j: int) -> Any:
         return {"plan": self.plans.versions[j], "proc": self.procs[j].snapshot(),
                 "seen": self.seen.last.get(j, -1),
-                "change_seq": pairs(owned(self.change_seq, self.owner, j))}
+                "change_seq": pairs(owned(self.change_seq, self.owner, j)),
+                "import_seq": self.import_seq[j]}
 
     def restore_partition(self, j: int, state: Any) -> None:
         self.plans.restore(j, state.get("plan"), state["proc"])
         if isinstance(state["seen"], int):
             self.seen.last[j] = state["seen"]
+        self.import_seq[j] = int(state.get("import_seq", 0))
         change_seq = from_pairs(state["change_seq"])
         self.change_seq.update(change_seq)
         self.owner.update(dict.fromkeys(change_seq, j))

@@ -19,6 +19,7 @@ from caesar.services.common.messages import (
     Alert,
     ContextChange,
     DeadLetter,
+    Imports,
     InputRecord,
     Progress,
     TxnBatch,
@@ -97,6 +98,8 @@ class EmbeddedPipeline:
         derived = self.deriver.process(items)
         self.result.context_changes += derived.changes
         router_in: list[Any] = list(items) + list(derived.changes)
+        if derived.imports is not None:
+            router_in.append(Imports(derived.imports))
         if derived.progress is not None:
             router_in.append(derived.progress)
         routed = self.router.process(router_in)

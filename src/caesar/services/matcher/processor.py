@@ -59,7 +59,9 @@ class MatcherProcessor:
         self.watermark = -(2**62)
         # Several timestamps per step where the stages allow it (StageGraph.step);
         # False: one step per timestamp (the reference the tests compare with).
-        self.waves = self.graph.waves
+        # (Imported results may sit at a ts where no routed transaction of a
+        # piece of the batch is: they go in a step of their own, not a wave.)
+        self.waves = self.graph.waves and not plan.imports
         self.alerts_emitted = 0
         self.ingest: dict[int, int] = {}  # partition -> Kafka ms of its latest input
 
@@ -94,11 +96,15 @@ class MatcherProcessor:
             self._run_waves(batch, discards, txn_at, parts, active_sets, muted_sets, out)
             return
         by_ts = dict(batch.txns.by_ts())
-        for ts in sorted(set(txn_at) | set(discards)):
+        # imported results (ExecutionPlan.imports) are rows without a
+        # transaction of their own: a batch cut between transactions
+        # (routed_chunks) may hold some at a ts without one
+        stamps = set(txn_at) | set(discards) | (set(by_ts) if self.plan.imports else set())
+        for ts in sorted(stamps):
             for d in discards.get(ts, ()):  # a window ended before ts: drop first
                 self.graph.discard(d.plan_ids, d.partition)
-            rows = txn_at.get(ts)
-            if not rows:
+            rows = txn_at.get(ts, [])
+            if not rows and ts not in by_ts:
                 continue
             active = {}
             for i in rows:

@@ -26,7 +26,7 @@ from caesar.errors import PlanError
 from caesar.events.batch import NUMPY_DTYPES, EventBatch, StringPool, TypeColumns
 from caesar.plans.aggregate import AggregatePlan
 from caesar.plans.engine import DerivedEvent, PatternEngine
-from caesar.plans.execution import Stage
+from caesar.plans.execution import Stage, plan_output, plan_reads
 from caesar.plans.functions import FunctionFailure
 from caesar.plans.matches import MatchBatch, MatchColumns
 from caesar.plans.pattern import PatternPlan
@@ -71,19 +71,11 @@ def plan_id(stage: Stage) -> str:
 
 
 def consumed_types(stage: Stage) -> frozenset[str]:
-    plan = stage.plan
-    if isinstance(plan, AggregatePlan):
-        return frozenset({plan.source_type})
-    if isinstance(plan, TemporalPlan):
-        return frozenset(plan.source_types)
-    return frozenset(t for c in plan.components for t in c.types)
+    return frozenset(plan_reads(stage.plan))
 
 
 def output_type(stage: Stage) -> str | None:
-    plan = stage.plan
-    if isinstance(plan, AggregatePlan):
-        return plan.output_type
-    return plan.output.event_type if plan.output is not None else None
+    return plan_output(stage.plan)
 
 
 @dataclass
@@ -926,12 +918,9 @@ class StageGraph:
 
 def _wave_safe(plan: Any) -> bool:
     """Does this plan derive each result while processing the event that
-    completes it (never on `advance`)? End negations, ON TIMEOUT and
-    after-match skips hold results until time passes; TPStream plans and
-    aggregates run on time too."""
-    if not isinstance(plan, PatternPlan) or plan.timeout is not None or plan.skip != "no_skip":
-        return False
-    return not any(alt.components and alt.components[-1].negated for alt in plan.expanded())
+    completes it (never on `advance`)? TPStream plans and aggregates run on
+    time too."""
+    return isinstance(plan, PatternPlan) and plan.derives_on_arrival
 
 
 def _trim(history: dict[int, list[tuple[int, frozenset[str]]]], long: set[int],

@@ -20,12 +20,14 @@ from typing import Any
 
 import numpy as np
 
+from caesar.errors import PlanError
 from caesar.events.batch import EventBatch, TypeColumns, unique_pairs
 from caesar.plans.execution import ExecutionPlan
 from caesar.plans.serialize import stage_identity
 from caesar.services.common.messages import (
     ContextChange,
     Discard,
+    Imports,
     Progress,
     RoutedBatch,
     Transaction,
@@ -60,6 +62,11 @@ class RouterProcessor:
         self._muted: dict[int, tuple[str, ...]] = {}
         self.schemas = {t.name: dict(t.fields) for t in plan.event_types}
         self.pending: deque[TxnBatch] = deque()
+        # The deriver's results for the matcher (ExecutionPlan.imports) not
+        # yet routed, and the latest ts routed (none may come at or before it).
+        self.imports = bool(plan.imports)
+        self.imported: deque[TxnBatch] = deque()
+        self.routed_through = NEVER
         self.changes: dict[int, deque[ContextChange]] = {}
         self.vectors: dict[int, int] = {}  # partition -> vector as of its last routed txn
         self.scheduler_wm = NEVER
@@ -80,8 +87,8 @@ class RouterProcessor:
                     out[pid] += n
         return out
 
-    def process(self, items: Sequence[TxnBatch | Transaction | ContextChange | Progress]
-                ) -> RouterOutput:
+    def process(self, items: Sequence[TxnBatch | Transaction | ContextChange | Imports |
+                                      Progress]) -> RouterOutput:
         out = RouterOutput()
         for item in coalesce_transactions(items, self.schemas):
             if isinstance(item, TxnBatch):
@@ -89,6 +96,9 @@ class RouterProcessor:
                     self.pending.append(item)
             elif isinstance(item, ContextChange):
                 self.changes.setdefault(item.partition, deque()).append(item)
+            elif isinstance(item, Imports):
+                if len(item.batch):
+                    self._import(item.batch)
             elif isinstance(item, Progress):
                 if item.source == "deriver":
                     self.deriver_done = max(self.deriver_done, item.watermark)
@@ -114,18 +124,23 @@ class RouterProcessor:
             out.routed.append(Progress(wm, "router"))
 
     def _take_ready(self) -> TxnBatch | None:
-        """The pending transactions with ts <= D (the deriver's progress)."""
+        """The pending transactions with ts <= D (the deriver's progress);
+        with imports, ts < D: D = t says every change before t is out, but
+        transactions at t of other partitions, and what they derive for the
+        matcher at t, may still follow (D passes t with the next
+        transaction or the scheduler's progress, which follows each release)."""
         if not self.pending or self.deriver_done == NEVER:
             return None
+        through = self.deriver_done - 1 if self.imports else self.deriver_done
         ready: list[TxnBatch] = []
         while self.pending:
             head = self.pending[0]
             stamps = head.timestamps()
-            if stamps[-1] <= self.deriver_done:
+            if stamps[-1] <= through:
                 ready.append(self.pending.popleft())
                 continue
-            if stamps[0] <= self.deriver_done:
-                now, later = head.split(self.deriver_done + 1)
+            if stamps[0] <= through:
+                now, later = head.split(through + 1)
                 ready.append(now)
                 self.pending[0] = later
             break
@@ -147,6 +162,7 @@ class RouterProcessor:
         by_type = _ts_sorted(batch.events)
         if not by_type:
             return None
+        imports = self._take_imports(int(batch.timestamps()[-1]))
         cols = list(by_type.values())
         pair_ts, pair_part, inverse, counts = unique_pairs(
             np.concatenate([c.ts for c in cols]), np.concatenate([c.partition for c in cols]))
@@ -171,16 +187,42 @@ class RouterProcessor:
                 self.skipped_transactions += 1
             if discard:
                 discards.append(Discard(p, ts, discard))
-        if not t_part and not discards:
+        if not t_part and not discards and imports is None:
             return None
         events = EventBatch(by_type if routed.all() else
                             _take_rows(by_type, routed[inverse]),
                             batch.events.strings)
+        keys = dict(batch.keys)
+        if imports is not None:
+            events = _with_imports(events, imports.events)
+            keys.update(imports.keys)
         return RoutedBatch(
-            TxnBatch(events, dict(batch.keys)), np.array(t_part, dtype=np.int64),
+            TxnBatch(events, keys), np.array(t_part, dtype=np.int64),
             np.array(t_ts, dtype=np.int64),
             np.array(t_active, dtype=np.int32), np.array(t_muted, dtype=np.int32),
             [tuple(sorted(a)) for a in sets], list(muted_sets), discards)
+
+    def _take_imports(self, through: int) -> TxnBatch | None:
+        """The imported results with ts <= `through` (the last ts of the
+        transactions being routed); they go with those transactions."""
+        if not self.imported:
+            self.routed_through = max(self.routed_through, through)
+            return None
+        now, later = TxnBatch.concat(list(self.imported)).split(through + 1)
+        self.imported = deque([later] if len(later) else [])
+        self.routed_through = max(self.routed_through, through)
+        return now if len(now) else None
+
+    def _import(self, batch: TxnBatch) -> None:
+        first = int(batch.timestamps()[0])
+        if first <= self.routed_through:
+            # The deriver sends a result before its progress covering it, and
+            # no transaction is routed before that progress: this one would
+            # be lost.
+            raise PlanError(f"a result the deriver derived for the matcher at ts {first} "
+                            f"came after the transactions up to {self.routed_through} "
+                            "were routed")
+        self.imported.append(batch)
 
     def _muted_at(self, vector: int) -> tuple[str, ...]:
         """Filtered stages (context-independent plans) whose context does not hold."""
@@ -214,8 +256,12 @@ class RouterProcessor:
         names = self.resolver.names
         ident = self._identity
         pending = TxnBatch.concat(list(self.pending)) if self.pending else None
+        imported = TxnBatch.concat(list(self.imported)) if self.imported else None
         return {"pending": [] if pending is None else
                 [txn_data(t) for t in pending.transactions()],
+                "imported": [] if imported is None else
+                [txn_data(t) for t in imported.transactions()],
+                "routed_through": self.routed_through,
                 "changes": [[c.partition, c.key, c.ts, list(names(c.vector)), list(c.contexts)]
                             for q in self.changes.values() for c in q],
                 "vectors": [[p, list(names(v))] for p, v in self.vectors.items()],
@@ -230,6 +276,9 @@ class RouterProcessor:
         vector = self.resolver.vector
         pending = [txn_from_data(t) for t in state["pending"]]
         self.pending = deque([TxnBatch.of(pending, self.schemas)] if pending else [])
+        imported = [txn_from_data(t) for t in state.get("imported", [])]
+        self.imported = deque([TxnBatch.of(imported, self.schemas)] if imported else [])
+        self.routed_through = int(state.get("routed_through", NEVER))
         self.changes = {}
         for p, key, ts, names, contexts in state["changes"]:
             self.changes.setdefault(int(p), deque()).append(
@@ -263,6 +312,12 @@ def _ts_sorted(events: EventBatch) -> dict[str, TypeColumns]:
         if len(c) > 1 and bool((c.ts[1:] < c.ts[:-1]).any()):
             out[t] = c.take(np.argsort(c.ts, kind="stable"))
     return out
+
+
+def _with_imports(events: EventBatch, imports: EventBatch) -> EventBatch:
+    """The routed rows and the imported ones, each type's rows in ts order."""
+    merged = EventBatch.concat([events, imports.in_pool(events.strings)])
+    return EventBatch(_ts_sorted(merged), merged.strings)
 
 
 def _take_rows(by_type: dict[str, TypeColumns], rows: np.ndarray) -> dict[str, TypeColumns]:

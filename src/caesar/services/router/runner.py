@@ -5,7 +5,7 @@ routed topic out."""
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from caesar.bus.records import OutRecord, Record, TopicPartition
@@ -14,6 +14,7 @@ from caesar.services.common.columnar import batch_from, routed_chunks, routed_re
 from caesar.services.common.config import ServiceConfig
 from caesar.services.common.messages import (
     ContextChange,
+    Imports,
     PlanSwitch,
     Progress,
     Transaction,
@@ -37,7 +38,7 @@ from caesar.services.common.wire import (
 from caesar.services.router.processor import RouterProcessor, txn_data, txn_from_data
 from caesar.services.store.state_format import from_pairs, pairs
 
-Item = TxnBatch | Transaction | ContextChange | Progress | PlanSwitch
+Item = TxnBatch | Transaction | ContextChange | Imports | Progress | PlanSwitch
 TXN_SIDE, CHANGE_SIDE = "txn", "ctx"
 
 
@@ -56,6 +57,7 @@ class RouterHandler:
         self.strings = StringPool()  # the router reads no strings; the batches keep theirs
         self.seen_txn = SeqFilter()  # per Kafka partition: transaction batches
         self.seen_change = SeqFilter()  # per stream partition: context changes
+        self.seen_imports = SeqFilter()  # per Kafka partition: the deriver's imports
         self.seq: dict[int, int] = defaultdict(int)  # Kafka partition -> routed batches sent
         self.owner: dict[int, int] = {}  # stream partition -> Kafka partition
         self.barrier: dict[int, dict[str, str]] = {}  # partition -> side -> switch seen
@@ -74,29 +76,38 @@ class RouterHandler:
             if r.value is None:  # a tombstone: the services never write one here
                 continue
             side = TXN_SIDE if r.topic == self.cfg.topics.transactions else CHANGE_SIDE
-            schema, value = self.codec.decode(r.value)
-            if schema == TXN_BATCH:
-                if self.seen_txn.fresh(r.partition, value["seq"]):
-                    batch, _ = batch_from(value, self.strings)
-                    by_partition[r.partition].append((side, batch))
-            elif schema == CHANGE:
-                change, seq = change_from(value)
-                self.owner[change.partition] = r.partition
-                if self.seen_change.fresh(change.partition, seq):
-                    by_partition[r.partition].append((side, change))
-            elif schema == PROGRESS:
-                by_partition[r.partition].append((side, progress_from(value)))
-            elif schema == SWITCH:
-                by_partition[r.partition].append((side, switch_from(value)))
+            item = self._decode(r, side)
+            if item is not None:
+                by_partition[r.partition].append((side, item))
         outputs: dict[int, list[OutRecord]] = {}
         for j, items in by_partition.items():
             outputs[j] = self._partition(j, items)
         return outputs
 
+    def _decode(self, r: Record, side: str) -> Item | None:
+        """One input record as the router's item; None: one seen before."""
+        assert r.value is not None
+        schema, value = self.codec.decode(r.value)
+        if schema == TXN_BATCH:  # transactions, or the deriver's results for the matcher
+            seen = self.seen_txn if side == TXN_SIDE else self.seen_imports
+            if not seen.fresh(r.partition, value["seq"]):
+                return None
+            batch, _ = batch_from(value, self.strings)
+            return batch if side == TXN_SIDE else Imports(batch)
+        if schema == CHANGE:
+            change, seq = change_from(value)
+            self.owner[change.partition] = r.partition
+            return change if self.seen_change.fresh(change.partition, seq) else None
+        if schema == PROGRESS:
+            return progress_from(value)
+        if schema == SWITCH:
+            return switch_from(value)
+        return None
+
     def _partition(self, j: int, items: list[tuple[str, Item]]) -> list[OutRecord]:
         out: list[OutRecord] = []
         queue = deque(items)
-        ready: list[TxnBatch | Transaction | ContextChange | Progress] = []
+        ready: list[TxnBatch | Transaction | ContextChange | Imports | Progress] = []
         barrier = self.barrier.setdefault(j, {})
         while queue:
             side, item = queue.popleft()
@@ -119,7 +130,8 @@ class RouterHandler:
         self._route(j, ready, out)
         return out
 
-    def _route(self, j: int, items: list[TxnBatch | Transaction | ContextChange | Progress],
+    def _route(self, j: int,
+               items: list[TxnBatch | Transaction | ContextChange | Imports | Progress],
                out: list[OutRecord]) -> None:
         if not items:
             return
@@ -143,16 +155,20 @@ class RouterHandler:
                 "barrier": dict(self.barrier.get(j, {})),
                 "held": [[side, _item_data(item)] for side, item in self.held.get(j, [])],
                 "seen_txn": self.seen_txn.last.get(j, -1),
+                "seen_imports": self.seen_imports.last.get(j, -1),
                 "seen_change": pairs(owned(self.seen_change.last, self.owner, j)),
                 "seq": self.seq[j]}
 
     def restore_partition(self, j: int, state: Any) -> None:
         self.plans.restore(j, state.get("plan"), state["proc"])
         self.barrier[j] = dict(state["barrier"])
+        schemas = self.procs[j].schemas
         self.held[j] = [(side, item) for side, data in state["held"]
-                        for item in _items_from(data)]
+                        for item in _items_from(data, schemas)]
         if isinstance(state["seen_txn"], int):
             self.seen_txn.last[j] = state["seen_txn"]
+        if int(state.get("seen_imports", -1)) >= 0:
+            self.seen_imports.last[j] = int(state["seen_imports"])
         seen_change = from_pairs(state["seen_change"])
         self.seen_change.last.update(seen_change)
         self.owner.update(dict.fromkeys(seen_change, j))
@@ -170,15 +186,19 @@ def _item_data(item: Item) -> list[Any]:
         return ["txns", [txn_data(item)]]
     if isinstance(item, ContextChange):
         return ["change", [item.partition, item.key, item.ts, item.vector, list(item.contexts)]]
+    if isinstance(item, Imports):
+        return ["imports", [txn_data(t) for t in item.batch.transactions()]]
     if isinstance(item, Progress):
         return ["progress", [item.watermark, item.source]]
     return ["switch", [item.plan, item.previous, item.watermark]]
 
 
-def _items_from(data: list[Any]) -> list[Item]:
+def _items_from(data: list[Any], schemas: Mapping[str, Mapping[str, str]]) -> list[Item]:
     kind, d = data
     if kind == "txns":
         return [txn_from_data(t) for t in d]
+    if kind == "imports":
+        return [Imports(TxnBatch.of([txn_from_data(t) for t in d], schemas))]
     if kind == "change":
         return [ContextChange(int(d[0]), d[1], int(d[2]), int(d[3]), tuple(d[4]))]
     if kind == "progress":
