@@ -65,7 +65,8 @@ def plot(csv_path: Path) -> Path:
         "matcher engine.process_columns": [r["matcher_engine_process_columns_us"] for r in rows],
         "matcher engine.advance": [r["matcher_engine_advance_us"] for r in rows],
         "deriver engine.process_columns": [r["deriver_engine_process_columns_us"] for r in rows]},
-        ylabel="CPU µs per input record", title="pattern engine, embedded, 1 xway, 6600-6660",
+        ylabel="CPU µs per input record",
+        title=f"pattern engine, embedded, 1 xway, {rows[0]['window']}",
         rotation=45)
     bars.bars(right, labels, [r["reports_per_cpu_s_window"] for r in rows],
               ylabel="reports per CPU-second", title="whole pipeline, the window", rotation=45,
@@ -88,6 +89,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--window", type=int, nargs=2, default=[6600, 6620])
     ap.add_argument("--history", type=int, default=20)
     ap.add_argument("--plot", type=Path, metavar="CSV", help="only draw CSV's runs as a PNG")
+    ap.add_argument("--csv", type=Path, help="append this run's row to CSV (the --plot format)")
+    ap.add_argument("--label", default="", help="the row's label (with --csv)")
+    ap.add_argument("--commit", default="", help="the sources' commit (with --csv)")
     args = ap.parse_args(argv)
     if args.plot:
         print(f"wrote {plot(args.plot)}")
@@ -118,6 +122,33 @@ def main(argv: list[str] | None = None) -> None:
           f"{row['differences_alerts']} alerts")
     for key, cpu in sorted(acc.items()):
         print(f"  {key:<30} {cpu:7.2f} CPU s  {1e6 * cpu / n:6.2f} µs per input record")
+    if args.csv:
+        _append(args.csv, args, row, {k: round(1e6 * v / n, 2) for k, v in acc.items()})
+
+
+def _append(path: Path, args: argparse.Namespace, row: dict[str, Any],
+            split: dict[str, float]) -> None:
+    """One row per run, numbered in the order run (A B A B)."""
+    from bench.linear_road import throughput
+
+    old = list(csv.DictReader(path.open())) if path.exists() else []
+    out = {"label": args.label, "commit": args.commit,
+           "when": time.strftime("%Y-%m-%d %H:%M:%S"), "run": len(old) + 1,
+           "window": f"{args.window[0]}-{args.window[1]}", "history_s": args.history,
+           "reports_per_cpu_s_window": row["reports_per_cpu_s"],
+           **{f"{h}_us_per_report": row[f"{h}_us_per_report"] for h in throughput.HOPS},
+           "tolls": row["tolls"], "alerts": row["alerts"],
+           "differences_tolls": row["differences_tolls"],
+           "differences_alerts": row["differences_alerts"],
+           **{f"{k.replace('.', '_')}_us": split.get(k, 0.0) for k in (
+               f"{s}.{part}.{m}" for s in ("deriver", "matcher")
+               for part, ms in (("aggregate", TIMED["aggregate"]),
+                                ("engine", ("advance", "process_columns"))) for m in ms)}}
+    with path.open("a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(out))
+        if not old:
+            w.writeheader()
+        w.writerow(out)
 
 
 if __name__ == "__main__":
