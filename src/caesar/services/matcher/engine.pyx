@@ -987,7 +987,7 @@ cdef class CythonEngine:
                 bypart = self._parts[p.slot]
                 for partition in list(bypart):
                     self._sweep_keys(p, partition, _untracked_keys(bypart, partition),
-                                     wm - p.within)
+                                     wm - p.within, False)
                 continue
             if p.slot not in self._sweeps:
                 if wm - p.last_sweep < max(1, p.within // 2):
@@ -1032,11 +1032,16 @@ cdef class CythonEngine:
             keys = s.keys[s.at:s.at + left]
             s.at += len(keys)
             left -= len(keys)
-            self._sweep_keys(p, s.partition, keys, bound)
+            self._sweep_keys(p, s.partition, keys, bound, True)
 
-    cdef int _sweep_keys(self, PlanRT p, object partition, list keys, i64 bound) except -1:
+    cdef int _sweep_keys(self, PlanRT p, object partition, list keys, i64 bound,
+                         bint idle_only) except -1:
         """Prune plan p's parts of `keys` in `partition` to `bound`; drop the
-        empty ones, and the partition once it holds none."""
+        empty ones, and the partition once it holds none. `idle_only`: pass
+        over the parts an event reached after `bound` (that event pruned
+        them; the next sweep takes them if no other follows); a sweep that
+        ends runs (ON TIMEOUT, after-match skip) visits every part, its
+        timeouts being outputs."""
         cdef Part part
         cdef Stack s
         bypart = self._parts[p.slot]
@@ -1046,7 +1051,7 @@ cdef class CythonEngine:
         self._partition = partition
         for key in keys:
             part = keyed.get(key)
-            if part is None:
+            if part is None or (idle_only and part.touched > bound):
                 continue
             if part.runs:  # before pruning: runs point into the stacks
                 self._expire_runs(p, part, bound)
@@ -1395,6 +1400,7 @@ cdef class CythonEngine:
             if key is None:
                 return
         part = self._get_part(p, key)
+        part.touched = self._ts
         if p.leader is not None:
             self._relink(p, part, self._partition, key)
         # results waiting for an end negation whose window is over can no

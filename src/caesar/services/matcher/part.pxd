@@ -1,6 +1,7 @@
 # C-level contract of part.pyx: the run state of one (plan, partition,
 # equivalence key).
 from caesar.services.matcher.plan_runtime cimport PlanRT
+from caesar.services.matcher.typedefs cimport i64
 
 
 cdef class Part:
@@ -12,6 +13,9 @@ cdef class Part:
     # after-match skip: complete matches waiting for earlier-started runs,
     # [(first seq, seqs), DerivedEvent, prune seq or None]
     cdef public object held
+    # ts of the latest event that reached it: an idle sweep passes over a
+    # part touched inside the window (the touch pruned it)
+    cdef public i64 touched
     cdef bint empty(self)
 
 

@@ -4,6 +4,9 @@
 cimport cython
 
 from caesar.services.matcher.stack cimport Stack
+from caesar.services.matcher.typedefs cimport i64
+
+cdef i64 _NEVER = -(1 << 62)
 
 
 cdef inline int _fill(Part part, PlanRT p, object key) except -1:
@@ -15,6 +18,7 @@ cdef inline int _fill(Part part, PlanRT p, object key) except -1:
     part.pending = ()
     part.ready = ()
     part.held = ()
+    part.touched = _NEVER
     return 0
 
 
