@@ -219,3 +219,30 @@ def test_a_timestamp_cut_between_batches_waits_for_all_its_results():
     alerts = sorted(a.identity() for a in matcher.process(routed).alerts)
     assert alerts == outputs(PER_ROAD, events, import_derived=False)[0]
     assert {a[1] for a in alerts} == {"Behind", "Again"}
+
+
+def test_a_router_restored_mid_stream_routes_the_imports_it_held():
+    """Imports that arrived before their timestamp could be routed are part
+    of the router's state: a router restored from a snapshot taken then
+    routes them as the one that kept running does."""
+    events = stream([(1, 0, 0, 1, 0), (1, 0, 0, 2, 0), (1, 0, 0, 1, 0), (1, 0, 0, 2, 0),
+                     (1, 0, 0, 3, 30), (1, 0, 0, 1, 30), (1, 0, 0, 3, 30)])
+    plan = compile_model(MODEL)
+    sched = SchedulerProcessor(plan)
+    txns = sched.process([InputRecord("cars", 0, i, e) for i, e in enumerate(events)]
+                         ).transactions + sched.flush().transactions
+    out = DeriverProcessor(plan).process(txns)
+    assert out.imports is not None and out.progress is not None
+    derived = [*out.changes, Imports(out.imports)]
+    kept, restored = RouterProcessor(plan), RouterProcessor(plan)
+    first = kept.process([*txns, *derived]).routed  # no deriver progress yet: all held
+    assert kept.imported
+    restored.restore(kept.snapshot())
+    found = []
+    for router in (kept, restored):
+        matcher = MatcherProcessor(plan)
+        routed = first + router.process([out.progress]).routed
+        found.append(sorted(a.identity() for a in matcher.process(routed).alerts))
+    expected = outputs(MODEL, events, import_derived=False)[0]
+    assert found == [expected, expected]
+    assert "Behind" in {a[1] for a in expected}

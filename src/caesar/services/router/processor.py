@@ -64,7 +64,7 @@ class RouterProcessor:
         self.pending: deque[TxnBatch] = deque()
         # The deriver's results for the matcher (ExecutionPlan.imports) not
         # yet routed, and the latest ts routed (none may come at or before it).
-        self.imports = bool(plan.imports)
+        self.has_imports = bool(plan.imports)
         self.imported: deque[TxnBatch] = deque()
         self.routed_through = NEVER
         self.changes: dict[int, deque[ContextChange]] = {}
@@ -131,7 +131,7 @@ class RouterProcessor:
         transaction or the scheduler's progress, which follows each release)."""
         if not self.pending or self.deriver_done == NEVER:
             return None
-        through = self.deriver_done - 1 if self.imports else self.deriver_done
+        through = self.deriver_done - 1 if self.has_imports else self.deriver_done
         ready: list[TxnBatch] = []
         while self.pending:
             head = self.pending[0]
