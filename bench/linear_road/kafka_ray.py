@@ -51,8 +51,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,46 +91,71 @@ def expected_outputs(reports: Reports, cache: Path | None) -> dict[str, np.ndarr
     return out
 
 
-def expected_for_xways(one: dict[str, np.ndarray], xways: int) -> dict[str, Counter]:
-    """Expressway i's outputs are expressway 0's with xway = i and vid + i * 10^7
-    (columns: vid, time, xway, ...)."""
-    out: dict[str, Counter] = {}
-    for etype, rows in one.items():
-        c: Counter = Counter()
-        for i in range(xways):
-            shifted = rows.copy()
-            shifted[:, 0] += i * VID_STRIDE
-            shifted[:, 2] = i
-            c.update(map(tuple, shifted.tolist()))
-        out[etype] = c
-    return out
+def differences(one: np.ndarray, got: np.ndarray, xways: int) -> int:
+    """Missing plus extra rows of `got` (int64 rows of all expressways)
+    against `one` (expressway 0's expected rows): expressway i's are
+    expressway 0's with xway = i and vid + i * 10^7 (columns: vid, time,
+    xway, ...). Compared as multisets in numpy, one expressway at a time:
+    a Counter of tuples for 20M outputs (8 expressways, 30 minutes) took
+    ~7 GB per side."""
+    total = 0
+    inside = (got[:, 2] >= 0) & (got[:, 2] < xways)
+    total += int((~inside).sum())
+    for i in range(xways):
+        rows = got[got[:, 2] == i]
+        rows[:, 0] -= i * VID_STRIDE
+        rows[:, 2] = 0
+        total += _multiset_differences(rows, one)
+    return total
+
+
+def _multiset_differences(a: np.ndarray, b: np.ndarray) -> int:
+    """How many rows one has more of than the other, summed over rows."""
+    if not len(a) or not len(b):
+        return len(a) + len(b)
+    rows = np.concatenate([a, b])
+    sign = np.concatenate([np.ones(len(a), dtype=np.int64), -np.ones(len(b), dtype=np.int64)])
+    order = np.lexsort(rows.T[::-1])
+    rows, sign = rows[order], sign[order]
+    new = np.concatenate([[True], (rows[1:] != rows[:-1]).any(axis=1)])
+    net = np.bincount(np.cumsum(new) - 1, weights=sign)
+    return int(np.abs(net).sum())
 
 
 # ------------------------------------------------------------------ producing
+Packed = tuple[bytes, np.ndarray]  # records one after the other, and where each ends
+
+
 def encode_seconds(reports: Reports, xways: int, last_ts: dict[tuple[int, int], int] | None = None
-                   ) -> list[tuple[int, dict[int, list[bytes]]]]:
-    """Per simulated second: Kafka partition (2 * xway + dir) -> encoded
-    reports; into `last_ts`, (second, partition) -> the burst's largest ts."""
+                   ) -> list[tuple[int, dict[int, Packed]]]:
+    """Per simulated second of `reports` (one expressway), copied to `xways`
+    expressways as Reports.xways makes them: Kafka partition (2 * xway +
+    dir) -> its encoded reports; into `last_ts`, (second, partition) -> the
+    burst's largest ts. One bytes object per partition and second, not per
+    record, and the copies made a second at a time: 54M records (8
+    expressways, 40 minutes) as bytes objects took ~4 GB."""
     from caesar.codecs.flat import FlatCodec
     from caesar.examples.linear_road.avro import POSITION_REPORT, repository
     from caesar.examples.linear_road.partitioning import ms_timestamps
 
     flat = FlatCodec(repository().get(POSITION_REPORT))
     out = []
-    for t, sec in reports.seconds():
+    for t, one in reports.seconds():
+        sec = one.xways(xways)
         cols = dict(sec.columns)
         cols["pseg"] = np.full(len(sec), -1, dtype=np.int64)
         cols["ts"] = ms_timestamps(cols["time"], [cols["xway"], cols["dir"]], cols["pos"])
         order = np.argsort(cols["ts"], kind="stable")  # non-decreasing ts per partition
         cols = {k: v[order] for k, v in cols.items()}
         encoded = flat.encode(cols)
-        part = (cols["xway"] * 2 + cols["dir"]).tolist()
-        by_part: dict[int, list[bytes]] = {}
-        for p, v in zip(part, encoded, strict=True):
-            by_part.setdefault(p, []).append(v)
-        if last_ts is not None:
-            for p, ts in zip(part, cols["ts"].tolist(), strict=True):
-                last_ts[(t, p)] = ts  # ts is non-decreasing per partition
+        part = cols["xway"] * 2 + cols["dir"]
+        by_part: dict[int, Packed] = {}
+        for p in np.unique(part).tolist():
+            rows = np.flatnonzero(part == p)
+            values = [encoded[i] for i in rows.tolist()]
+            by_part[p] = (b"".join(values), np.cumsum([len(v) for v in values]))
+            if last_ts is not None:
+                last_ts[(t, p)] = int(cols["ts"][rows[-1]])  # ts is non-decreasing per partition
         out.append((t, by_part))
     return out
 
@@ -148,13 +172,15 @@ class Producer:
                             "acks": "1"})
         self.keys = {}
 
-    def send(self, by_part: dict[int, list[bytes]]) -> int:
+    def send(self, by_part: dict[int, Packed]) -> int:
         """Send one second; returns the wall ms the burst started."""
         ms = int(time.time() * 1000)
         produce = self.p.produce
-        for part, values in by_part.items():
+        for part, (blob, ends) in by_part.items():
             key = self.keys.setdefault(part, f"{part // 2}|{part % 2}".encode())
-            for v in values:
+            begin = 0
+            for end in ends.tolist():
+                v, begin = blob[begin:end], end
                 while True:
                     try:
                         produce(INPUT_TOPIC, v, key, partition=part, timestamp=ms)
@@ -235,13 +261,11 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
     # `reports` runs one second past the window: its burst releases the
     # window's last second (nothing is released on a timer); its own outputs
     # are not compared or timed.
-    roads = reports.xways(xways)
-    want = expected_for_xways(one_expected, xways)
-    n_expected = sum(sum(c.values()) for c in want.values())
+    n_expected = xways * sum(len(v) for v in one_expected.values())
     last_ts: dict[tuple[int, int], int] = {}
-    seconds = encode_seconds(roads, xways, last_ts)
-    t = roads.columns["time"]
-    window_reports = int(((t >= start) & (t < end)).sum())
+    seconds = encode_seconds(reports, xways, last_ts)
+    t = reports.columns["time"]
+    window_reports = xways * int(((t >= start) & (t < end)).sum())
     partitions = 2 * xways
     plan = compile_model(model)
     base = load_settings()
@@ -282,7 +306,7 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
         watcher = subprocess.Popen([sys.executable, "-m", "bench.linear_road.host_stalls",
                                     str(stalls_file)])
         producer = Producer(runtime.bootstrap)
-        log(f"L={xways}: {len(roads):,} reports, {partitions} input partitions, "
+        log(f"L={xways}: {xways * len(reports):,} reports, {partitions} input partitions, "
             f"actors {', '.join(f'{s} {n}' for s, n in dep.counts.items())}; history at x{history_pace:g} (its last "
             f"{warmup} s at x{pace:g}), window from {start} at x{pace:g}; "
             f"{n_expected:,} outputs expected")
@@ -333,17 +357,17 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
         ckpt_s1 = _sum_stat(end_stats, "checkpoint_s")
         flat = {etype: FlatCodec(repository().get(f"caesar.linear_road.{etype}"))
                 for etype in OUTPUTS.values()}
-        seen = _read_outputs(bus, tail, flat, start, end, warmup)
-        got, latencies, visible, warm = seen.got, seen.latencies, seen.visible, seen.warm
-        worst, unseen, outputs = seen.worst, seen.unseen, seen.outputs
-        diffs = {k: sum((want[k] - got[k]).values()) + sum((got[k] - want[k]).values())
-                 for k in want}
+        every = max(1, -(-n_expected // HOPS_SAMPLE))
+        seen = _read_outputs(bus, tail, flat, start, end, warmup, every)
+        latencies, visible, warm = seen.latencies, seen.visible, seen.warm
+        worst, unseen = seen.worst, seen.unseen
+        diffs = {k: differences(one_expected[k], seen.rows(k, one_expected[k].shape[1]), xways)
+                 for k in one_expected}
         dead = len(read_topic(bus, settings.topics.dead_letters))
         from caesar.codecs import make_codec
 
-        window_outputs = [o for o in outputs if start * 1000 <= o.ts < end * 1000]
         hops = breakdown(bus, make_codec(settings, repository()), _series(arrivals),
-                         settings.topics, window_outputs)
+                         settings.topics, seen.outputs)
         cpu = {g: cpu1[g] - cpu0[g] for g in cpu0}
         row: dict[str, Any] = {
             "xways": xways, "actors_per_service": actors,
@@ -353,18 +377,18 @@ def run_level(reports: Reports, one_expected: dict[str, np.ndarray], xways: int,
             "max_checkpoint_share": max_checkpoint_share,
             "reports_window": window_reports,
             "reports_per_s": round(window_reports / max(1, end - start), 1),
-            "outputs": sum(sum(c.values()) for c in got.values()), "expected": n_expected,
+            "outputs": seen.count, "expected": n_expected, "hops_sample_every": every,
             "differences_tolls": diffs["TollNotification"],
             "differences_alerts": diffs["AccidentAlert"], "dead_letters": dead,
             "topic_p50_s": round(_pct(latencies, 0.5), 3),
             "topic_p99_s": round(_pct(latencies, 0.99), 3),
-            "topic_max_s": round(max(latencies, default=float("nan")), 3),
+            "topic_max_s": round(_max(latencies), 3),
             "visible_p50_s": round(_pct(visible, 0.5), 3),
             "visible_p99_s": round(_pct(visible, 0.99), 3),
-            "visible_max_s": round(max(visible, default=float("nan")), 3),
+            "visible_max_s": round(_max(visible), 3),
             "visible_unseen": unseen,
             "visible_max_at_s": worst[1] - start,  # window second of the worst output
-            "warmup_s": warmup, "warmup_visible_max_s": round(max(warm, default=float("nan")), 3),
+            "warmup_s": warmup, "warmup_visible_max_s": round(_max(warm), 3),
             "producer_lag_max_s": round(lag_max, 3), "produce_wall_s": round(produce_wall, 1),
             "load_before": round(load0[0], 2), "load_after": round(load1[0], 2),
             **{f"cpu_{g.split()[0]}_s": round(v, 1) for g, v in cpu.items()},
@@ -473,55 +497,124 @@ class VisibleTail(threading.Thread):
         i = bisect.bisect_left(offsets, offset)
         return stamps[i] if i < len(stamps) else None
 
+    def seen_at_many(self, topic: str, partition: int, offsets: np.ndarray) -> np.ndarray:
+        """`seen_at` of every offset (-1: not seen)."""
+        last, stamps = self.batches.get((topic, partition), ([], []))
+        i = np.searchsorted(np.asarray(last, dtype=np.int64), offsets, "left")
+        out = np.asarray(stamps + [-1], dtype=np.int64)
+        return out[np.minimum(i, len(stamps))]
+
 
 @dataclass
 class _Seen:
-    """The outputs of a run as read back: what they are (per type, for the
-    comparison) and when each became visible."""
+    """The outputs of a run as read back: what they are (per type, int64
+    rows for the comparison) and when each became visible, as arrays."""
 
-    got: dict[str, Counter] = field(default_factory=dict)
-    latencies: list[float] = field(default_factory=list)  # produced, window outputs
-    visible: list[float] = field(default_factory=list)  # seen by the tail, window outputs
-    warm: list[float] = field(default_factory=list)  # seen by the tail, warm-up outputs
+    got: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    count: int = 0  # outputs before the window's end
+    latencies: np.ndarray = field(default_factory=lambda: np.empty(0))  # produced, window
+    visible: np.ndarray = field(default_factory=lambda: np.empty(0))  # seen by the tail, window
+    warm: np.ndarray = field(default_factory=lambda: np.empty(0))  # seen by the tail, warm-up
     worst: tuple[float, int] = (-1.0, 0)  # the highest visible latency and its second
     unseen: int = 0
-    outputs: list[Any] = field(default_factory=list)  # caesar.jobs.hops.Output
+    # window outputs for the hop table (caesar.jobs.hops.Output), one in `every`
+    outputs: list[Any] = field(default_factory=list)
+
+    def rows(self, etype: str, width: int) -> np.ndarray:
+        parts = self.got.get(etype, [])
+        return np.concatenate(parts) if parts else np.empty((0, width), dtype=np.int64)
+
+
+# The hop table times at most about this many window outputs (one in every
+# n): its inputs are Python objects, 20M of them (8 expressways, 30 minutes)
+# ~3 GB beside the run's other data on a 24 GB host.
+HOPS_SAMPLE = 3_000_000
 
 
 def _read_outputs(bus: Any, tail: VisibleTail, flat: dict[str, Any], start: int, end: int,
-                  warmup: int) -> _Seen:
-    from caesar.jobs.hops import Output, read_topic
+                  warmup: int, every: int = 1) -> _Seen:
+    from caesar.jobs.hops import Output
 
     seen = _Seen()
+    lat: list[np.ndarray] = []
+    vis: list[np.ndarray] = []
+    warm: list[np.ndarray] = []
+    nth = 0
     for topic, etype in OUTPUTS.items():
-        recs = read_topic(bus, topic)
-        cols = flat[etype].decode([r.value for r in recs if r.value is not None])
-        assert cols is not None, f"{topic}: records not of {etype}"
         fields = [f for f in flat[etype].names if f != "ingest_ms"]
-        inside = cols["time"] < end
-        seen.got[etype] = Counter(map(tuple, np.stack([cols[f][inside] for f in fields],
-                                                      axis=1).tolist()))
-        for r, ts, ingest in zip(recs, cols["time"].tolist(), cols["ingest_ms"].tolist(),
-                                 strict=True):
-            if ts >= end:
-                continue
+        for recs in _topic_chunks(bus, topic):
+            values = [r.value for r in recs if r.value is not None]
+            recs = [r for r in recs if r.value is not None]
+            cols = flat[etype].decode(values)
+            assert cols is not None, f"{topic}: records not of {etype}"
+            ts, ingest = cols["time"], cols["ingest_ms"]
+            inside = ts < end
+            seen.got.setdefault(etype, []).append(
+                np.stack([cols[f][inside] for f in fields], axis=1).astype(np.int64))
+            seen.count += int(inside.sum())
+            produced = np.array([r.timestamp_ms for r in recs], dtype=np.int64)
+            at = tail.seen_at_many(topic, 0, np.array([r.offset for r in recs], dtype=np.int64))
+            shown = at >= 0
+            window = inside & (ts >= start)
+            lat.append((produced[window] - ingest[window]) / 1000)
+            seen.unseen += int((window & ~shown).sum())
+            w = window & shown
+            vis.append((at[w] - ingest[w]) / 1000)
+            if w.any():
+                i = int(np.argmax(np.where(w, at - ingest, -(2**62))))
+                seen.worst = max(seen.worst, ((int(at[i]) - int(ingest[i])) / 1000, int(ts[i])))
+            pre = inside & (ts >= start - warmup) & (ts < start) & shown
+            warm.append((at[pre] - ingest[pre]) / 1000)
             # outputs carry their second, transactions the ms event time
-            seen.outputs.append(Output(r.key.decode() if r.key else "", ts * 1000, ingest,
-                                       r.timestamp_ms, span_ms=1000))
-            if ts < start - warmup:
-                continue
-            seen_ms = tail.seen_at(r.topic, r.partition, r.offset)
-            lat = None if seen_ms is None else (seen_ms - ingest) / 1000
-            if ts < start:
-                seen.warm += [] if lat is None else [lat]
-                continue
-            seen.latencies.append((r.timestamp_ms - ingest) / 1000)
-            if lat is None:
-                seen.unseen += 1
-            else:
-                seen.visible.append(lat)
-                seen.worst = max(seen.worst, (lat, ts))
+            for i in np.flatnonzero(window).tolist():
+                if nth % every == 0:
+                    r = recs[i]
+                    seen.outputs.append(Output(r.key.decode() if r.key else "", int(ts[i]) * 1000,
+                                               int(ingest[i]), r.timestamp_ms, span_ms=1000))
+                nth += 1
+    seen.latencies = np.concatenate(lat) if lat else np.empty(0)
+    seen.visible = np.concatenate(vis) if vis else np.empty(0)
+    seen.warm = np.concatenate(warm) if warm else np.empty(0)
     return seen
+
+
+def _topic_chunks(bus: Any, topic: str, size: int = 500_000) -> Iterator[list[Any]]:
+    """The records of one-partition `topic` from its start to its end offset
+    now, `size` at a time (caesar.jobs.hops.read_topic holds them all)."""
+    from caesar.bus.records import TopicPartition
+
+    tp = TopicPartition(topic, 0)
+    end = bus.end_offsets([tp]).get(tp, 0)
+    if end <= 0:
+        return
+    consumer = bus.consumer(f"bench-read-{os.getpid()}-{topic}")
+    consumer.assign([tp], {tp: 0})
+    pos, idle = 0, time.monotonic()
+    chunk: list[Any] = []
+    try:
+        while pos < end:
+            if time.monotonic() - idle > 60:
+                raise TimeoutError(f"reading {topic}: still short of its end offset")
+            batch = consumer.poll(10_000, 0.5)
+            if batch:
+                idle = time.monotonic()
+            chunk += [r for r in batch if r.offset < end]
+            pos = max([pos] + [r.offset + 1 for r in batch])
+            # transactional topics end with commit markers no poll returns
+            found = consumer.position([tp]).get(tp)
+            if found is not None:
+                pos = max(pos, found)
+            if len(chunk) >= size:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
+    finally:
+        consumer.close()
+
+
+def _max(values: np.ndarray) -> float:
+    return float(values.max()) if len(values) else float("nan")
 
 
 def _sum_stat(stats: dict[str, list[dict[str, Any]]], name: str) -> dict[str, Any]:
@@ -540,7 +633,7 @@ def _commit_totals(stats: dict[str, list[dict[str, Any]]]) -> dict[str, tuple[in
             for s, sts in stats.items()}
 
 
-def _pace(producer: Producer, seconds: list[tuple[int, dict[int, list[bytes]]]], pace: float,
+def _pace(producer: Producer, seconds: list[tuple[int, dict[int, Packed]]], pace: float,
           arrivals: dict[int, list[tuple[int, int]]],
           last_ts: dict[tuple[int, int], int],
           at: tuple[int, Callable[[], None]] | None = None) -> float:
@@ -626,9 +719,9 @@ def holds(row: dict[str, Any]) -> bool:
             and not n["dead_letters"] and n["outputs"] == n["expected"])
 
 
-def _pct(values: list[float], p: float) -> float:
-    v = sorted(values)
-    return v[min(len(v) - 1, int(round(p * (len(v) - 1))))] if v else float("nan")
+def _pct(values: Any, p: float) -> float:
+    v = np.sort(np.asarray(values, dtype=float))
+    return float(v[min(len(v) - 1, int(round(p * (len(v) - 1))))]) if len(v) else float("nan")
 
 
 # ------------------------------------------------------------------ output
