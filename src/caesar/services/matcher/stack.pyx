@@ -6,6 +6,8 @@ pruned from the front by the window."""
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy, memmove
 
+cdef i64 _FIRST_CAP = 2  # rows a stack makes room for at its first push
+
 
 cdef class Stack:
     """Rows in timestamp order; rows are addressed by absolute id
@@ -49,7 +51,9 @@ cdef class Stack:
             if self.head * 2 >= self.n and self.head > 0:
                 self.compact()
             else:
-                cap = 16 if self.cap == 0 else self.cap * 2
+                # most parts hold a row or two (LR: a car's latest report at
+                # one place), and there are millions: start small
+                cap = _FIRST_CAP if self.cap == 0 else self.cap * 2
                 self.ts = <i64*> realloc(self.ts, cap * sizeof(i64))
                 self.seq = <i64*> realloc(self.seq, cap * sizeof(i64))
                 self.vals = <Cell*> realloc(self.vals, cap * (w if w > 0 else 1) * sizeof(Cell))
