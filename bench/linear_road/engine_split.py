@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import resource
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -140,6 +141,8 @@ def _append(path: Path, args: argparse.Namespace, row: dict[str, Any],
            "tolls": row["tolls"], "alerts": row["alerts"],
            "differences_tolls": row["differences_tolls"],
            "differences_alerts": row["differences_alerts"],
+           # the process's peak resident memory: data, oracle and pipeline state
+           "maxrss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 2),
            **{f"{k.replace('.', '_')}_us": split.get(k, 0.0) for k in (
                f"{s}.{part}.{m}" for s in ("deriver", "matcher")
                for part, ms in (("aggregate", TIMED["aggregate"]),
