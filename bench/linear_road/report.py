@@ -152,9 +152,11 @@ def kafka_ray_lines(kr: dict[str, Any]) -> list[str]:
                   + f" | {'' if lv['broker_cpu_s'] is None else lv['broker_cpu_s']} |"
                   for lv in costs]
     if kr["hops_ms"]:
-        lines += ["", "Per hop (ms, produced time), highest level:", "",
+        # the hop file holds the levels of the last kafka_ray run only
+        level = max(kr["hops_ms"], key=int)
+        lines += ["", f"Per hop (ms, produced time), level {level} (the last run's highest):", "",
                   "| hop | p50 | p99 | max |", "|---|---|---|---|"]
-        top = kr["hops_ms"][max(kr["hops_ms"], key=int)]
+        top = kr["hops_ms"][level]
         lines += [f"| {h} | {v['p50']} | {v['p99']} | {v['max']} |" for h, v in top.items()]
     lines.append("")
     return lines
