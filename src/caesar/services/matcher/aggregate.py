@@ -43,12 +43,23 @@ STATE_FORMAT = 2  # layout of snapshot(); 2: exact integer accumulators
 @dataclass(frozen=True)
 class _Groups:
     """One batch grouped by window: `rows` (event index per row, sorted by
-    group), group starts `bounds`, rows per group `counts`, window `slots`."""
+    group), group starts `bounds`, rows per group `counts`, window `slots`:
+    one row of slots per window a group's events are in (several when the
+    groups are panes, see _group_panes), each row's slots distinct."""
 
     rows: np.ndarray
     bounds: np.ndarray
     counts: np.ndarray
     slots: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Keys:
+    """Sorted group keys: where each begins, its rows, the key itself."""
+
+    bounds: np.ndarray
+    counts: np.ndarray
+    first: list[tuple]
 
 
 class AggregateExecutor:
@@ -177,9 +188,22 @@ class AggregateExecutor:
             n = len(idx)
             if n == 0:
                 return
-        groups = self._group(cols, ts, partitions, n)
+        values = [None if spec.arg is None else self.evaluator.eval(spec.arg, cols, missing, n)
+                  for spec in self.plan.aggregates]
+        groups = self._group_panes(cols, ts, partitions) if self._by_panes(values) else \
+            self._group(cols, ts, partitions, n)
         for ai, spec in enumerate(self.plan.aggregates):
-            self._accumulate(ai, spec, groups, cols, missing, n)
+            self._accumulate(ai, spec, groups, values[ai])
+
+    def _by_panes(self, values: list[tuple[Any, Any] | None]) -> bool:
+        """Group by pane (a slide of a partition and group) instead of by
+        window: where every window of a pane holds all of its events (size a
+        multiple of slide) and merging pane results into windows is exact
+        (integer arguments: float sums would round differently)."""
+        plan = self.plan
+        return self._windows_per_event > 1 and plan.size % plan.slide == 0 and all(
+            v is None or (np.asarray(v[0]).dtype.kind in "iub" and self._int_arg[ai] is not False)
+            for ai, v in enumerate(values))
 
     def _passing(self, cols: dict[str, np.ndarray], missing: dict[str, np.ndarray],
                  ts: np.ndarray, n: int) -> np.ndarray | None:
@@ -202,9 +226,31 @@ class AggregateExecutor:
         starts = np.repeat(last_start, w) - np.tile(np.arange(w) * plan.slide, n)
         inside = starts + plan.size > np.repeat(ts, w)
         rep, starts = rep[inside], starts[inside]
-        key_cols = [partitions[rep]]
-        for i, g in enumerate(plan.group_by):
-            col = cols[g][rep]
+        order, keys = self._sorted_keys(cols, partitions, starts, rep)
+        return _Groups(rows=rep[order], bounds=keys.bounds, counts=keys.counts,
+                       slots=self._slots(keys.first)[None, :])
+
+    def _group_panes(self, cols: dict[str, np.ndarray], ts: np.ndarray,
+                     partitions: np.ndarray) -> _Groups:
+        """Group on (partition, group-by, last window start) without
+        expanding the events: each group's results go to the w windows
+        holding its pane (a sliding 5-minute window every minute: 5x fewer
+        rows to sort than _group)."""
+        plan = self.plan
+        last_start = (ts // plan.slide) * plan.slide
+        order, keys = self._sorted_keys(cols, partitions, last_start, None)
+        slots = np.empty((self._windows_per_event, len(keys.bounds)), dtype=np.int64)
+        for j in range(self._windows_per_event):  # rows of distinct slots: one window each
+            slots[j] = self._slots([(*k[:-1], k[-1] - j * plan.slide) for k in keys.first])
+        return _Groups(rows=order, bounds=keys.bounds, counts=keys.counts, slots=slots)
+
+    def _sorted_keys(self, cols: dict[str, np.ndarray], partitions: np.ndarray,
+                     starts: np.ndarray, rep: np.ndarray | None) -> tuple[np.ndarray, _Keys]:
+        """The order of rows (events `rep`, or all) sorted on (partition,
+        group-by, start), and where each key's run begins."""
+        key_cols = [partitions if rep is None else partitions[rep]]
+        for i, g in enumerate(self.plan.group_by):
+            col = cols[g] if rep is None else cols[g][rep]
             if col.dtype == np.float64:
                 self._float_group[i] = True
             key_cols.append(col.view(np.int64) if col.dtype == np.float64 else col.astype(np.int64))
@@ -215,57 +261,69 @@ class AggregateExecutor:
         change = np.ones(len(order), dtype=bool)
         change[1:] = np.any(keys_sorted[1:] != keys_sorted[:-1], axis=1)
         bounds = np.nonzero(change)[0]
-        return _Groups(rows=rep[order], bounds=bounds,
-                       counts=np.diff(np.append(bounds, len(order))),
-                       slots=self._slots(list(map(tuple, keys_sorted[bounds].tolist()))))
+        return order, _Keys(bounds, np.diff(np.append(bounds, len(order))),
+                            list(map(tuple, keys_sorted[bounds].tolist())))
 
     def _accumulate(self, ai: int, spec: AggregateSpec, groups: _Groups,
-                    cols: dict[str, np.ndarray], missing: dict[str, np.ndarray], n: int) -> None:
-        """Merge one aggregate of every group into its window's accumulators:
+                    value: tuple[Any, Any] | None) -> None:
+        """Merge one aggregate of every group into its windows' accumulators
+        (`value`: the argument's values and missing mask, None for count(*)):
         exact integer ones for INT/LONG arguments, float64 ones otherwise."""
-        rows, bounds, slots = groups.rows, groups.bounds, groups.slots
-        if spec.arg is None:
-            self._count[ai, slots] += groups.counts
+        rows, bounds = groups.rows, groups.bounds
+        if value is None:
+            for slots in groups.slots:
+                self._count[ai, slots] += groups.counts
             return
-        v, m = self.evaluator.eval(spec.arg, cols, missing, n)
-        v = np.asarray(v)[rows]
-        valid = ~np.asarray(m)[rows]
-        self._count[ai, slots] += np.add.reduceat(valid.astype(np.int64), bounds)
+        v = np.asarray(value[0])[rows]
+        valid = ~np.asarray(value[1])[rows]
+        counts = np.add.reduceat(valid.astype(np.int64), bounds)
+        for slots in groups.slots:
+            self._count[ai, slots] += counts
         if v.dtype.kind in "iub" and self._int_arg[ai] is not False:
             self._int_arg[ai] = True
-            self._add_ints(ai, v.astype(np.int64), valid, bounds, slots)
+            self._add_ints(ai, v.astype(np.int64), valid, bounds, groups.slots)
         else:
             if self._int_arg[ai]:
                 self._ints_to_floats(ai)
             self._int_arg[ai] = False
-            self._add_floats(ai, v.astype(np.float64), valid, bounds, slots)
+            self._add_floats(ai, v.astype(np.float64), valid, bounds, groups.slots)
         if spec.func == "count_distinct":
             ends = np.append(bounds[1:], len(rows))
-            for s, e, slot in zip(bounds.tolist(), ends.tolist(), slots.tolist(), strict=True):
-                self._distinct[slot][ai].update(v[s:e][valid[s:e]].tolist())
+            seen = [v[s:e][valid[s:e]].tolist()
+                    for s, e in zip(bounds.tolist(), ends.tolist(), strict=True)]
+            for slots in groups.slots:
+                for slot, values in zip(slots.tolist(), seen, strict=True):
+                    self._distinct[slot][ai].update(values)
 
     def _add_floats(self, ai: int, vf: np.ndarray, valid: np.ndarray, bounds: np.ndarray,
-                    slots: np.ndarray) -> None:
-        self._total[ai, slots] += np.add.reduceat(np.where(valid, vf, 0.0), bounds)
-        self._low[ai, slots] = np.minimum(
-            self._low[ai, slots], np.minimum.reduceat(np.where(valid, vf, np.inf), bounds))
-        self._high[ai, slots] = np.maximum(
-            self._high[ai, slots], np.maximum.reduceat(np.where(valid, vf, -np.inf), bounds))
+                    slot_rows: np.ndarray) -> None:
+        total = np.add.reduceat(np.where(valid, vf, 0.0), bounds)
+        low = np.minimum.reduceat(np.where(valid, vf, np.inf), bounds)
+        high = np.maximum.reduceat(np.where(valid, vf, -np.inf), bounds)
+        for slots in slot_rows:
+            self._total[ai, slots] += total
+            self._low[ai, slots] = np.minimum(self._low[ai, slots], low)
+            self._high[ai, slots] = np.maximum(self._high[ai, slots], high)
 
     def _add_ints(self, ai: int, v: np.ndarray, valid: np.ndarray, bounds: np.ndarray,
-                  slots: np.ndarray) -> None:
+                  slot_rows: np.ndarray) -> None:
         vi = np.where(valid, v, 0)
-        self._ilow[ai, slots] = np.minimum(
-            self._ilow[ai, slots], np.minimum.reduceat(np.where(valid, v, INT64_MAX), bounds))
-        self._ihigh[ai, slots] = np.maximum(
-            self._ihigh[ai, slots], np.maximum.reduceat(np.where(valid, v, INT64_MIN), bounds))
+        low = np.minimum.reduceat(np.where(valid, v, INT64_MAX), bounds)
+        high = np.maximum.reduceat(np.where(valid, v, INT64_MIN), bounds)
         # int64 addition wraps, but is exact whenever the true result fits:
         # a float estimate (error far below 2**62) finds the groups that
         # might not fit; those are summed with Python integers
         with np.errstate(over="ignore"):
             part = np.add.reduceat(vi, bounds)
-        est = np.add.reduceat(vi.astype(np.float64), bounds) + \
-            self._itotal[ai, slots].astype(np.float64)
+        approx = np.add.reduceat(vi.astype(np.float64), bounds)
+        for slots in slot_rows:
+            self._ilow[ai, slots] = np.minimum(self._ilow[ai, slots], low)
+            self._ihigh[ai, slots] = np.maximum(self._ihigh[ai, slots], high)
+            self._add_int_sums(ai, vi, bounds, slots, part, approx)
+
+    def _add_int_sums(self, ai: int, vi: np.ndarray, bounds: np.ndarray, slots: np.ndarray,
+                      part: np.ndarray, approx: np.ndarray) -> None:
+        est = approx + self._itotal[ai, slots].astype(np.float64)
         risky = np.abs(est) >= 2.0**62
         if self._big:
             risky |= np.fromiter(((ai, s) in self._big for s in slots.tolist()), dtype=bool,
