@@ -3,8 +3,11 @@
 Windows are aligned to multiples of `slide`: [start, start + size). Events are
 added in batches; per batch the work is numpy-vectorized: every event is
 expanded to the windows that contain it, rows are grouped on
-(partition, group-by values, window start) with one `np.unique`, and each
-aggregate is reduced per group with ufunc `reduceat`. Only the per-group merge
+(partition, group-by values, window start) with one sort, and each
+aggregate is reduced per group with ufunc `reduceat`. Where size is a
+multiple of slide and the arguments are integers, events are grouped by pane
+(the slide they fall in) instead, and each pane's results are merged into the
+size / slide windows that hold it. Only the per-group merge
 into the open-window table is a Python loop (one step per group, not per event).
 A window is emitted once the watermark reaches its end (no event with
 ts < end can follow), stamped with ts = end - 1 (or end; the plan's `emit_ts`).
