@@ -105,7 +105,19 @@ CASES = [
      errors.NumberRangeError, 6, 46, ["WITHIN of 9223372036854775807 HOURS is too long"]),
     ("partition", "EVENT T(ts INT, x INT) FROM TOPIC \"t\"", errors.UnknownNameError, 3, 1,
      ["PARTITION BY attribute seg is missing from input event type T"]),
+    # A keyword glued to a name: lark's contextual lexer would take "EVENTX"
+    # as EVENT X and "WITHIN5" as WITHIN 5 without a word boundary check.
+    ("keyword-glued", "EVENTX(ts INT, seg INT) FROM TOPIC \"x\"", errors.ModelSyntaxError, 6, 1,
+     ["found 'EVENTX'", "EVENT followed by a space"]),
+    ("keyword-glued-clause", "DERIVE A(r.vid) PATTERN SEQ(R r, S s) WITHINs 5 SECONDS",
+     errors.ModelSyntaxError, 6, 39, ["found 'WITHINs'"]),
 ]
+
+
+def test_a_word_that_starts_with_a_keyword_is_not_a_model() -> None:
+    # "model_per_segment" parsed as MODEL _per_segment: an empty model, no error
+    assert_model_error("model_per_segment", errors.ModelSyntaxError, 1, 1,
+                       ["found 'model_per_segment'", "MODEL followed by a space"])
 
 
 @pytest.mark.parametrize(("body", "cls", "line", "column", "words"),

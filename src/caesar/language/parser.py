@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -52,10 +53,42 @@ TERMINAL_NAMES = {
 }
 
 
+# The text being parsed, for _whole_word (lark's lexer callbacks see a token only).
+_SOURCE: ContextVar[str] = ContextVar("caesar_model_source", default="")
+# Terminals whose tokens are never keywords: a keyword is any other word token.
+_NOT_KEYWORDS = frozenset({"NAME", "INT", "DECIMAL", "STRING", "COMMENT"})
+
+
+class _GluedKeyword(Exception):
+    """A keyword matched as the start of a longer name (see _whole_word)."""
+
+    def __init__(self, token: Token) -> None:
+        super().__init__(token)
+        self.token = token
+
+
+def _whole_word(token: Token) -> Token:
+    """Where a name is not expected, lark's contextual lexer matches a
+    keyword as the start of a longer word ("model_per_segment" as MODEL
+    _per_segment, "EVENTA(" as EVENT A): refuse a keyword that a word
+    character follows."""
+    text, end = _SOURCE.get(), token.end_pos
+    value = str(token.value)
+    if value[-1:].isalpha() and end is not None and end < len(text) and \
+            (text[end].isalnum() or text[end] == "_"):
+        raise _GluedKeyword(token)
+    return token
+
+
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
-    return Lark(GRAMMAR.read_text(encoding="utf-8"), parser="lalr", propagate_positions=True,
-                maybe_placeholders=False)
+    def build(callbacks: dict[str, Any]) -> Lark:
+        return Lark(GRAMMAR.read_text(encoding="utf-8"), parser="lalr",
+                    propagate_positions=True, maybe_placeholders=False,
+                    lexer_callbacks=callbacks)
+
+    names = [t.name for t in build({}).terminals if t.name not in _NOT_KEYWORDS]
+    return build(dict.fromkeys(names, _whole_word))
 
 
 def _describe_terminal(name: str) -> str:
@@ -84,14 +117,19 @@ def parse(text: str, file: str = "<model>") -> ast.Model:
     """Parse model text; raise ModelSyntaxError (a ModelError) on bad input."""
     if not isinstance(text, str):
         raise ModelSyntaxError("a model must be text", SourcePosition(file, 1, 1))
+    source = _SOURCE.set(text)
     try:
         tree = _lark().parse(text)
+    except _GluedKeyword as exc:
+        raise _glued(exc.token, text, file) from None
     except UnexpectedInput as exc:
         raise _syntax_error(exc, text, file) from None
     except RecursionError:
         raise _too_deep(file) from None
     except LarkError as exc:  # defensive: any other lark failure is still a model error
         raise ModelSyntaxError(f"cannot parse model: {exc}", SourcePosition(file, 1, 1)) from None
+    finally:
+        _SOURCE.reset(source)
     try:
         return _ToAst(file, text).transform(tree)
     except LanguageError:
@@ -129,6 +167,17 @@ def _syntax_error(exc: UnexpectedInput, text: str, file: str) -> LanguageError:
         return ModelSyntaxError("model ends too early", pos, text, found="end of model",
                                 expected=_expected(set(exc.expected)))
     return ModelSyntaxError(f"cannot parse model: {exc}", pos, text)
+
+
+def _glued(token: Token, text: str, file: str) -> LanguageError:
+    start = token.start_pos or 0
+    end = start
+    while end < len(text) and (text[end].isalnum() or text[end] == "_"):
+        end += 1
+    return ModelSyntaxError(
+        "unexpected input", SourcePosition(file, token.line or 1, token.column or 1), text,
+        found=repr(text[start:end]),
+        expected=f"{str(token.value).upper()} followed by a space or a symbol")
 
 
 def _too_deep(file: str) -> LanguageError:
