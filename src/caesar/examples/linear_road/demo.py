@@ -112,7 +112,12 @@ def register(app: typer.Typer) -> None:
             config = GeneratorConfig(xways=xways, duration_s=duration, seed=seed, scale=scale,
                                      segments=_segments(segments))
             step("starting Spark (local mode): alert consumer")
-            spark = spark_session("caesar-demo", kafka=True)
+            # Spark pools its Kafka producers for 10 minutes by default: the
+            # input's producer would outlive the run and log a warning a
+            # second once the broker stops; close it once idle instead
+            spark = spark_session("caesar-demo", kafka=True, conf={
+                "spark.kafka.producer.cache.timeout": "5s",
+                "spark.kafka.producer.cache.evictorThreadRunInterval": "2s"})
             consumer = AlertConsumer(spark, bootstrap, out, MODEL_TOPICS, trigger_s=0.5, fresh=True)
             # 4. Input, paced; 5. wait until the alerts stop coming.
             step(f"producing Linear Road reports (standard load x{scale}): {xways} "
