@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -18,6 +18,7 @@ from lark.exceptions import (
     UnexpectedInput,
     UnexpectedToken,
 )
+from lark.lark import PostLex
 from lark.tree import Meta
 
 from caesar.errors import SourcePosition
@@ -53,42 +54,47 @@ TERMINAL_NAMES = {
 }
 
 
-# The text being parsed, for _whole_word (lark's lexer callbacks see a token only).
+# The text being parsed, for _WholeWords (lark hands it the tokens only).
 _SOURCE: ContextVar[str] = ContextVar("caesar_model_source", default="")
 # Terminals whose tokens are never keywords: a keyword is any other word token.
 _NOT_KEYWORDS = frozenset({"NAME", "INT", "DECIMAL", "STRING", "COMMENT"})
 
 
 class _GluedKeyword(Exception):
-    """A keyword matched as the start of a longer name (see _whole_word)."""
+    """A keyword matched as the start of a longer name (see _WholeWords)."""
 
     def __init__(self, token: Token) -> None:
         super().__init__(token)
         self.token = token
 
 
-def _whole_word(token: Token) -> Token:
+def _word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+class _WholeWords(PostLex):
     """Where a name is not expected, lark's contextual lexer matches a
     keyword as the start of a longer word ("model_per_segment" as MODEL
     _per_segment, "EVENTA(" as EVENT A): refuse a keyword that a word
-    character follows."""
-    text, end = _SOURCE.get(), token.end_pos
-    value = str(token.value)
-    if value[-1:].isalpha() and end is not None and end < len(text) and \
-            (text[end].isalnum() or text[end] == "_"):
-        raise _GluedKeyword(token)
-    return token
+    character follows. (A post-lexer, not lexer callbacks: those are keyed
+    by terminal name, which only a first build of the ~2 s grammar gives.)"""
+
+    always_accept: tuple[str, ...] = ()
+
+    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
+        text = _SOURCE.get()
+        for token in stream:
+            end = token.end_pos
+            if token.type not in _NOT_KEYWORDS and str(token.value)[-1:].isalpha() and \
+                    end is not None and end < len(text) and _word_char(text[end]):
+                raise _GluedKeyword(token)
+            yield token
 
 
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
-    def build(callbacks: dict[str, Any]) -> Lark:
-        return Lark(GRAMMAR.read_text(encoding="utf-8"), parser="lalr",
-                    propagate_positions=True, maybe_placeholders=False,
-                    lexer_callbacks=callbacks)
-
-    names = [t.name for t in build({}).terminals if t.name not in _NOT_KEYWORDS]
-    return build(dict.fromkeys(names, _whole_word))
+    return Lark(GRAMMAR.read_text(encoding="utf-8"), parser="lalr", propagate_positions=True,
+                maybe_placeholders=False, postlex=_WholeWords())
 
 
 def _describe_terminal(name: str) -> str:
@@ -172,7 +178,7 @@ def _syntax_error(exc: UnexpectedInput, text: str, file: str) -> LanguageError:
 def _glued(token: Token, text: str, file: str) -> LanguageError:
     start = token.start_pos or 0
     end = start
-    while end < len(text) and (text[end].isalnum() or text[end] == "_"):
+    while end < len(text) and _word_char(text[end]):
         end += 1
     return ModelSyntaxError(
         "unexpected input", SourcePosition(file, token.line or 1, token.column or 1), text,
