@@ -38,14 +38,29 @@ def naive(events, size, slide, keep=lambda e: True):
     return sorted(out)
 
 
-def run(executor, events, batches, final):
+def feed(executor, events, batches, final=10**9):
+    """The rows `executor` emits for `events` added in `batches` batches,
+    advanced to each batch's first ts, then to `final`."""
     rows = []
     for chunk in np.array_split(np.arange(len(events)), batches):
         part = [events[i] for i in chunk]
         if part:
             executor.add(part, np.array([e["ts"] for e in part]), np.array([e["p"] for e in part]))
             rows += executor.advance(min(e["ts"] for e in part))
-    rows += executor.advance(final)
+    return rows + executor.advance(final)
+
+
+def timed(raw):
+    """Events at the running sum of their `dt`."""
+    ts, events = 0, []
+    for r in raw:
+        ts += r["dt"]
+        events.append({"ts": ts, "p": r["p"], "seg": r["seg"], "vid": r["vid"], "spd": r["spd"]})
+    return events
+
+
+def run(executor, events, batches, final):
+    rows = feed(executor, events, batches, final)
     return sorted((r["_partition"], r["seg"], r["ts"], r["n"], r["cars"], r["total"],
                    round(r["avg"], 6), r["lo"], r["hi"]) for r in rows)
 
@@ -60,10 +75,7 @@ event = st.fixed_dictionaries({"dt": st.integers(0, 4), "p": st.integers(0, 2),
        st.integers(1, 4))
 def test_matches_naive_recomputation(raw, window, batches):
     size, slide = window
-    ts, events = 0, []
-    for r in raw:
-        ts += r["dt"]
-        events.append({"ts": ts, "p": r["p"], "seg": r["seg"], "vid": r["vid"], "spd": r["spd"]})
+    events = timed(raw)
     got = run(AggregateExecutor(plan(size, slide)), events, batches, 10**9)
     assert got == naive(events, size, slide)
 
@@ -123,18 +135,9 @@ def naive_exact(events, size, slide):
        st.integers(1, 4))
 def test_int64_sums_are_exact(raw, window, batches):
     size, slide = window
-    ts, events = 0, []
-    for r in raw:
-        ts += r["dt"]
-        events.append({"ts": ts, "p": r["p"], "seg": r["seg"], "vid": r["vid"], "spd": r["spd"]})
+    events = timed(raw)
     ex = AggregateExecutor(plan(size, slide))
-    rows = []
-    for chunk in np.array_split(np.arange(len(events)), batches):
-        part = [events[i] for i in chunk]
-        if part:
-            ex.add(part, np.array([e["ts"] for e in part]), np.array([e["p"] for e in part]))
-            rows += ex.advance(min(e["ts"] for e in part))
-    rows += ex.advance(10**9)
+    rows = feed(ex, events, batches)
     got = sorted(((r["_partition"], r["seg"], r["ts"], r["n"], r["cars"], r["total"], r["avg"],
                    r["lo"], r["hi"]) for r in rows), key=repr)
     assert got == naive_exact(events, size, slide)
@@ -165,25 +168,13 @@ mixed_event = st.fixed_dictionaries({"dt": st.integers(0, 4), "p": st.integers(0
        st.integers(1, 5))
 def test_panes_give_the_rows_of_expanded_windows(raw, window, batches):
     size, slide = window
-    ts, events = 0, []
-    for r in raw:
-        ts += r["dt"]
-        events.append({"ts": ts, "p": r["p"], "seg": r["seg"], "vid": r["vid"], "spd": r["spd"]})
+    events = timed(raw)
     panes, expanded = AggregateExecutor(plan(size, slide)), AggregateExecutor(plan(size, slide))
     expanded._by_panes = lambda values: False  # type: ignore[method-assign]
     used = []
     by_panes = panes._by_panes
     panes._by_panes = lambda values: used.append(by_panes(values)) or used[-1]  # type: ignore
-    rows = {id(x): [] for x in (panes, expanded)}
-    for chunk in np.array_split(np.arange(len(events)), batches):
-        part = [events[i] for i in chunk]
-        if part:
-            for x in (panes, expanded):
-                x.add(part, np.array([e["ts"] for e in part]), np.array([e["p"] for e in part]))
-                rows[id(x)] += x.advance(min(e["ts"] for e in part))
-    for x in (panes, expanded):
-        rows[id(x)] += x.advance(10**9)
-    assert rows[id(panes)] == rows[id(expanded)]
+    assert feed(panes, events, batches) == feed(expanded, events, batches)
     assert panes.overflows == expanded.overflows
     # integer-only input takes the pane path in every batch
     if all(type(e["spd"]) is int for e in events):
