@@ -124,6 +124,10 @@ class KafkaSettings(_Section):
     client_id: str = "caesar"
     # Producer batching (librdkafka linger.ms / batch.size) and consumer batches.
     linger_ms: int = 5
+    # How long a record may wait for its broker (librdkafka message.timeout.ms;
+    # Java's delivery.timeout.ms, same default): `flush()` waits this long, so
+    # a broker stalled for half a minute delays a bulk load instead of failing it.
+    delivery_timeout_ms: int = Field(default=120_000, gt=0)
     # Transactions (exactly-once): the broker aborts a transaction left open this
     # long (a crashed producer); a restarted actor aborts it at once.
     transaction_timeout_ms: int = 60_000

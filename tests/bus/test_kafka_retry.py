@@ -7,7 +7,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from caesar.bus.errors import BusError
 from caesar.bus.kafka import KafkaBus
-from caesar.bus.records import TopicPartition
+from caesar.bus.records import OutRecord, TopicPartition
 
 
 class _FlakyMeta:
@@ -161,3 +161,26 @@ def test_a_producer_knows_when_its_broker_connection_went_down():
     while not producer.connection_lost() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert producer.connection_lost()
+
+
+def test_flush_waits_out_the_delivery_timeout_then_names_the_failure():
+    """A bulk load outlives a stalled broker: flush() waits as long as a record
+    may wait (delivery_timeout_ms), not a fixed 30 s, then reports the record
+    that timed out rather than an undelivered count."""
+    from caesar.bus.kafka import producer_config
+    from caesar.runtime.processes import free_port
+    from caesar.settings import KafkaSettings
+
+    settings = KafkaSettings(bootstrap_servers=f"127.0.0.1:{free_port()}",
+                             delivery_timeout_ms=1500)
+    bus = KafkaBus(settings)
+    producer = bus.producer()
+    producer.produce([OutRecord("t", b"x", partition=0)])
+    started = time.monotonic()
+    with pytest.raises(BusError, match=r"1 records failed delivery.*t\[0\].*timed out"):
+        producer.flush()
+    assert 1.0 < time.monotonic() - started < 6.5
+    # A transactional producer's records cannot outlive its transaction.
+    assert producer_config(KafkaSettings(transaction_timeout_ms=10_000), "id")[
+        "message.timeout.ms"] == 10_000
+    assert producer_config(KafkaSettings())["message.timeout.ms"] == 120_000

@@ -60,6 +60,29 @@ _PERMANENT = {
 }
 
 
+def producer_config(s: KafkaSettings, transactional_id: str | None = None) -> dict[str, Any]:
+    """librdkafka properties of a producer (transactional when given an id)."""
+    conf: dict[str, Any] = {
+        **s.client_config(),
+        "linger.ms": s.linger_ms,
+        "batch.size": s.producer_batch_bytes,
+        "acks": "all",
+        "enable.idempotence": True,
+        # Same key -> partition mapping as Kafka's Java client (and the
+        # InMemoryBus); librdkafka's default is CRC32-based.
+        "partitioner": "murmur2_random",
+        "message.timeout.ms": s.delivery_timeout_ms,
+        **s.producer,
+    }
+    if transactional_id is not None:
+        conf["transactional.id"] = transactional_id
+        conf["transaction.timeout.ms"] = s.transaction_timeout_ms
+        # librdkafka refuses a record timeout beyond the transaction's.
+        conf["message.timeout.ms"] = min(int(conf["message.timeout.ms"]),
+                                         s.transaction_timeout_ms)
+    return conf
+
+
 class KafkaBus:
     def __init__(self, settings: KafkaSettings | None = None, *,
                  admin_timeout_s: float = 30.0) -> None:
@@ -77,22 +100,8 @@ class KafkaBus:
         return self._admin
 
     def producer(self, transactional_id: str | None = None) -> KafkaProducer:
-        s = self.settings
-        conf: dict[str, Any] = {
-            **s.client_config(),
-            "linger.ms": s.linger_ms,
-            "batch.size": s.producer_batch_bytes,
-            "acks": "all",
-            "enable.idempotence": True,
-            # Same key -> partition mapping as Kafka's Java client (and the
-            # InMemoryBus); librdkafka's default is CRC32-based.
-            "partitioner": "murmur2_random",
-            **s.producer,
-        }
-        if transactional_id is not None:
-            conf["transactional.id"] = transactional_id
-            conf["transaction.timeout.ms"] = s.transaction_timeout_ms
-        return KafkaProducer(conf, transactional_id, self._admin_timeout_s)
+        return KafkaProducer(producer_config(self.settings, transactional_id), transactional_id,
+                             self._admin_timeout_s)
 
     def consumer(self, group_id: str, *, auto_offset_reset: OffsetReset = "earliest",
                  read_committed: bool = True) -> KafkaConsumer:
@@ -257,6 +266,7 @@ class KafkaProducer:
         self._health = _Health()
         self._producer = Producer({"error_cb": self._health.on_error, **conf})
         self._errors: list[str] = []
+        self._delivery_timeout_s = float(conf.get("message.timeout.ms", 300_000)) / 1000
         self.transactional = transactional_id is not None
         self.transactional_id = transactional_id
         if transactional_id is not None:
@@ -296,7 +306,10 @@ class KafkaProducer:
                                    f"{exc.args[0].str()}") from exc
         self._producer.poll(0)
 
-    def flush(self, timeout_s: float = 30.0) -> None:
+    def flush(self, timeout_s: float | None = None) -> None:
+        if timeout_s is None:
+            # Each record is delivered or fails within its delivery timeout.
+            timeout_s = self._delivery_timeout_s + 5.0
         left = self._producer.flush(timeout_s)
         if left:
             raise BusError(f"{left} records not delivered within {timeout_s} s "

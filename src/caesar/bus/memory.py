@@ -252,7 +252,7 @@ class InMemoryProducer:
                                "(call begin_transaction first)")
             self._bus._append(records, self._txn.id, self._txn)
 
-    def flush(self, timeout_s: float = 30.0) -> None:
+    def flush(self, timeout_s: float | None = None) -> None:
         pass  # appends are synchronous
 
     def begin_transaction(self) -> None:

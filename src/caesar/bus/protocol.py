@@ -19,8 +19,9 @@ class BusProducer(Protocol):
         """Queue a batch; delivery is confirmed by `flush` (or the commit)."""
         ...
 
-    def flush(self, timeout_s: float = 30.0) -> None:
-        """Wait until every queued record is delivered; BusError if any failed."""
+    def flush(self, timeout_s: float | None = None) -> None:
+        """Wait until every queued record is delivered; BusError if any failed or
+        is still queued after `timeout_s` (None: the delivery timeout)."""
         ...
 
     # Transactions (producers made with a transactional id only).
