@@ -117,8 +117,8 @@ cdef class CythonEngine:
     cdef bint _closed(self, PlanRT p, Part part, list run, Env* env, i64** bufs) except -1
     cdef _expire_runs(self, PlanRT p, Part part, i64 bound)
     cdef _sweep_slice(self, PlanRT p, i64 wm)
-    cdef int _sweep_keys(self, PlanRT p, object partition, list keys, i64 bound,
-                         bint idle_only) except -1
+    cdef int _sweep_keys(self, PlanRT p, object partition, list keys, Py_ssize_t start,
+                         Py_ssize_t end, i64 bound, bint idle_only) except -1
     cdef object _derive_timeout(self, PlanRT p, Part part, Env* env, list run)
     cdef _runs_step(self, PlanRT p, Part part, long mask)
     cdef i64 _waiting_lo(self, PlanRT p, Part part, int c)
