@@ -77,3 +77,35 @@ def test_a_part_an_event_reaches_mid_sweep_still_matches():
     assert multiset(got) == multiset(expected)
     assert len(got) == len(range(0, KEYS, 21))  # A at 420 and C at 430 in the same key
     assert engine.state_size() == 0  # past every event's window: all of it at once
+
+
+def test_keys_added_mid_sweep_resize_the_dict_and_nothing_is_lost():
+    """The sweep walks each partition's dict where its last slice stopped.
+    Many new keys between slices make the dict resize (its entries move):
+    the walk may pass over some idle parts, which the next sweep takes; no
+    live part is dropped and matches stay as the reference finds them."""
+    engine, pool = idle_parts_engine(sweep_min=1)
+    reference = ReferenceEngine([a_then_c()])
+    expected = reference.process(tape([("A", 0, {"y": y, "x": 1}) for y in range(KEYS)],
+                                      StringPool()))
+    expected += reference.process(tape([("A", 399, {"y": -1, "x": 1})], StringPool(),
+                                       first_seq=10**6))
+    got = []
+    for wm in range(401, 410):
+        got += engine.advance(wm)
+    fresh = [("A", 410, {"y": KEYS + y, "x": 2}) for y in range(4 * KEYS)]
+    got += engine.process(tape(fresh, pool, first_seq=2 * 10**6))
+    expected += reference.process(tape(fresh, StringPool(), first_seq=2 * 10**6))
+    for wm in range(410, 700):
+        got += engine.advance(wm)
+    # the idle parts of ts 0 are gone, the fresh ones (ts 410) and the one at 399 kept
+    # until their own window ends
+    assert engine.state_size() == 4 * KEYS + 1
+    closing = [("C", 700, {"y": y, "x": 3}) for y in (-1, KEYS, 5 * KEYS - 1, 3)]
+    got += engine.process(tape(closing, pool, first_seq=3 * 10**6))
+    expected += reference.process(tape(closing, StringPool(), first_seq=3 * 10**6))
+    assert multiset(got) == multiset(expected)
+    assert len(got) == 3  # -1 (A at 399), KEYS and 5 KEYS - 1 (A at 410); not 3 (A at 0)
+    for wm in range(700, 1300):
+        engine.advance(wm)
+    assert engine.state_size() == 0

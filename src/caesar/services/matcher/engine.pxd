@@ -19,8 +19,8 @@ cdef class _Sweep:
     # one plan's sweep of idle parts in progress (CythonEngine._sweep_slice)
     cdef list partitions      # those still to visit, taken from the end
     cdef object partition     # the one being visited
-    cdef list keys            # its keys when the visit began
-    cdef Py_ssize_t at        # the next of them
+    cdef object keyed         # its {key: Part} dict (None: take the next partition)
+    cdef Py_ssize_t pos       # PyDict_Next's position in it
     cdef Py_ssize_t n         # parts when the sweep started
     cdef Py_ssize_t done      # parts handed to slices so far
     cdef i64 started          # the watermark it started at
@@ -117,6 +117,8 @@ cdef class CythonEngine:
     cdef bint _closed(self, PlanRT p, Part part, list run, Env* env, i64** bufs) except -1
     cdef _expire_runs(self, PlanRT p, Part part, i64 bound)
     cdef _sweep_slice(self, PlanRT p, i64 wm)
+    cdef Py_ssize_t _sweep_walk(self, PlanRT p, _Sweep s, dict keyed, Py_ssize_t left,
+                                i64 bound) except -1
     cdef int _sweep_keys(self, PlanRT p, object partition, list keys, Py_ssize_t start,
                          Py_ssize_t end, i64 bound, bint idle_only) except -1
     cdef object _derive_timeout(self, PlanRT p, Part part, Env* env, list run)

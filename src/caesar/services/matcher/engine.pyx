@@ -46,7 +46,8 @@ from libc.string cimport memcpy, memset
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.long cimport PyLong_AsLongLongAndOverflow
-from cpython.ref cimport Py_INCREF
+from cpython.dict cimport PyDict_Next
+from cpython.ref cimport PyObject, Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
 from caesar.errors import PlanError
@@ -200,8 +201,8 @@ cdef class _Sweep:
     def __init__(self, list partitions, Py_ssize_t n, i64 started):
         self.partitions = partitions
         self.partition = None
-        self.keys = []
-        self.at = 0
+        self.keyed = None
+        self.pos = 0
         self.n = n
         self.done = 0
         self.started = started
@@ -1004,11 +1005,10 @@ cdef class CythonEngine:
     cdef _sweep_slice(self, PlanRT p, i64 wm):
         """The next slice of plan p's sweep (see advance): its share, by the
         event time passed since the sweep started, of the parts there were
-        then. Partitions are visited one at a time, each through a list of
-        its keys taken when the visit begins: a part made later waits for
-        the next sweep, one dropped meanwhile is skipped (_untracked_keys)."""
+        then. Partitions are visited one at a time, walking their dict where
+        the last slice stopped (_sweep_walk)."""
         cdef _Sweep s = self._sweeps[p.slot]
-        cdef Py_ssize_t left, start, end
+        cdef Py_ssize_t left
         cdef i64 span = max(1, p.within // 4), bound = wm - p.within
         if bound >= self._ts:  # past every event's window (the end of input): all now
             left = s.n + sum([len(keyed) for keyed in self._parts[p.slot].values()])
@@ -1021,20 +1021,62 @@ cdef class CythonEngine:
         left = max(left, self.sweep_min)
         s.done += left
         while left > 0:
-            if s.at >= len(s.keys):
+            if s.keyed is None:
                 if not s.partitions:
                     del self._sweeps[p.slot]
                     return
                 s.partition = s.partitions.pop()
-                s.keys = _untracked_keys(self._parts[p.slot], s.partition)
-                s.at = 0
+                s.keyed = self._parts[p.slot].get(s.partition)
+                s.pos = 0
                 continue
-            # an index range, not a slice: a copy took a reference to every
-            # key again (a cache miss each; 16 % of the sweep at LR's peak)
-            end = min(len(s.keys), s.at + left)
-            left -= end - s.at
-            start, s.at = s.at, end
-            self._sweep_keys(p, s.partition, s.keys, start, end, bound, True)
+            if self._parts[p.slot].get(s.partition) is not s.keyed:
+                s.keyed = None  # dropped since the last slice (a new dict is a later part's)
+                continue
+            left -= self._sweep_walk(p, s, <dict> s.keyed, left, bound)
+
+    cdef Py_ssize_t _sweep_walk(self, PlanRT p, _Sweep s, dict keyed, Py_ssize_t left,
+                                i64 bound) except -1:
+        """Up to `left` parts of `keyed` from s.pos on, pruned to `bound`
+        unless an event reached them after it (that event pruned them); the
+        empty ones are dropped after the walk, the partition once it holds
+        none. No copy of the keys: a copy took a reference to every key (a
+        cache miss each), 20 % of the sweep at LR's peak. Parts added between
+        slices come after the position (the dict keeps insertion order) or,
+        after a resize moved the entries, some are passed over: they wait for
+        the next sweep, as parts made during a sweep always did."""
+        cdef Part part
+        cdef Stack st
+        cdef PyObject* k
+        cdef PyObject* v
+        cdef Py_ssize_t pos = s.pos, n = 0
+        cdef list dead = []
+        self._partition = s.partition
+        while n < left:
+            if not PyDict_Next(keyed, &pos, &k, &v):
+                s.keyed = None
+                break
+            n += 1
+            part = <Part> v
+            if part.touched > bound:
+                continue
+            if part.runs:  # before pruning: runs point into the stacks
+                self._expire_runs(p, part, bound)
+            if part.held:
+                self._release(p, part)
+            for st in part.stacks:
+                st.prune(bound)
+            if part.empty():
+                dead.append(<object> k)
+        s.pos = pos
+        for key in dead:
+            del keyed[key]
+            self._an_forget(p, s.partition, key)
+        if not keyed:
+            bypart = self._parts[p.slot]
+            if bypart.get(s.partition) is keyed:
+                del bypart[s.partition]
+            s.keyed = None
+        return n
 
     cdef int _sweep_keys(self, PlanRT p, object partition, list keys, Py_ssize_t start,
                          Py_ssize_t end, i64 bound, bint idle_only) except -1:
