@@ -23,13 +23,14 @@ checks_log="$(mktemp)"
 checks=$!
 trap 'kill "$checks" 2>/dev/null || true' EXIT
 
-# One worker more than cores (pytest-xdist), one test file each at a time:
-# most integration tests wait on a broker, Ray or a JVM, so with two workers
-# on 2 cores the CPU was busy ~60 % of the run, and the suite took 16 to
-# 22.5 min as the host's speed varied. Each worker is its own session, with
-# its own broker and Ray (~3 GB at most). CAESAR_TEST_WORKERS=0 runs serially.
+# Two or more workers (pytest-xdist), one test file each at a time: most
+# integration tests wait on a broker, Ray or a JVM, so two share 2 cores well
+# (serial: ~22 min; two workers: 16-22 min as the host's speed varies; three
+# were ~15 % faster but loaded the host so that the main job's consumer met a
+# 15 s gap in its alerts). Each worker is its own session, with its own
+# broker and Ray. CAESAR_TEST_WORKERS=0 runs serially.
 cores="$(nproc 2>/dev/null || echo 2)"
-workers="${CAESAR_TEST_WORKERS:-$(( cores + 1 > 4 ? 4 : cores + 1 ))}"
+workers="${CAESAR_TEST_WORKERS:-$(( cores < 2 ? 2 : (cores > 4 ? 4 : cores) ))}"
 echo; echo "==> pytest ($workers workers)"
 set +e
 pytest -n "$workers" --dist loadfile --durations=15 "$@"

@@ -70,9 +70,10 @@ def time_slices(reports: Iterable[PositionReport], slice_s: int
 
 def slice_seconds(speed: float) -> int:
     if speed <= 0:
-        # As fast as possible: few writes, as each costs Spark a few seconds
-        # whatever its size (13 minutes in 60 s slices: 65 of 80 s).
-        return 300
+        # As fast as possible, a minute at a time: 5-minute slices halved
+        # the main-job test's producing, but its alerts then came in bursts
+        # and, on a loaded host, a gap outlived the consumer's idle stop.
+        return 60
     return max(1, int(speed * MIN_SLICE_WALL_S))
 
 
