@@ -119,8 +119,8 @@ cdef class CythonEngine:
     cdef _sweep_slice(self, PlanRT p, i64 wm)
     cdef Py_ssize_t _sweep_walk(self, PlanRT p, _Sweep s, dict keyed, Py_ssize_t left,
                                 i64 bound) except -1
-    cdef int _sweep_keys(self, PlanRT p, object partition, list keys, Py_ssize_t start,
-                         Py_ssize_t end, i64 bound, bint idle_only) except -1
+    cdef bint _prune(self, PlanRT p, Part part, i64 bound) except -1
+    cdef int _sweep_keys(self, PlanRT p, object partition, list keys, i64 bound) except -1
     cdef object _derive_timeout(self, PlanRT p, Part part, Env* env, list run)
     cdef _runs_step(self, PlanRT p, Part part, long mask)
     cdef i64 _waiting_lo(self, PlanRT p, Part part, int c)

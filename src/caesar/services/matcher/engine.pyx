@@ -987,8 +987,8 @@ cdef class CythonEngine:
                 p.last_sweep = wm
                 bypart = self._parts[p.slot]
                 for partition in list(bypart):
-                    keys = _untracked_keys(bypart, partition)
-                    self._sweep_keys(p, partition, keys, 0, len(keys), wm - p.within, False)
+                    self._sweep_keys(p, partition, _untracked_keys(bypart, partition),
+                                     wm - p.within)
                 continue
             if p.slot not in self._sweeps:
                 if wm - p.last_sweep < max(1, p.within // 2):
@@ -1045,7 +1045,6 @@ cdef class CythonEngine:
         after a resize moved the entries, some are passed over: they wait for
         the next sweep, as parts made during a sweep always did."""
         cdef Part part
-        cdef Stack st
         cdef PyObject* k
         cdef PyObject* v
         cdef Py_ssize_t pos = s.pos, n = 0
@@ -1057,15 +1056,7 @@ cdef class CythonEngine:
                 break
             n += 1
             part = <Part> v
-            if part.touched > bound:
-                continue
-            if part.runs:  # before pruning: runs point into the stacks
-                self._expire_runs(p, part, bound)
-            if part.held:
-                self._release(p, part)
-            for st in part.stacks:
-                st.prune(bound)
-            if part.empty():
+            if part.touched <= bound and self._prune(p, part, bound):
                 dead.append(<object> k)
         s.pos = pos
         for key in dead:
@@ -1078,34 +1069,32 @@ cdef class CythonEngine:
             s.keyed = None
         return n
 
-    cdef int _sweep_keys(self, PlanRT p, object partition, list keys, Py_ssize_t start,
-                         Py_ssize_t end, i64 bound, bint idle_only) except -1:
-        """Prune plan p's parts of keys[start:end] in `partition` to `bound`; drop the
-        empty ones, and the partition once it holds none. `idle_only`: pass
-        over the parts an event reached after `bound` (that event pruned
-        them; the next sweep takes them if no other follows); a sweep that
-        ends runs (ON TIMEOUT, after-match skip) visits every part, its
-        timeouts being outputs."""
+    cdef bint _prune(self, PlanRT p, Part part, i64 bound) except -1:
+        """Prune one part to `bound` (its runs ended, its held matches
+        released first); True when nothing is left in it."""
+        cdef Stack st
+        if part.runs:  # before pruning: runs point into the stacks
+            self._expire_runs(p, part, bound)
+        if part.held:
+            self._release(p, part)
+        for st in part.stacks:
+            st.prune(bound)
+        return part.empty()
+
+    cdef int _sweep_keys(self, PlanRT p, object partition, list keys, i64 bound) except -1:
+        """Prune every one of plan p's parts of `keys` in `partition` to
+        `bound`, touched or not (a sweep that ends runs, ON TIMEOUT or
+        after-match skip: its timeouts are outputs); drop the empty ones, and
+        the partition once it holds none."""
         cdef Part part
-        cdef Stack s
-        cdef Py_ssize_t i
         bypart = self._parts[p.slot]
         keyed = bypart.get(partition)
         if keyed is None:
             return 0
         self._partition = partition
-        for i in range(start, end):
-            key = keys[i]
+        for key in keys:
             part = keyed.get(key)
-            if part is None or (idle_only and part.touched > bound):
-                continue
-            if part.runs:  # before pruning: runs point into the stacks
-                self._expire_runs(p, part, bound)
-            if part.held:
-                self._release(p, part)
-            for s in part.stacks:
-                s.prune(bound)
-            if part.empty():
+            if part is not None and self._prune(p, part, bound):
                 del keyed[key]
                 self._an_forget(p, partition, key)
         if not keyed:
