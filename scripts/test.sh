@@ -17,8 +17,9 @@ checks_log="$(mktemp)"
   set -e
   echo "==> ruff"; ruff check .
   echo; echo "==> mypy"; mypy
-  echo; echo "==> stubtest (caesar.services.matcher.engine)"
-  python -m mypy.stubtest caesar.services.matcher.engine --ignore-missing-stub
+  echo; echo "==> stubtest (the Cython engine and clean_columns)"
+  python -m mypy.stubtest caesar.services.matcher.engine caesar.services.scheduler.clean_columns \
+    --ignore-missing-stub
 ) >"$checks_log" 2>&1 &
 checks=$!
 trap 'kill "$checks" 2>/dev/null || true' EXIT

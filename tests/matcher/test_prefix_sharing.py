@@ -7,7 +7,7 @@ and across snapshot/restore."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from caesar.events.batch import StringPool
@@ -100,10 +100,11 @@ def test_sharing_equals_reference(data):
     plans, rows, cuts, actives = data.draw(scenario())
     snap = data.draw(st.sampled_from([None, None, 0, 1]))
     engine = CythonEngine(plans)
-    shared = engine.shared_prefixes()
-    # every plan with the first plan's window and no end negation follows it
-    assert shared or any(p.within != plans[0].within or p.components[-1].negated
-                         for p in plans[1:])
+    # Not every scenario shares: plans whose tails begin alike share further,
+    # up to a component without an `attr = const` filter, and then not at
+    # all (_plan_sharing); test_identical_prefix_is_shared pins that sharing
+    # happens, the statistics (--hypothesis-show-statistics) how often here.
+    event("shared" if engine.shared_prefixes() else "not shared")
     expected = _drive(ReferenceEngine(plans), plans, rows, cuts, actives, StringPool())
     got = _drive(engine, plans, rows, cuts, actives, StringPool(), snap)
     assert multiset(got) == multiset(expected)

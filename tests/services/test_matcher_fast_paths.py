@@ -322,6 +322,33 @@ def test_group_rows_is_numpys_unique_of_rows(rows: list[tuple[int, ...]]) -> Non
     assert inverse.tolist() == want_inverse.reshape(-1).tolist()
 
 
+@settings(max_examples=200, deadline=None)
+@given(k=st.integers(0, 2), rows=st.lists(st.tuples(st.integers(0, 3), st.integers(-2, 2),
+                                                   st.one_of(st.integers(-1, 1), _int64)),
+                                         min_size=0, max_size=40),
+       as_objects=st.booleans())
+def test_context_homes_ask_once_per_distinct_row_and_place_every_row(
+        k: int, rows: list[tuple[int, int, int]], as_objects: bool) -> None:
+    """context_homes (int columns grouped in C, other columns memoised row by
+    row) against home(partition, key) asked for every row: the same home per
+    row, home asked once per distinct (partition, key)."""
+    from caesar.services.matcher.stage_graph import context_homes
+
+    asked: list[tuple[int, tuple[Any, ...]]] = []
+
+    def home(p: int, key: tuple[Any, ...]) -> int:
+        asked.append((p, key))
+        return hash((p, key)) % 1000
+
+    partition = np.array([r[0] for r in rows], dtype=np.int64)
+    cols = [np.array([r[1 + j] for r in rows], dtype=object if as_objects else np.int64)
+            for j in range(k)]
+    got = context_homes(partition, cols, home)
+    want = [hash((r[0], tuple(r[1:1 + k]))) % 1000 for r in rows]
+    assert got.dtype == np.int64 and got.tolist() == want
+    assert sorted(asked) == sorted({(r[0], tuple(r[1:1 + k])) for r in rows})
+
+
 # -- the matcher's bulk encoding against its per-record path -----------------
 
 _field_value = st.one_of(st.integers(-3, 3), st.integers(-2**31, 2**31 - 1), _int64,

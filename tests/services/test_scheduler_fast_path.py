@@ -260,6 +260,49 @@ def test_strictly_valid_accepts_only_what_event_problem_accepts(kinds, data, che
         assert event_problem(etype, value, ()) == ""
 
 
+@given(st.lists(st.sampled_from(_KINDS), min_size=1, max_size=4),
+       st.lists(st.lists(_values, min_size=4, max_size=4), min_size=0, max_size=6),
+       st.lists(st.integers(0, 3), max_size=3))
+@settings(max_examples=400, deadline=None)
+def test_strict_columns_are_the_python_reference_in_one_pass(kinds, rows, drop) -> None:
+    """clean_columns.pyx against processor._clean_lists (the reference, for
+    any Mapping): the same columns (dtype and values) or both None, whatever
+    the values (None, bools in int fields, ints beyond 64 bits, NaN, text),
+    with fields left out, and no values (None: nothing to decide); a value
+    that is not a dict is a TypeError."""
+    from caesar.plans.execution import EventTypeDef
+    from caesar.services.scheduler.clean_columns import strict_columns
+    from caesar.services.scheduler.processor import _clean_lists
+
+    fields = {f"f{i}": k for i, k in enumerate(kinds)}
+    etype = EventTypeDef("T", fields, "f0", None, None)
+    typical = {"int": 1, "float": 1.5, "string": "x", "bool": True}
+    values = []
+    for n, row in enumerate(rows):
+        # mostly values of the field's own kind, so that clean batches occur
+        v = {a: (row[i] if (n + i) % 3 == 0 else typical[k])
+             for i, (a, k) in enumerate(fields.items())}
+        for i in drop if n == 0 else ():
+            v.pop(f"f{i}", None)
+        values.append(v)
+    got, want = strict_columns(values, fields), _clean_lists(etype, values)
+    assert (got is None) == (want is None), (got, want)
+    if got is not None:
+        assert got[0] == want[0]
+        assert got[1].keys() == want[1].keys()
+        for a, col in want[1].items():
+            assert got[1][a].dtype == col.dtype
+            np.testing.assert_array_equal(got[1][a], col)
+    if values:
+        import types
+        try:
+            strict_columns([types.MappingProxyType(values[0])], fields)
+        except TypeError as e:
+            assert "not a dict" in str(e)
+        else:
+            raise AssertionError("a Mapping that is not a dict must raise TypeError")
+
+
 # ------------------------- records decoded in bulk (InputColumns), no dicts
 
 def int_plan(checked):

@@ -54,6 +54,8 @@ cdef class CythonEngine:
     cdef dict _sink_of        # (plan id, event type) -> MatchSink (every sink)
     cdef i64 _emitted         # matches of this call so far (their order)
     cdef long* _masks         # per plan slot: components the current event reaches
+    cdef list _kdict          # per plan slot: its parts of partition _kpart[slot] (or None)
+    cdef i64* _kpart
     cdef int* _hits
     cdef int _nhit
     cdef u8[::1] _act

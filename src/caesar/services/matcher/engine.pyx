@@ -575,11 +575,13 @@ cdef class CythonEngine:
         self._masks = NULL
         self._hits = NULL
         self._mapp = NULL
+        self._kpart = NULL
 
     def __dealloc__(self):
         free(self._masks)
         free(self._hits)
         free(self._mapp)
+        free(self._kpart)
 
     cdef _point_maps(self):
         """_maps as raw pointers for _extract (the arrays stay alive in
@@ -613,6 +615,10 @@ cdef class CythonEngine:
                 self._plans.append(p)
                 self._by_id[plan.plan_id].append(p)
         self._parts = {p.slot: {} for p in self._plans}
+        self._kdict = [None] * len(self._plans)
+        self._kpart = <i64*> malloc((len(self._plans) + 1) * sizeof(i64))
+        if self._kpart == NULL:
+            raise MemoryError()
         self._udf_plans = [p for p in self._plans if p.functions]
         # slot -> {part: None}: insertion-ordered, so end-negation results
         # are released in the same order by every engine fed the same input
@@ -1066,6 +1072,7 @@ cdef class CythonEngine:
             bypart = self._parts[p.slot]
             if bypart.get(s.partition) is keyed:
                 del bypart[s.partition]
+                self._kdict[p.slot] = None
             s.keyed = None
         return n
 
@@ -1099,6 +1106,7 @@ cdef class CythonEngine:
                 self._an_forget(p, partition, key)
         if not keyed:
             del bypart[partition]
+            self._kdict[p.slot] = None
         return 0
 
     def discard(self, plan_ids, partition):
@@ -1112,6 +1120,7 @@ cdef class CythonEngine:
         for pid in plan_ids:
             for p in self._by_id.get(pid, ()):
                 keyed = self._parts[p.slot].pop(partition, None)
+                self._kdict[p.slot] = None
                 for key, part in (keyed or {}).items():
                     self._an_forget(p, partition, key)
                     self._waiting[p.slot].pop(part, None)
@@ -1403,11 +1412,20 @@ cdef class CythonEngine:
         return tuple(key)
 
     cdef Part _get_part(self, PlanRT p, object key):
-        cdef dict bypart = self._parts[p.slot]
-        cdef dict keyed = bypart.get(self._partition)
-        if keyed is None:
-            keyed = {}
-            bypart[self._partition] = keyed
+        # the plan's parts of the current partition, kept from its last
+        # event (consecutive events mostly share a partition: two lookups
+        # and an int object saved per event and plan); every place that
+        # drops a partition's dict forgets it (_kdict[slot] = None)
+        cdef dict bypart
+        cdef dict keyed = <dict> self._kdict[p.slot]
+        if keyed is None or self._kpart[p.slot] != self._partition:
+            bypart = self._parts[p.slot]
+            keyed = bypart.get(self._partition)
+            if keyed is None:
+                keyed = {}
+                bypart[self._partition] = keyed
+            self._kdict[p.slot] = keyed
+            self._kpart[p.slot] = self._partition
         part = keyed.get(key)
         if part is None:
             part = new_part(p, (self._partition, key))
@@ -2303,6 +2321,7 @@ cdef class CythonEngine:
                 del keyed[key]
                 if not keyed:
                     del self._parts[p.slot][self._partition]
+                    self._kdict[p.slot] = None
 
     cdef object _advance_first(self, PlanRT p, Part part, long mask, Env* env, i64** bufs,
                                list pushed):

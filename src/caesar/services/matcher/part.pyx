@@ -3,7 +3,10 @@
 
 cimport cython
 
-from caesar.services.matcher.stack cimport Stack
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+
+from caesar.services.matcher.stack cimport Stack, new_stack
 from caesar.services.matcher.typedefs cimport i64
 
 cdef i64 _NEVER = -(1 << 62)
@@ -12,8 +15,14 @@ cdef i64 _NEVER = -(1 << 62)
 cdef inline int _fill(Part part, PlanRT p, object key) except -1:
     """A new part's state: an empty stack per component, nothing pending."""
     cdef int c
+    cdef tuple stacks = PyTuple_New(p.ncomp)
+    cdef Stack s
+    for c in range(p.ncomp):  # the tuple filled in place: no list in between
+        s = new_stack(p.width[c])
+        Py_INCREF(s)  # PyTuple_SET_ITEM steals a reference
+        PyTuple_SET_ITEM(stacks, c, s)
     part.key = key
-    part.stacks = tuple([Stack.__new__(Stack, p.width[c]) for c in range(p.ncomp)])
+    part.stacks = stacks
     part.runs = ()
     part.pending = ()
     part.ready = ()

@@ -14,3 +14,7 @@ cdef class Stack:
     cdef void prune(self, i64 bound) noexcept
     cdef void pop(self) noexcept
     cdef i64 first_gt(self, i64 t) noexcept
+    cdef int _grow(self, i64 cap) except -1
+
+
+cdef Stack new_stack(int width)

@@ -3,7 +3,7 @@
 arrival seq and the attribute values the plan reads, in timestamp order,
 pruned from the front by the window."""
 
-from libc.stdlib cimport free, realloc
+from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memmove
 
 cdef i64 _FIRST_CAP = 2  # rows a stack makes room for at its first push
@@ -13,22 +13,15 @@ cdef class Stack:
     """Rows in timestamp order; rows are addressed by absolute id
     (base + local index) so pruning the front keeps ids of live rows."""
 
-    def __cinit__(self, int width):
+    # No __cinit__: tp_alloc zeroes the object (n = head = cap = base = 0,
+    # NULL rows), and new_stack sets the width without the argument parsing
+    # of a constructor call (one Stack per component of every new Part).
+
+    def __init__(self, int width):
         self.width = width
-        self.n = 0
-        self.head = 0
-        self.cap = 0
-        self.base = 0
-        self.ts = NULL
-        self.seq = NULL
-        self.vals = NULL
-        self.kinds = NULL
 
     def __dealloc__(self):
-        free(self.ts)
-        free(self.seq)
-        free(self.vals)
-        free(self.kinds)
+        free(self.ts)  # one block holds ts, seq, vals and kinds (_grow)
 
     cdef void compact(self) noexcept:
         cdef i64 keep = self.n - self.head
@@ -45,7 +38,6 @@ cdef class Stack:
         self.head = 0
 
     cdef i64 push(self, i64 ts, i64 seq, const Cell* v, const u8* k) except -1:
-        cdef i64 cap
         cdef int w = self.width
         if self.n == self.cap:
             if self.head * 2 >= self.n and self.head > 0:
@@ -53,14 +45,7 @@ cdef class Stack:
             else:
                 # most parts hold a row or two (LR: a car's latest report at
                 # one place), and there are millions: start small
-                cap = _FIRST_CAP if self.cap == 0 else self.cap * 2
-                self.ts = <i64*> realloc(self.ts, cap * sizeof(i64))
-                self.seq = <i64*> realloc(self.seq, cap * sizeof(i64))
-                self.vals = <Cell*> realloc(self.vals, cap * (w if w > 0 else 1) * sizeof(Cell))
-                self.kinds = <u8*> realloc(self.kinds, cap * (w if w > 0 else 1) * sizeof(u8))
-                if self.ts == NULL or self.seq == NULL or self.vals == NULL or self.kinds == NULL:
-                    raise MemoryError()
-                self.cap = cap
+                self._grow(_FIRST_CAP if self.cap == 0 else self.cap * 2)
         self.ts[self.n] = ts
         self.seq[self.n] = seq
         if w > 0:
@@ -68,6 +53,28 @@ cdef class Stack:
             memcpy(self.kinds + self.n * w, k, w * sizeof(u8))
         self.n += 1
         return self.n - 1
+
+    cdef int _grow(self, i64 cap) except -1:
+        """Room for cap rows: ts, seq, vals and kinds in one block (one
+        malloc and one free per growth instead of four), the rows [0, n)
+        copied to the same places."""
+        cdef int w = self.width if self.width > 0 else 1
+        cdef char* block = <char*> malloc(cap * (2 * sizeof(i64) + w * (sizeof(Cell) + sizeof(u8))))
+        if block == NULL:
+            raise MemoryError()
+        cdef i64* ts = <i64*> block
+        cdef i64* seq = ts + cap
+        cdef Cell* vals = <Cell*> (seq + cap)
+        cdef u8* kinds = <u8*> (vals + cap * w)
+        if self.n > 0:
+            memcpy(ts, self.ts, self.n * sizeof(i64))
+            memcpy(seq, self.seq, self.n * sizeof(i64))
+            memcpy(vals, self.vals, self.n * w * sizeof(Cell))
+            memcpy(kinds, self.kinds, self.n * w * sizeof(u8))
+        free(self.ts)
+        self.ts, self.seq, self.vals, self.kinds = ts, seq, vals, kinds
+        self.cap = cap
+        return 0
 
     cdef void pop(self) noexcept:
         if self.n > self.head:
@@ -113,7 +120,7 @@ cdef class Stack:
     def from_state(state):
         wo, base, tsb, seqb, valsb, kindsb = state
         cdef int w = wo
-        cdef Stack s = Stack(w)
+        cdef Stack s = new_stack(w)
         cdef i64 m = len(tsb) // sizeof(i64), i
         cdef const unsigned char[::1] tsv, seqv, valv, kindv
         cdef const i64* tsp
@@ -140,3 +147,10 @@ cdef class Stack:
                 s.push(tsp[i], seqp[i], NULL, NULL)
         s.base = base
         return s
+
+
+cdef Stack new_stack(int width):
+    """Stack(width) without the Python call: Part makes one per component."""
+    cdef Stack s = Stack.__new__(Stack)
+    s.width = width
+    return s

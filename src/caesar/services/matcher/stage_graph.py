@@ -23,7 +23,7 @@ from typing import Any, Protocol, cast
 import numpy as np
 
 from caesar.errors import PlanError
-from caesar.events.batch import NUMPY_DTYPES, EventBatch, StringPool, TypeColumns
+from caesar.events.batch import NUMPY_DTYPES, EventBatch, StringPool, TypeColumns, group_rows
 from caesar.plans.aggregate import AggregatePlan
 from caesar.plans.engine import DerivedEvent, PatternEngine
 from caesar.plans.execution import Stage, plan_output, plan_reads
@@ -660,13 +660,8 @@ class StageGraph:
         parts = self.partitions
         if parts is None or any(a not in mc.fields for a in self.context_key):
             return mc.partition  # without key attributes a result stays where it was derived
-        keys = list(zip(mc.partition.tolist(),
-                        *(mc.fields[a].tolist() for a in self.context_key), strict=True))
-        memo: dict[tuple[Any, ...], int] = {}
-        for key in keys:
-            if key not in memo:
-                memo[key] = parts.context_of(parts.stream_id(key[0]), key[1:])
-        return np.array([memo[k] for k in keys], dtype=np.int64)
+        return context_homes(mc.partition, [mc.fields[a] for a in self.context_key],
+                             lambda p, key: parts.context_of(parts.stream_id(p), key))
 
     def _records_of(self, mc: MatchColumns, ts: np.ndarray, home: np.ndarray,
                     keep: np.ndarray | None) -> list[tuple[int, StageOutput]]:
@@ -976,3 +971,24 @@ def _groups(partitions: list[int], active: Callable[[int], frozenset[str]]
     for i, p in enumerate(partitions):
         out.setdefault(active(p), []).append(i)
     return out
+
+
+def context_homes(partition: np.ndarray, cols: Sequence[np.ndarray],
+                  home: Callable[[int, tuple[Any, ...]], int]) -> np.ndarray:
+    """home(partition, key values) of every row, asked once per distinct
+    (partition, key values) row."""
+    if len(partition) > 8 and partition.dtype == np.int64 and \
+            all(c.dtype == np.int64 for c in cols):
+        # int keys: the distinct rows found in C, then one call per distinct
+        # row (LR: ~3 results per report, a few hundred segments per call),
+        # not a Python step per row
+        first, inverse = group_rows([partition, *cols])
+        distinct = zip(partition[first].tolist(), *(c[first].tolist() for c in cols),
+                       strict=True)
+        return np.array([home(k[0], k[1:]) for k in distinct], dtype=np.int64)[inverse]
+    keys = list(zip(partition.tolist(), *(c.tolist() for c in cols), strict=True))
+    memo: dict[tuple[Any, ...], int] = {}
+    for key in keys:
+        if key not in memo:
+            memo[key] = home(key[0], key[1:])
+    return np.array([memo[k] for k in keys], dtype=np.int64)

@@ -66,6 +66,7 @@ from caesar.services.common.messages import (
     partition_id,
     partition_key,
 )
+from caesar.services.scheduler.clean_columns import strict_columns
 
 NEVER = -(2**62)
 INT64 = (-(2**63), 2**63 - 1)
@@ -389,7 +390,7 @@ class SchedulerProcessor:
         clean = _clean_columns(etype, values)
         if clean is None:
             return False
-        lists, ts_list, ts, arrays = clean
+        lists, ts, arrays = clean
         has_ingest = np.fromiter((INGEST in v for v in values), dtype=bool, count=n)
         ingest = np.fromiter((v.get(INGEST, 0) for v in values), dtype=np.int64, count=n) \
             if has_ingest.any() else None
@@ -838,35 +839,62 @@ class SchedulerProcessor:
 
 
 def _clean_columns(etype: EventTypeDef, values: Sequence[Mapping[str, Any]]
-                   ) -> tuple[dict[str, list[Any]], list[Any], np.ndarray,
-                              dict[str, np.ndarray]] | None:
-    """(values per attribute, the ts values, ts as int64, numeric columns)
-    when every value passes `event_problem` by construction: each field holds
+                   ) -> tuple[Mapping[str, list[Any]], np.ndarray, dict[str, np.ndarray]] | None:
+    """(values per string attribute, ts as int64, the other columns) when
+    every value passes `event_problem` by construction: each field holds
     exactly its declared Python type (no None), ts and ints fit 64 bits, ts
     is inside event time, floats are finite and within the type's checks.
-    None when some value needs the record-by-record look."""
+    None when some value needs the record-by-record look. Dicts go through
+    clean_columns.pyx in one pass; other Mappings through the reference."""
     schema = etype.fields
-    lists = {a: [v.get(a) for v in values] for a in schema}
-    ts_list = lists[etype.ts_field] if etype.ts_field in lists else \
-        [v.get(etype.ts_field) for v in values]
-    if set(map(type, ts_list)) != {int}:
+    clean = None
+    if isinstance(values, list):
+        try:
+            clean = strict_columns(values, schema)
+        except TypeError:  # not all dicts
+            clean = _clean_lists(etype, values)
+    else:
+        clean = _clean_lists(etype, values)
+    if clean is None:
         return None
-    arrays: dict[str, np.ndarray] = {}
-    try:
-        ts = np.array(ts_list, dtype=np.int64)
-        for a, kind in schema.items():
-            if set(map(type, lists[a])) != {_STRICT.get(kind)}:
-                return None
-            if kind != "string":  # strings are coded once accepted
-                arrays[a] = np.array(lists[a], dtype=NUMPY_DTYPES[kind])
-    except OverflowError:  # an int beyond 64 bits
-        return None
+    lists, arrays = clean
+    if etype.ts_field in arrays and schema[etype.ts_field] == "int":
+        ts = arrays[etype.ts_field]
+    else:
+        ts_list = [v.get(etype.ts_field) for v in values]
+        if set(map(type, ts_list)) != {int}:
+            return None
+        try:
+            ts = np.array(ts_list, dtype=np.int64)
+        except OverflowError:
+            return None
     if int(ts.min()) <= NEVER or int(ts.max()) >= END_OF_TIME:
         return None
     for a, arr in arrays.items():
         if not _within(etype, a, arr):
             return None
-    return lists, ts_list, ts, arrays
+    return lists, ts, arrays
+
+
+def _clean_lists(etype: EventTypeDef, values: Sequence[Mapping[str, Any]]
+                 ) -> tuple[dict[str, list[Any]], dict[str, np.ndarray]] | None:
+    """strict_columns in Python (any Mapping; the reference its tests
+    compare with): the string attributes' values and the other columns, or
+    None when a value is missing, of another type or an int beyond 64 bits."""
+    lists: dict[str, list[Any]] = {}
+    arrays: dict[str, np.ndarray] = {}
+    for a, kind in etype.fields.items():
+        col = [v.get(a) for v in values]
+        if set(map(type, col)) != {_STRICT.get(kind)}:
+            return None
+        if kind == "string":  # strings are coded once accepted
+            lists[a] = col
+            continue
+        try:
+            arrays[a] = np.array(col, dtype=NUMPY_DTYPES[kind])
+        except OverflowError:  # an int beyond 64 bits
+            return None
+    return lists, arrays
 
 
 def _within(etype: EventTypeDef, attr: str, arr: np.ndarray) -> bool:

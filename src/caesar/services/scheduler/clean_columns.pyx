@@ -1,0 +1,111 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""A batch of input dicts as columns, in one pass in C: the scheduler's fast
+path (processor._clean_columns) made ten list comprehensions, ten type sets
+and ten list-to-array copies per batch of Linear Road reports, ~1.1 µs of
+its 2.4 µs per report."""
+
+from cpython.dict cimport PyDict_CheckExact, PyDict_GetItem
+from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_CheckExact
+from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
+from cpython.object cimport PyObject
+from cpython.unicode cimport PyUnicode_CheckExact
+
+import numpy as np
+
+cdef enum:
+    K_INT = 0
+    K_FLOAT = 1
+    K_BOOL = 2
+    K_STRING = 3
+
+cdef dict _KIND = {"int": K_INT, "float": K_FLOAT, "bool": K_BOOL, "string": K_STRING}
+
+
+def strict_columns(list values, dict schema):
+    """({attr: values} of the string attributes, {attr: array} of the
+    others) when every value is a dict holding every attribute of `schema`
+    (attr -> kind) as exactly its declared Python type, ints within 64 bits;
+    None when one is not (the record-by-record path says why) or there is
+    no value (as the reference, processor._clean_lists). TypeError
+    when a value is not a dict (another Mapping: processor._clean_columns)."""
+    cdef Py_ssize_t n = len(values), i, j, m = len(schema)
+    cdef list names = list(schema)
+    cdef int kind[64]
+    cdef list cols = []
+    cdef list strings
+    cdef long long[::1] iv
+    cdef double[::1] fv
+    cdef signed char[::1] bv
+    cdef void* ptr[64]  # each numeric column's data, found once
+    cdef PyObject* o
+    cdef object d
+    cdef int overflow
+    cdef long long x
+    if m > 64 or n == 0:
+        return None
+    for j in range(m):
+        k = _KIND.get(schema[names[j]])
+        if k is None:
+            return None
+        kind[j] = k
+        ptr[j] = NULL
+        if k == K_INT:
+            arr = np.empty(n, dtype=np.int64)
+            iv = arr
+            cols.append(arr)
+            if n:
+                ptr[j] = &iv[0]
+        elif k == K_FLOAT:
+            arr = np.empty(n, dtype=np.float64)
+            fv = arr
+            cols.append(arr)
+            if n:
+                ptr[j] = &fv[0]
+        elif k == K_BOOL:
+            arr = np.empty(n, dtype=np.int8)
+            bv = arr
+            cols.append(arr)
+            if n:
+                ptr[j] = &bv[0]
+        else:
+            cols.append([None] * n)
+    for i in range(n):
+        d = values[i]
+        if not PyDict_CheckExact(d):
+            raise TypeError(f"strict_columns: value {i} is a {type(d).__name__}, not a dict")
+        for j in range(m):
+            o = PyDict_GetItem(d, names[j])
+            if o == NULL:
+                return None
+            if kind[j] == K_INT:
+                # exactly int: a bool is an int subclass and is refused
+                if not PyLong_CheckExact(<object> o):
+                    return None
+                x = PyLong_AsLongLongAndOverflow(<object> o, &overflow)
+                if overflow:
+                    return None
+                (<long long*> ptr[j])[i] = x
+            elif kind[j] == K_FLOAT:
+                if not PyFloat_CheckExact(<object> o):
+                    return None
+                (<double*> ptr[j])[i] = PyFloat_AS_DOUBLE(<object> o)
+            elif kind[j] == K_BOOL:
+                if <object> o is True:
+                    (<signed char*> ptr[j])[i] = 1
+                elif <object> o is False:
+                    (<signed char*> ptr[j])[i] = 0
+                else:
+                    return None
+            else:
+                if not PyUnicode_CheckExact(<object> o):
+                    return None
+                strings = cols[j]
+                strings[i] = <object> o
+    lists = {}
+    arrays = {}
+    for j in range(m):
+        if kind[j] == K_STRING:
+            lists[names[j]] = cols[j]
+        else:
+            arrays[names[j]] = cols[j]
+    return lists, arrays
