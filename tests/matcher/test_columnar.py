@@ -237,10 +237,13 @@ def test_snapshot_falls_back_to_format_3_for_mixed_widths():
     engine = CythonEngine(plans)
     engine.process(tape(rows, StringPool(), partition_key="part"))
     assert isinstance(engine.snapshot(0)["one"], dict)  # format 5
+    from caesar.services.matcher.stack import Stack
+
     (p, keyed), = engine._keyed_parts(0)["one"]
-    empty = next(part.stacks[1] for part in keyed.values())
-    assert len(empty) == 0
-    empty.width += 1  # an empty stack: no row is read with the wrong width
+    part = next(iter(keyed.values()))
+    assert len(part.stacks[1]) == 0
+    # an empty stack of another width: no row is read with the wrong width
+    part.stacks = part.stacks[:1] + (Stack(part.stacks[1].width + 1),)
     raw = engine._snapshot_raw(0)
     state = engine.snapshot(0)
     assert state == {"one": tagged.encode(raw["one"])}  # format 3

@@ -57,7 +57,7 @@ from caesar.services.store import tagged
 from caesar.services.matcher.compile import compile_plans
 
 from caesar.services.matcher.match_sink cimport MatchSink
-from caesar.services.matcher.part cimport new_part
+from caesar.services.matcher.part cimport new_part, own_stack
 from caesar.services.matcher.stack cimport Stack
 from caesar.services.matcher.typedefs cimport (
     K_BOOL,
@@ -765,8 +765,15 @@ cdef class CythonEngine:
         # made anew since: point at its current stacks. Without a leader Part
         # the old shared stacks are empty (nobody pushes into them).
         cdef Part lp = self._leader_part(p, partition, key)
-        if lp is not None and part.stacks[0] is not lp.stacks[0]:
-            part.stacks = lp.stacks[:p.share] + part.stacks[p.share:]
+        cdef int c
+        if lp is None:
+            return
+        # every shared stack: the leader's first push into a component
+        # replaces its shared empty stack (own_stack)
+        for c in range(p.share):
+            if part.stacks[c] is not lp.stacks[c]:
+                part.stacks = lp.stacks[:p.share] + part.stacks[p.share:]
+                return
 
     def _build_dispatch(self, pool):
         """Group (type, pushed filters) across plans; constant equality
@@ -1494,7 +1501,7 @@ cdef class CythonEngine:
             if p.nextpos[c] >= 0:
                 if p.killneg[c] and self._waiting_lo(p, part, c) >= self._ts:
                     continue  # no run waits at c, so this event can block nothing
-                s = part.stacks[c]
+                s = own_stack(part, c)
                 s.push(self._ts, self._seq, p.scratch[c], p.scratch_k[c])
         if p.strategy == 0:
             self._any(p, part, mask, key)
@@ -1623,7 +1630,7 @@ cdef class CythonEngine:
                     continue
                 if prev.ts[prev.head] >= self._ts:
                     continue  # no earlier event can precede it: not worth keeping
-            s = part.stacks[c]
+            s = own_stack(part, c)
             if k < p.npos - 1:
                 if s.n == s.head:
                     self._an_register_after(p, k, part.key)
@@ -2062,7 +2069,7 @@ cdef class CythonEngine:
         cdef Stack s
         cdef i64 r = pushed[c]
         if r < 0:
-            s = part.stacks[c]
+            s = own_stack(part, c)
             r = s.push(self._ts, self._seq, p.scratch[c], p.scratch_k[c]) + s.base
             pushed[c] = r
         return r

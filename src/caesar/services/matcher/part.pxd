@@ -1,6 +1,7 @@
 # C-level contract of part.pyx: the run state of one (plan, partition,
 # equivalence key).
 from caesar.services.matcher.plan_runtime cimport PlanRT
+from caesar.services.matcher.stack cimport Stack
 from caesar.services.matcher.typedefs cimport i64
 
 
@@ -20,3 +21,4 @@ cdef class Part:
 
 
 cdef Part new_part(PlanRT p, object key)
+cdef Stack own_stack(Part part, int c)

@@ -6,7 +6,7 @@ cimport cython
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
-from caesar.services.matcher.stack cimport Stack, new_stack
+from caesar.services.matcher.stack cimport Stack, empty_stack, new_stack
 from caesar.services.matcher.typedefs cimport i64
 
 cdef i64 _NEVER = -(1 << 62)
@@ -18,7 +18,7 @@ cdef inline int _fill(Part part, PlanRT p, object key) except -1:
     cdef tuple stacks = PyTuple_New(p.ncomp)
     cdef Stack s
     for c in range(p.ncomp):  # the tuple filled in place: no list in between
-        s = new_stack(p.width[c])
+        s = empty_stack(p.width[c])  # made its own on the first push (own_stack)
         Py_INCREF(s)  # PyTuple_SET_ITEM steals a reference
         PyTuple_SET_ITEM(stacks, c, s)
     part.key = key
@@ -58,3 +58,24 @@ cdef Part new_part(PlanRT p, object key):
     cdef Part part = Part.__new__(Part)
     _fill(part, p, key)
     return part
+
+
+cdef Stack own_stack(Part part, int c):
+    """Component c's stack of this part, to push into: the shared empty one
+    replaced by a Stack of its own (in a new stacks tuple: a follower of a
+    shared prefix sees the change when it relinks, engine._relink)."""
+    cdef Stack s = <Stack> part.stacks[c]
+    cdef tuple old, stacks
+    cdef Py_ssize_t i, n
+    if not s.shared:
+        return s
+    s = new_stack(s.width)
+    old = part.stacks
+    n = len(old)
+    stacks = PyTuple_New(n)
+    for i in range(n):
+        item = s if i == c else old[i]
+        Py_INCREF(item)
+        PyTuple_SET_ITEM(stacks, i, item)
+    part.stacks = stacks
+    return s

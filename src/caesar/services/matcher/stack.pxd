@@ -3,7 +3,8 @@ from caesar.services.matcher.typedefs cimport Cell, i64, u8
 
 
 cdef class Stack:
-    cdef public int width
+    cdef readonly int width  # readonly: the shared empty stacks must keep theirs
+    cdef bint shared          # the shared empty stack of its width (empty_stack)
     cdef i64 n, head, cap, base
     cdef i64* ts
     cdef i64* seq
@@ -18,3 +19,4 @@ cdef class Stack:
 
 
 cdef Stack new_stack(int width)
+cdef Stack empty_stack(int width)

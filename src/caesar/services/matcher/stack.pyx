@@ -40,6 +40,8 @@ cdef class Stack:
     cdef i64 push(self, i64 ts, i64 seq, const Cell* v, const u8* k) except -1:
         cdef int w = self.width
         if self.n == self.cap:
+            if self.shared:  # a bug in the caller: it must own the stack (part.own_stack)
+                raise RuntimeError("push into the shared empty stack")
             if self.head * 2 >= self.n and self.head > 0:
                 self.compact()
             else:
@@ -154,3 +156,20 @@ cdef Stack new_stack(int width):
     cdef Stack s = Stack.__new__(Stack)
     s.width = width
     return s
+
+
+cdef list _EMPTY = []  # by width: the shared empty Stack
+
+
+cdef Stack empty_stack(int width):
+    """The one empty Stack of this width that new Parts share until their
+    first push into the component (part.own_stack): most parts get rows in
+    one component only (LR: a car's report at a place, in the first of
+    StoppedCar's four), and pruning, sweeping and snapshots leave an empty
+    stack as it is."""
+    cdef Stack s
+    while len(_EMPTY) <= width:
+        s = new_stack(len(_EMPTY))
+        s.shared = True
+        _EMPTY.append(s)
+    return <Stack> _EMPTY[width]
