@@ -330,7 +330,7 @@ class EventBatch:
         return EventBatch(by_type=by_type, strings=strings)
 
 
-def _lex_groups(keys: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def lex_groups(keys: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows in lexicographic order of their keys, where each group starts in
     that order, group of each row): one stable lexsort, no row view."""
     n = len(keys[0])
@@ -353,7 +353,7 @@ def group_rows(keys: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     groups numbered in lexicographic order of their key, as
     np.unique(np.stack(keys, axis=1), axis=0, return_index=True,
     return_inverse=True) gives them, without its row view."""
-    order, starts, inverse = _lex_groups(keys)
+    order, starts, inverse = lex_groups(keys)
     return order[starts], inverse  # lexsort is stable: a group's first row leads it
 
 
@@ -363,6 +363,6 @@ def unique_pairs(a: np.ndarray, b: np.ndarray
     (their a, their b, the pair of each row, rows per pair), as
     np.unique(np.stack([a, b], axis=1), axis=0, return_inverse=True,
     return_counts=True) gives them, ~4x faster."""
-    order, starts, inverse = _lex_groups([a, b])
+    order, starts, inverse = lex_groups([a, b])
     first = order[starts]
     return a[first], b[first], inverse, np.diff(np.append(starts, len(a)))

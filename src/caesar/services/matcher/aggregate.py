@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from caesar.errors import PlanError
-from caesar.events.batch import StringPool, TypeColumns
+from caesar.events.batch import StringPool, TypeColumns, lex_groups
 from caesar.plans.aggregate import AggregatePlan, AggregateSpec
 from caesar.plans.functions import FunctionFailure
 from caesar.services.matcher.column_eval import (
@@ -258,14 +258,12 @@ class AggregateExecutor:
                 self._float_group[i] = True
             key_cols.append(col.view(np.int64) if col.dtype == np.float64 else col.astype(np.int64))
         key_cols.append(starts)
-        keys_matrix = np.stack(key_cols, axis=1)
-        order = np.lexsort(keys_matrix.T[::-1])
-        keys_sorted = keys_matrix[order]
-        change = np.ones(len(order), dtype=bool)
-        change[1:] = np.any(keys_sorted[1:] != keys_sorted[:-1], axis=1)
-        bounds = np.nonzero(change)[0]
+        # one stable lexsort and a compare per column (events.batch), not a
+        # stacked matrix compared row by row
+        order, bounds, _ = lex_groups(key_cols)
+        first = order[bounds]
         return order, _Keys(bounds, np.diff(np.append(bounds, len(order))),
-                            list(map(tuple, keys_sorted[bounds].tolist())))
+                            list(zip(*(c[first].tolist() for c in key_cols), strict=True)))
 
     def _accumulate(self, ai: int, spec: AggregateSpec, groups: _Groups,
                     value: tuple[Any, Any] | None) -> None:
