@@ -86,6 +86,10 @@ class AggregateExecutor:
                                if s.func == "count_distinct"]
         self._slot: dict[tuple, int] = {}  # (partition, group values..., start) -> slot
         self._free: list[int] = []
+        # pane key -> the slots of the windows holding it (_group_panes): a
+        # pane's key comes back in every batch of its slide (LR: each second
+        # of a minute); forgotten whenever a window closes or state is restored
+        self._pane_slots: dict[tuple, list[int]] = {}
         cap = 64
         self._count = np.zeros((na, cap), dtype=np.int64)
         self._total = np.zeros((na, cap), dtype=np.float64)
@@ -242,9 +246,16 @@ class AggregateExecutor:
         plan = self.plan
         last_start = (ts // plan.slide) * plan.slide
         order, keys = self._sorted_keys(cols, partitions, last_start, None)
-        slots = np.empty((self._windows_per_event, len(keys.bounds)), dtype=np.int64)
-        for j in range(self._windows_per_event):  # rows of distinct slots: one window each
-            slots[j] = self._slots([(*k[:-1], k[-1] - j * plan.slide) for k in keys.first])
+        w, cache = self._windows_per_event, self._pane_slots
+        per_key = []
+        for k in keys.first:
+            found = cache.get(k)
+            if found is None:
+                found = cache[k] = self._slots(
+                    [(*k[:-1], k[-1] - j * plan.slide) for j in range(w)]).tolist()
+            per_key.append(found)
+        # rows of distinct slots: one window each
+        slots = np.array(per_key, dtype=np.int64).reshape(len(per_key), w).T.copy()
         return _Groups(rows=order, bounds=keys.bounds, counts=keys.counts, slots=slots)
 
     def _sorted_keys(self, cols: dict[str, np.ndarray], partitions: np.ndarray,
@@ -363,6 +374,8 @@ class AggregateExecutor:
         self.watermark = watermark
         plan = self.plan
         closing_ends = sorted(e for e in self._by_end if e <= watermark)
+        if closing_ends:
+            self._pane_slots.clear()  # their slots are freed below
         out: list[dict[str, Any]] = []
         for end in closing_ends:
             for key in sorted(self._by_end.pop(end)):
@@ -481,6 +494,7 @@ class AggregateExecutor:
         self._low = array("low", np.float64)
         self._high = array("high", np.float64)
         self._slot = {tuple(k): int(slot) for k, slot in state["slots"]}
+        self._pane_slots = {}
         if any(not 0 <= s < cap for s in self._slot.values()):
             raise PlanError(f"{self.plan.plan_id}: stored aggregate slot out of range")
         self._free = [int(x) for x in state["free"]]
