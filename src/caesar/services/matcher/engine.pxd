@@ -123,6 +123,7 @@ cdef class CythonEngine:
                                 i64 bound) except -1
     cdef bint _prune(self, PlanRT p, Part part, i64 bound) except -1
     cdef int _sweep_keys(self, PlanRT p, object partition, list keys, i64 bound) except -1
+    cdef object _drop_partition(self, PlanRT p, object partition)
     cdef object _derive_timeout(self, PlanRT p, Part part, Env* env, list run)
     cdef _runs_step(self, PlanRT p, Part part, long mask)
     cdef i64 _waiting_lo(self, PlanRT p, Part part, int c)

@@ -1076,10 +1076,8 @@ cdef class CythonEngine:
             del keyed[key]
             self._an_forget(p, s.partition, key)
         if not keyed:
-            bypart = self._parts[p.slot]
-            if bypart.get(s.partition) is keyed:
-                del bypart[s.partition]
-                self._kdict[p.slot] = None
+            if (<dict> self._parts[p.slot]).get(s.partition) is keyed:
+                self._drop_partition(p, s.partition)
             s.keyed = None
         return n
 
@@ -1101,8 +1099,7 @@ cdef class CythonEngine:
         after-match skip: its timeouts are outputs); drop the empty ones, and
         the partition once it holds none."""
         cdef Part part
-        bypart = self._parts[p.slot]
-        keyed = bypart.get(partition)
+        keyed = self._parts[p.slot].get(partition)
         if keyed is None:
             return 0
         self._partition = partition
@@ -1112,8 +1109,7 @@ cdef class CythonEngine:
                 del keyed[key]
                 self._an_forget(p, partition, key)
         if not keyed:
-            del bypart[partition]
-            self._kdict[p.slot] = None
+            self._drop_partition(p, partition)
         return 0
 
     def discard(self, plan_ids, partition):
@@ -1126,8 +1122,7 @@ cdef class CythonEngine:
                     break
         for pid in plan_ids:
             for p in self._by_id.get(pid, ()):
-                keyed = self._parts[p.slot].pop(partition, None)
-                self._kdict[p.slot] = None
+                keyed = self._drop_partition(p, partition)
                 for key, part in (keyed or {}).items():
                     self._an_forget(p, partition, key)
                     self._waiting[p.slot].pop(part, None)
@@ -1418,11 +1413,18 @@ cdef class CythonEngine:
             key.append(v)
         return tuple(key)
 
+    cdef object _drop_partition(self, PlanRT p, object partition):
+        """Plan p's parts dict of `partition` taken out (None if it had
+        none), and _get_part's kept dict forgotten with it: the one way a
+        partition's dict leaves _parts."""
+        self._kdict[p.slot] = None
+        return (<dict> self._parts[p.slot]).pop(partition, None)
+
     cdef Part _get_part(self, PlanRT p, object key):
         # the plan's parts of the current partition, kept from its last
         # event (consecutive events mostly share a partition: two lookups
         # and an int object saved per event and plan); every place that
-        # drops a partition's dict forgets it (_kdict[slot] = None)
+        # drops a partition's dict forgets it (_drop_partition)
         cdef dict bypart
         cdef dict keyed = <dict> self._kdict[p.slot]
         if keyed is None or self._kpart[p.slot] != self._partition:
@@ -2327,8 +2329,7 @@ cdef class CythonEngine:
             if keyed is not None and keyed.get(key) is part:
                 del keyed[key]
                 if not keyed:
-                    del self._parts[p.slot][self._partition]
-                    self._kdict[p.slot] = None
+                    self._drop_partition(p, self._partition)
 
     cdef object _advance_first(self, PlanRT p, Part part, long mask, Env* env, i64** bufs,
                                list pushed):

@@ -19,6 +19,8 @@ cdef enum:
     K_STRING = 3
 
 cdef dict _KIND = {"int": K_INT, "float": K_FLOAT, "bool": K_BOOL, "string": K_STRING}
+# the column dtypes of events.batch.NUMPY_DTYPES, by kind code
+cdef dict _DTYPE = {K_INT: np.int64, K_FLOAT: np.float64, K_BOOL: np.int8}
 
 
 def strict_columns(list values, dict schema):
@@ -33,9 +35,7 @@ def strict_columns(list values, dict schema):
     cdef int kind[64]
     cdef list cols = []
     cdef list strings
-    cdef long long[::1] iv
-    cdef double[::1] fv
-    cdef signed char[::1] bv
+    cdef unsigned char[::1] raw
     cdef void* ptr[64]  # each numeric column's data, found once
     cdef PyObject* o
     cdef object d
@@ -49,26 +49,13 @@ def strict_columns(list values, dict schema):
             return None
         kind[j] = k
         ptr[j] = NULL
-        if k == K_INT:
-            arr = np.empty(n, dtype=np.int64)
-            iv = arr
-            cols.append(arr)
-            if n:
-                ptr[j] = &iv[0]
-        elif k == K_FLOAT:
-            arr = np.empty(n, dtype=np.float64)
-            fv = arr
-            cols.append(arr)
-            if n:
-                ptr[j] = &fv[0]
-        elif k == K_BOOL:
-            arr = np.empty(n, dtype=np.int8)
-            bv = arr
-            cols.append(arr)
-            if n:
-                ptr[j] = &bv[0]
-        else:
+        if k == K_STRING:
             cols.append([None] * n)
+            continue
+        arr = np.empty(n, dtype=_DTYPE[k])
+        raw = arr.view(np.uint8)
+        ptr[j] = &raw[0]
+        cols.append(arr)
     for i in range(n):
         d = values[i]
         if not PyDict_CheckExact(d):

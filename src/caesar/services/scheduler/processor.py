@@ -847,14 +847,7 @@ def _clean_columns(etype: EventTypeDef, values: Sequence[Mapping[str, Any]]
     None when some value needs the record-by-record look. Dicts go through
     clean_columns.pyx in one pass; other Mappings through the reference."""
     schema = etype.fields
-    clean = None
-    if isinstance(values, list):
-        try:
-            clean = strict_columns(values, schema)
-        except TypeError:  # not all dicts
-            clean = _clean_lists(etype, values)
-    else:
-        clean = _clean_lists(etype, values)
+    clean = _strict_lists(etype, values)
     if clean is None:
         return None
     lists, arrays = clean
@@ -874,6 +867,17 @@ def _clean_columns(etype: EventTypeDef, values: Sequence[Mapping[str, Any]]
         if not _within(etype, a, arr):
             return None
     return lists, ts, arrays
+
+
+def _strict_lists(etype: EventTypeDef, values: Sequence[Mapping[str, Any]]
+                  ) -> tuple[Mapping[str, list[Any]], dict[str, np.ndarray]] | None:
+    """strict_columns on a list of dicts, else the Python reference."""
+    if isinstance(values, list):
+        try:
+            return strict_columns(values, etype.fields)
+        except TypeError:  # not all dicts
+            pass
+    return _clean_lists(etype, values)
 
 
 def _clean_lists(etype: EventTypeDef, values: Sequence[Mapping[str, Any]]
