@@ -17,8 +17,9 @@ checks_log="$(mktemp)"
   set -e
   echo "==> ruff"; ruff check .
   echo; echo "==> mypy"; mypy
-  echo; echo "==> stubtest (the Cython engine and clean_columns)"
+  echo; echo "==> stubtest (the Cython engine, clean_columns, alert_rows)"
   python -m mypy.stubtest caesar.services.matcher.engine caesar.services.scheduler.clean_columns \
+    caesar.services.matcher.alert_rows \
     --ignore-missing-stub
 ) >"$checks_log" 2>&1 &
 checks=$!

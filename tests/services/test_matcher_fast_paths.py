@@ -463,3 +463,41 @@ def test_alert_made_is_the_dataclass(plan: str, etype: str, part: int, key: str,
     assert vars(made) == vars(built)
     assert set(vars(made)) == {f.name for f in dataclasses.fields(Alert)}
     assert made == built and made.identity() == built.identity()
+
+
+_values = st.one_of(st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=False), st.text(max_size=3),
+                    st.booleans(), st.none())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(max_size=2), max_size=4, unique=True), st.integers(0, 6),
+       st.text(max_size=3), st.text(max_size=3), st.text(max_size=3), st.data())
+def test_alert_rows_are_the_python_reference(names: list[str], n: int, identity: str,
+                                             etype: str, topic: str, data: st.DataObject
+                                             ) -> None:
+    """alert_rows.pyx makes the alerts of match rows as the Python
+    reference does: same order, every field compared (ingest too)."""
+    from caesar.services.matcher.alert_rows import alert_rows
+    from caesar.services.matcher.alerts import alert_rows_reference
+
+    rows = st.lists(st.integers(-(2**40), 2**40), min_size=n, max_size=n)
+    columns = [data.draw(st.lists(_values, min_size=n, max_size=n)) for _ in names]
+    homes = data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+    texts = {h: f"k{h}" for h in homes}
+    ingest = data.draw(st.dictionaries(st.integers(0, 3), st.integers(0, 2**40)))
+    args = (identity, etype, topic, tuple(names), columns, data.draw(rows), data.draw(rows),
+            data.draw(rows), homes, texts, ingest)
+    made = alert_rows(Alert, *args)
+    expected = alert_rows_reference(Alert, *args)
+    assert [(o, vars(a)) for o, a in made] == [(o, vars(a)) for o, a in expected]
+    assert all(type(a) is Alert for _o, a in made)
+
+
+def test_alert_rows_refuse_columns_of_other_lengths() -> None:
+    from caesar.services.matcher.alert_rows import alert_rows
+
+    with pytest.raises(ValueError, match="column 'a' has 1 rows, not 2"):
+        alert_rows(Alert, "q", "T", "t", ("a",), [[1]], [0, 1], [0, 0], [0, 0], [0, 0],
+                   {0: ""}, {})
+    with pytest.raises(ValueError, match="need 2 rows"):
+        alert_rows(Alert, "q", "T", "t", (), [], [0], [0, 0], [0, 0], [0, 0], {0: ""}, {})

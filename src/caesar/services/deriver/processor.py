@@ -31,6 +31,7 @@ from caesar.services.common.messages import (
     coalesce_transactions,
 )
 from caesar.services.matcher.stage_graph import (
+    Output,
     Record,
     StageGraph,
     StageOutput,
@@ -133,10 +134,11 @@ class DeriverProcessor:
             self.done_before = max(self.done_before, last)
         out.progress = Progress(self.done_before, "deriver")
 
-    def _apply(self, outputs: list[StageOutput], out: DeriverOutput) -> None:
+    def _apply(self, outputs: list[Output], out: DeriverOutput) -> None:
         floor = self.done_before
         fired: list[tuple[int, StageOutput]] = []
         for o in outputs:
+            assert isinstance(o, StageOutput)  # the deriver's graph makes records only
             pid = o.stage.plan.plan_id
             if pid in self.transitions:
                 fired.append((max(o.record["_ts"], floor), o))

@@ -12,8 +12,6 @@ from typing import Any
 import numpy as np
 
 from caesar.plans.execution import ExecutionPlan
-from caesar.plans.pattern import PatternPlan
-from caesar.plans.serialize import stage_identity
 from caesar.services.common.config import EngineFactory
 from caesar.services.common.messages import (
     Alert,
@@ -24,12 +22,8 @@ from caesar.services.common.messages import (
     RoutedTransaction,
     TxnBatch,
 )
-from caesar.services.matcher.stage_graph import (
-    StageGraph,
-    StageOutput,
-    default_engine_factory,
-    is_public,
-)
+from caesar.services.matcher.alerts import AlertMaker
+from caesar.services.matcher.stage_graph import Output, StageGraph, default_engine_factory
 from caesar.services.router.contexts import ContextResolver, StageActivation
 
 
@@ -64,6 +58,9 @@ class MatcherProcessor:
         self.waves = self.graph.waves and not plan.imports
         self.alerts_emitted = 0
         self.ingest: dict[int, int] = {}  # partition -> Kafka ms of its latest input
+        # emitted rows become alerts straight from the engine's columns
+        self.alert_maker = AlertMaker(self.ingest)
+        self.graph.outputs_of = self.alert_maker
 
     def process(self, items: Sequence[RoutedBatch | RoutedTransaction | Discard | Progress]
                 ) -> MatcherOutput:
@@ -205,34 +202,6 @@ class MatcherProcessor:
         self.graph.restore_muted({int(p): [(int(ts), self.graph.plan_ids(ids)) for ts, ids in hist]
                                   for p, hist in state.get("muted", [])})
 
-    def _alerts(self, outputs: Iterable[StageOutput]) -> list[Alert]:
-        alerts = []
-        graph, ingest = self.graph, self.ingest
-        # per stage: (identity, output topic, timeout topic, timeout event type)
-        seen: dict[int, tuple[str, str | None, str | None, str | None]] = {}
-        for o in outputs:
-            stage, rec = o.stage, o.record
-            about = seen.get(id(stage))
-            if about is None:
-                plan = stage.plan
-                timeout = plan.timeout if isinstance(plan, PatternPlan) else None
-                # the query's stable identity: the same across model versions
-                about = seen[id(stage)] = (stage_identity(stage), stage.output_topic,
-                                           stage.timeout_topic,
-                                           timeout.event_type if timeout is not None else None)
-            identity, topic, timeout_topic, timeout_type = about
-            etype = rec["type"]
-            if etype == timeout_type:
-                topic = timeout_topic  # ON TIMEOUT events have their own topic
-            if topic is None:
-                continue
-            part = rec["_p"]
-            if graph._muted and stage.plan.plan_id in graph.muted_at(part, rec["_ts"]):
-                continue
-            fields = o.fields
-            if fields is None:
-                fields = {k: v for k, v in rec.items() if is_public(k)}
-            alerts.append(Alert.made(identity, etype, part, rec["_key"], o.start_ts, o.end_ts,
-                                     fields, topic, ingest.get(part, 0)))
-        return alerts
+    def _alerts(self, outputs: Iterable[Output]) -> list[Alert]:
+        return self.alert_maker.of_outputs(outputs, self.graph)
 

@@ -33,7 +33,7 @@ from caesar.plans.pattern import PatternPlan
 from caesar.plans.serialize import stage_identity, state_fingerprint
 from caesar.plans.temporal import TemporalPlan
 from caesar.services.common.config import EngineFactory
-from caesar.services.common.messages import END_OF_TIME, DeadLetter, Transaction, TxnBatch
+from caesar.services.common.messages import END_OF_TIME, Alert, DeadLetter, Transaction, TxnBatch
 from caesar.services.matcher.aggregate import AggregateExecutor
 from caesar.services.matcher.engines import (
     build_engine,
@@ -88,6 +88,20 @@ class StageOutput:
     fields: dict[str, Any] | None = field(default=None, compare=False)
 
 
+# What a step returns: records, or what `StageGraph.outputs_of` made of
+# an emitted stage's match columns (the matcher's alerts).
+Output = StageOutput | Alert
+
+
+class ColumnOutputs(Protocol):
+    """Makes the caller's outputs of an emitted stage's rows straight from
+    its match columns (services/matcher/alerts.py), with their engine order."""
+
+    def of_columns(self, stage: Stage, mc: MatchColumns, rows: np.ndarray | slice,
+                   homes: list[int], texts: dict[int, str]
+                   ) -> Sequence[tuple[int, Alert]]: ...
+
+
 class ColumnarEngine(Protocol):
     """An engine that also returns its matches as columns (CythonEngine)."""
 
@@ -126,6 +140,9 @@ class StageGraph:
     # Results that feed later stages pass as the engine's match columns when
     # it makes them (process_columns); False: one DerivedEvent each (A/B).
     columnar: bool = True
+    # Emitted rows of match columns become these outputs instead of
+    # StageOutput records (the matcher: alerts; None: records).
+    outputs_of: ColumnOutputs | None = None
 
     def __post_init__(self) -> None:
         ids = [plan_id(s) for s in self.stages]
@@ -196,7 +213,7 @@ class StageGraph:
     # ------------------------------------------------------------ driving
     def step(self, ts: int, batch: TxnBatch | EventBatch, active: Active,
              stamps: Mapping[int, int] | None = None, last: int | None = None
-             ) -> list[StageOutput]:
+             ) -> list[Output]:
         """Process every transaction at `ts`: the rows of `batch` (all at ts),
         each partition's events reaching the stages `active[partition]`.
         First releases what became final before `ts` (closed aggregation
@@ -233,18 +250,18 @@ class StageGraph:
         return outputs
 
     def step_transactions(self, ts: int, items: Sequence[tuple[Transaction, frozenset[str]]]
-                          ) -> list[StageOutput]:
+                          ) -> list[Output]:
         """`step` for transactions given one by one (tests)."""
         batch = TxnBatch.of([t for t, _ in items], self._schemas, self.strings)
         return self.step(ts, batch, {t.partition: a for t, a in items})
 
-    def advance(self, watermark: int) -> list[StageOutput]:
+    def advance(self, watermark: int) -> list[Output]:
         """No event with ts < watermark follows: release and run what that finalises."""
         return self._release_and_run(watermark)
 
-    def _release_and_run(self, watermark: int) -> list[StageOutput]:
+    def _release_and_run(self, watermark: int) -> list[Output]:
         released = self._release(watermark)
-        outputs = [o for o, _ in released if self._emits(o.stage)]
+        outputs: list[Output] = [o for o, _ in released if self._emits(o.stage)]
         outputs += self._run_released(released)
         self._forget_history(watermark)
         self._collect_failures()
@@ -318,14 +335,14 @@ class StageGraph:
             found = self.partitions.text.get(partition)
         return found or ""
 
-    def _run_released(self, released: list[tuple[StageOutput, bool]]) -> list[StageOutput]:
+    def _run_released(self, released: list[tuple[StageOutput, bool]]) -> list[Output]:
         """Run released results in timestamp order, each with the stages
         active for its partition at its timestamp."""
         by_ts: dict[int, list[StageOutput]] = defaultdict(list)
         for out, feeds in released:
             if feeds:
                 by_ts[out.record["_ts"]].append(out)
-        outputs: list[StageOutput] = []
+        outputs: list[Output] = []
         for ts in sorted(by_ts):
             rows = by_ts[ts]
             self._clock = ts
@@ -446,7 +463,7 @@ class StageGraph:
                 partition=np.array(parts, dtype=np.int64))
         return EventBatch(out, self.strings)
 
-    def _run(self, events: EventBatch, active_now: Active) -> list[StageOutput]:
+    def _run(self, events: EventBatch, active_now: Active) -> list[Output]:
         """Run the stages in order on `events` and what they derive, each row
         reaching only the stages active for its partition. A stage that runs
         in every context gets all rows of its types in one engine call; the
@@ -463,7 +480,7 @@ class StageGraph:
                 found = sets[p] = self._active_for(p, active_now)
             return found
 
-        outputs: list[StageOutput] = []
+        outputs: list[Output] = []
         pending: list[str] = []  # pattern stages waiting for one engine call
         pending_types: set[str] = set()
 
@@ -492,10 +509,10 @@ class StageGraph:
         return outputs
 
     def _flush(self, pending: list[str], available: dict[str, list[TypeColumns]],
-               active: Callable[[int], frozenset[str]]) -> list[StageOutput]:
+               active: Callable[[int], frozenset[str]]) -> list[Output]:
         """Run the waiting pattern stages: the ones of every context in one
         engine call, the others once per distinct active set."""
-        outputs: list[StageOutput] = []
+        outputs: list[Output] = []
         wide = [p for p in pending if p in self._everywhere]
         if wide:
             outputs += self._call_engine(wide, available, None,
@@ -580,7 +597,7 @@ class StageGraph:
 
     def _call_engine(self, plan_ids: list[str], available: dict[str, list[TypeColumns]],
                      rows: Mapping[str, np.ndarray] | None, stream: bool = False
-                     ) -> list[StageOutput]:
+                     ) -> list[Output]:
         """One engine call for `plan_ids` on the rows of the types they read
         (`rows`: type -> mask of the rows to take, None = all; `stream`: as
         rows of their stream partitions); what they derive is added to
@@ -607,10 +624,10 @@ class StageGraph:
             return self._route_columns(matches, available) if len(matches) else []
         derived = self.engine.process(batch, plan_ids)
         self._report_overflows()
-        return self._route(derived, available) if derived else []
+        return list(self._route(derived, available)) if derived else []
 
     def _route_columns(self, matches: MatchBatch, available: dict[str, list[TypeColumns]]
-                       ) -> list[StageOutput]:
+                       ) -> list[Output]:
         """_route_plain on the engine's match columns: what later stages read
         goes to them as columns, without a DerivedEvent and a dict per match
         in between (LR: ~3 intermediate results per report); only emitted
@@ -618,7 +635,7 @@ class StageGraph:
         clock = self._clock
         muted, consumed, emit = self._muted, self._consumed, self._emit
         fed: list[tuple[str, np.ndarray, np.ndarray, np.ndarray, MatchColumns]] = []
-        emitted: list[tuple[int, StageOutput]] = []
+        emitted: list[tuple[int, Output]] = []
         for mc in matches:
             n = len(mc)
             if n == 0:
@@ -664,13 +681,16 @@ class StageGraph:
                              lambda p, key: parts.context_of(parts.stream_id(p), key))
 
     def _records_of(self, mc: MatchColumns, ts: np.ndarray, home: np.ndarray,
-                    keep: np.ndarray | None) -> list[tuple[int, StageOutput]]:
+                    keep: np.ndarray | None) -> Sequence[tuple[int, Output]]:
         """The emitted rows as (engine order, StageOutput), as _derived makes
-        them, with their fields made once beside the record."""
+        them, with their fields made once beside the record; or what
+        `outputs_of` makes of them."""
         stage = self._by_id[mc.plan_id]
         rows = np.flatnonzero(keep) if keep is not None else slice(None)
         homes = home[rows].tolist()
         texts = {h: self._key_of(h) for h in set(homes)}
+        if self.outputs_of is not None:
+            return self.outputs_of.of_columns(stage, mc, rows, homes, texts)
         names = tuple(mc.fields)
         values = zip(*(c[rows].tolist() for c in mc.fields.values()), strict=True) \
             if names else [()] * len(homes)

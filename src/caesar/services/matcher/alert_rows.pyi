@@ -1,0 +1,9 @@
+# The Python-visible interface of alert_rows.pyx, for type checkers.
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+def alert_rows(cls: type[T], identity: str, event_type: str, topic: str,
+               names: tuple[str, ...], columns: list[list[Any]], orders: list[int],
+               starts: list[int], ends: list[int], homes: list[int], texts: dict[int, str],
+               ingest: dict[int, int]) -> list[tuple[int, T]]: ...
