@@ -3,8 +3,9 @@
 Most outputs of a columnar stage graph never need a record: the rows of an
 emitted stage's match columns become alerts directly (`of_columns`, one
 fields dict and one Alert each, in C: alert_rows.pyx), without the record
-and the StageOutput the graph makes for its other callers (LR: a toll notification or charge for a
-third of the reports; the record path was an eighth of embedded CPU).
+and the StageOutput the graph makes for its other callers (LR: a toll
+notification or charge for a third of the reports; the record path was an
+eighth of embedded CPU).
 Outputs that do come as StageOutput records (aggregates, released and
 limited results, the DerivedEvent path) become alerts in `of_outputs`.
 """
@@ -73,9 +74,7 @@ class AlertMaker:
             part = rec["_p"]
             if graph._muted and stage.plan.plan_id in graph.muted_at(part, rec["_ts"]):
                 continue
-            fields = o.fields
-            if fields is None:
-                fields = {k: v for k, v in rec.items() if is_public(k)}
+            fields = {k: v for k, v in rec.items() if is_public(k)}
             alerts.append(Alert.made(self.about(stage)[0], etype, part, rec["_key"], o.start_ts,
                                      o.end_ts, fields, topic, ingest.get(part, 0)))
         return alerts

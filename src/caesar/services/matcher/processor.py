@@ -45,11 +45,15 @@ class MatcherProcessor:
         activation = StageActivation(ContextResolver(plan), plan.matcher_stages)
         # what a partition's events reach before its first routed transaction
         default = activation.active(activation.resolver.effective(0))
+        self.ingest: dict[int, int] = {}  # partition -> Kafka ms of its latest input
+        # emitted rows become alerts straight from the engine's columns
+        self.alert_maker = AlertMaker(self.ingest)
         self.graph = StageGraph(
             plan.matcher_stages, self.schemas, engine_factory, emit=emit,
             context_key=plan.context_key, stream_attrs=len(plan.partition_by),
             everywhere=activation.everywhere() - set(plan.context_filters),
-            default_active=default)  # (a closure over self would make a cycle)
+            default_active=default,  # (a closure over self would make a cycle)
+            outputs_of=self.alert_maker)
         self.watermark = -(2**62)
         # Several timestamps per step where the stages allow it (StageGraph.step);
         # False: one step per timestamp (the reference the tests compare with).
@@ -57,10 +61,6 @@ class MatcherProcessor:
         # piece of the batch is: they go in a step of their own, not a wave.)
         self.waves = self.graph.waves and not plan.imports
         self.alerts_emitted = 0
-        self.ingest: dict[int, int] = {}  # partition -> Kafka ms of its latest input
-        # emitted rows become alerts straight from the engine's columns
-        self.alert_maker = AlertMaker(self.ingest)
-        self.graph.outputs_of = self.alert_maker
 
     def process(self, items: Sequence[RoutedBatch | RoutedTransaction | Discard | Progress]
                 ) -> MatcherOutput:

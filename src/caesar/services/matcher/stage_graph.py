@@ -84,8 +84,6 @@ class StageOutput:
     record: Record
     start_ts: int
     end_ts: int
-    # the record's fields without type and _-keys, when made beside it (columns)
-    fields: dict[str, Any] | None = field(default=None, compare=False)
 
 
 # What a step returns: records, or what `StageGraph.outputs_of` made of
@@ -683,8 +681,7 @@ class StageGraph:
     def _records_of(self, mc: MatchColumns, ts: np.ndarray, home: np.ndarray,
                     keep: np.ndarray | None) -> Sequence[tuple[int, Output]]:
         """The emitted rows as (engine order, StageOutput), as _derived makes
-        them, with their fields made once beside the record; or what
-        `outputs_of` makes of them."""
+        them; or what `outputs_of` makes of them."""
         stage = self._by_id[mc.plan_id]
         rows = np.flatnonzero(keep) if keep is not None else slice(None)
         homes = home[rows].tolist()
@@ -695,14 +692,13 @@ class StageGraph:
         values = zip(*(c[rows].tolist() for c in mc.fields.values()), strict=True) \
             if names else [()] * len(homes)
         et = mc.event_type
-        public = all(map(is_public, names))  # else _alerts filters
-        out = []
+        out: list[tuple[int, Output]] = []
         for order, start, end, t, h, vals in zip(
                 mc.order[rows].tolist(), mc.start_ts[rows].tolist(), mc.end_ts[rows].tolist(),
                 ts[rows].tolist(), homes, values, strict=True):
-            fields = dict(zip(names, vals, strict=True))
-            rec: Record = {"type": et, **fields, "_ts": t, "_p": h, "_key": texts[h]}
-            out.append((order, StageOutput(stage, rec, start, end, fields if public else None)))
+            rec: Record = {"type": et, **dict(zip(names, vals, strict=True)),
+                           "_ts": t, "_p": h, "_key": texts[h]}
+            out.append((order, StageOutput(stage, rec, start, end)))
         return out
 
     def _fed_columns(self, t: str, mc: MatchColumns, rows: np.ndarray, ts: np.ndarray,
