@@ -59,6 +59,12 @@ CASES = [
     ("equivalence-mixed", X + "DERIVE A(r.vid) PATTERN SEQ(R r, NOT X x, R q) "
      "WHERE [seg] AND [vid] EXCEPT NOT WITHIN 5", errors.PatternError, 7, 64,
      ["either all compare the negated events or none does"]),
+    ("skip-partition-contiguity", "DERIVE A(r.vid) PATTERN SEQ(R r, S s) WHERE [vid] "
+     "STRATEGY partition_contiguity AFTER MATCH SKIP PAST LAST EVENT", errors.PatternError,
+     6, 81, ["not supported with partition_contiguity", "expected STRATEGY skip_till_next_match"]),
+    ("except-not-partition-contiguity", X + "DERIVE A(r.vid) PATTERN SEQ(R r, NOT X x, R q) "
+     "WHERE [vid] EXCEPT NOT WITHIN 5 STRATEGY partition_contiguity", errors.PatternError,
+     7, 54, ["[attr] EXCEPT NOT with a negation is not supported"]),
     ("count-zero", "DERIVE C(count(*) AS n) FROM R WINDOW COUNT 0", errors.WindowError, 6, 32,
      ["WINDOW COUNT must be at least 1 event"]),
     ("count-slide", "DERIVE C(count(*) AS n) FROM R WINDOW COUNT 2 EVERY 3",

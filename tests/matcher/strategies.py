@@ -200,6 +200,10 @@ def featured_patterns(draw, strategy: str | None = None) -> PatternPlan:
             validate_plan(plan)
         except PlanError:
             plan = dataclasses.replace(plan, skip="no_skip", skip_var=None)
+            try:
+                validate_plan(plan)
+            except PlanError:  # partition contiguity meets [attr] EXCEPT NOT
+                plan = dataclasses.replace(plan, equivalence_negated=True)
     validate_plan(plan)
     return plan
 

@@ -5,6 +5,8 @@ examples, Kleene closure with aggregates (Cayuga FOLD)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from caesar.errors import PlanError
@@ -162,6 +164,52 @@ def test_strict_contiguity_consecutive(engine):
     p = plan("sc", [comp("a", "A"), comp("b", "B", kleene=True), comp("c", "C")],
              strategy="strict_contiguity")
     assert matches(engine, p, [("A", 1), ("B", 2), ("B", 3), ("C", 4)]) == {(0, 1, 2, 3)}
+
+
+# Partition contiguity (SASE+; Flink CEP's next() on a keyed stream): "a b"
+# WHERE [y] over A(y0) A(y1) B(y1) B(y0). Each y value's substream is A B,
+# so both match; strict contiguity (the whole partition's stream) only has
+# A(y1) B(y1) adjacent; next match skips as it likes.
+KEYED_AB = [("A", 1, {"y": 0}), ("A", 2, {"y": 1}), ("B", 3, {"y": 1}), ("B", 4, {"y": 0})]
+
+
+@pytest.mark.parametrize("strategy, expected", [
+    ("partition_contiguity", {(0, 3), (1, 2)}),
+    ("strict_contiguity", {(1, 2)}),
+    ("skip_till_next_match", {(0, 3), (1, 2)}),
+])
+def test_partition_contiguity_keyed_substreams(engine, strategy, expected):
+    p = plan("pc", [comp("a", "A"), comp("b", "B")], equivalence=["y"], strategy=strategy)
+    assert matches(engine, p, KEYED_AB) == expected
+
+
+@pytest.mark.parametrize("strategy, expected", [
+    ("partition_contiguity", set()),  # B(x=0) is in y0's substream and fails b.x > 0
+    ("skip_till_next_match", {(0, 3)}),
+])
+def test_partition_contiguity_filtered_event_breaks(engine, strategy, expected):
+    p = plan("pc", [comp("a", "A"), comp("b", "B")], equivalence=["y"], strategy=strategy,
+             where=[cmp(">", attr("b", "x"), 0)])
+    rows = [("A", 1, {"y": 0}), ("B", 2, {"y": 1, "x": 0}), ("B", 3, {"y": 0, "x": 0}),
+            ("B", 4, {"y": 0, "x": 1})]
+    assert matches(engine, p, rows) == expected
+
+
+def test_partition_contiguity_ignores_other_types_and_nulls(engine):
+    # C is no type of the pattern and B(y=null) is in no substream: neither breaks
+    p = plan("pc", [comp("a", "A"), comp("b", "B", kleene=True), comp("d", "D")],
+             equivalence=["y"], strategy="partition_contiguity")
+    rows = [("A", 1, {"y": 0}), ("C", 2, {"y": 0}), ("B", 3, {"y": 0}), ("B", 4, {"y": None}),
+            ("B", 5, {"y": 0}), ("D", 6, {"y": 0})]
+    assert matches(engine, p, rows) == {(0, 2, 4, 5)}
+
+
+def test_partition_contiguity_rejects_skip():
+    p = plan("pc", [comp("a", "A"), comp("b", "B")], equivalence=["y"],
+             strategy="partition_contiguity")
+    for engine_cls in ENGINES:
+        with pytest.raises(PlanError, match="partition_contiguity"):
+            engine_cls([replace(p, skip="to_next")])
 
 
 def test_kleene_fold_aggregates(engine):

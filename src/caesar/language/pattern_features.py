@@ -152,7 +152,8 @@ def check_alternatives_alone(ck: ModelChecker, q: ast.Query,
 
 
 def equivalence_negated(ck: ModelChecker, where: ast.ExprNode | None,
-                        parts: list[ast.ExprNode]) -> bool:
+                        parts: list[ast.ExprNode], strategy: Strategy = "skip_till_any_match",
+                        negation: bool = False) -> bool:
     """False when the equivalence tests say EXCEPT NOT (all of them alike)."""
     tests = [p for p in parts if isinstance(p, ast.Equivalence)]
     kinds = {t.positive_only for t in tests}
@@ -161,6 +162,12 @@ def equivalence_negated(ck: ModelChecker, where: ast.ExprNode | None,
         raise ck.err(PatternError, "equivalence tests of one pattern either all compare the "
                      "negated events or none does", t.pos, found="[...] and [...] EXCEPT NOT",
                      expected="EXCEPT NOT on every [attr], or on none")
+    if tests and tests[0].positive_only and negation and strategy == "partition_contiguity":
+        # the negated events of every [attr] value would have to meet every
+        # run, while partition contiguity keeps each value's runs apart
+        raise ck.err(PatternError, "[attr] EXCEPT NOT with a negation is not supported with "
+                     "partition_contiguity", tests[0].pos, found="[...] EXCEPT NOT",
+                     expected="[attr] (negated events compared too)")
     return not (tests and tests[0].positive_only)
 
 
@@ -173,6 +180,13 @@ def skip_strategy(ck: ModelChecker, q: ast.Query, strategy: Strategy,
         raise ck.err(PatternError, "an after-match skip strategy needs a run-based strategy: "
                      "under skip_till_any_match partial matches are not kept one by one",
                      clause.pos, found=f"STRATEGY {strategy}",
+                     expected="STRATEGY skip_till_next_match or STRATEGY strict_contiguity")
+    if strategy == "partition_contiguity":
+        # skip orders matches across the whole partition, while each [attr]
+        # value's runs live on their own under partition contiguity
+        raise ck.err(PatternError, "an after-match skip strategy is not supported with "
+                     "partition_contiguity (its runs are kept per [attr] value)", clause.pos,
+                     found="STRATEGY partition_contiguity",
                      expected="STRATEGY skip_till_next_match or STRATEGY strict_contiguity")
     if clause.var is not None:
         comp = scope.get(clause.var)

@@ -77,7 +77,8 @@ def check_pattern(ck: ModelChecker, qid: str, q: ast.Query, home: str | None,
                        alternatives=alts, skip=skip, skip_var=skip_var,
                        timeout_type=timeout_type, timeout_fields=timeout,
                        equivalence_negated=features.equivalence_negated(
-                           ck, q.where, split_and(q.where)))
+                           ck, q.where, split_and(q.where), strategy,
+                           any(c.negated for c in comps)))
     return CheckedQuery(qid=qid, source=q, home=home, contexts=contexts,
                         output_type=output_type, output_fields=fields,
                         input_types=tuple(dict.fromkeys(t for c in comps for t in c.types)),

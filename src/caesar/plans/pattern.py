@@ -28,7 +28,11 @@ Semantics (SASE section 2/4, Cayuga chapter 3; see shared/DESIGN.md):
 - Strategies: skip_till_any_match (SASE: every combination, events reusable),
   skip_till_next_match (per run, irrelevant events skipped, a relevant event
   is taken deterministically), strict_contiguity (components bind consecutive
-  events of the partition's stream).
+  events of the partition's stream), partition_contiguity (SASE+; Flink CEP's
+  `next()` on a keyed stream: components bind consecutive events of the
+  substream of the pattern's event types whose `equivalence` values are the
+  run's; a run dies on such an event it cannot take, events of other types
+  or other values pass it by).
 - The output event's interval is (first positive event's ts, last one's ts);
   its timestamp (used downstream) is the end.
 
@@ -67,9 +71,12 @@ from typing import Literal, TypeGuard
 
 from caesar.plans.expr import Expr, variables
 
-Strategy = Literal["skip_till_any_match", "skip_till_next_match", "strict_contiguity"]
-STRATEGIES: tuple[Strategy, ...] = ("skip_till_any_match", "skip_till_next_match", "strict_contiguity")
-RUN_STRATEGIES: tuple[Strategy, ...] = ("skip_till_next_match", "strict_contiguity")
+Strategy = Literal["skip_till_any_match", "skip_till_next_match", "strict_contiguity",
+                   "partition_contiguity"]
+STRATEGIES: tuple[Strategy, ...] = ("skip_till_any_match", "skip_till_next_match",
+                                    "strict_contiguity", "partition_contiguity")
+RUN_STRATEGIES: tuple[Strategy, ...] = ("skip_till_next_match", "strict_contiguity",
+                                        "partition_contiguity")
 
 # After-match skip (Flink CEP's AfterMatchSkipStrategy; SQL's AFTER MATCH SKIP)
 Skip = Literal["no_skip", "to_next", "past_last", "to_first", "to_last"]

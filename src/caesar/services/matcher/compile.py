@@ -41,7 +41,8 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 K_MISSING, K_INT, K_FLOAT, K_STR, K_BOOL = 0, 1, 2, 3, 4
 KIND_OF_TYPE = {"int": K_INT, "float": K_FLOAT, "string": K_STR, "bool": K_BOOL}
 
-STRATEGY_CODE = {"skip_till_any_match": 0, "skip_till_next_match": 1, "strict_contiguity": 2}
+STRATEGY_CODE = {"skip_till_any_match": 0, "skip_till_next_match": 1, "strict_contiguity": 2,
+                 "partition_contiguity": 3}
 SKIP_CODE = {"no_skip": 0, "to_next": 1, "past_last": 2, "to_first": 3, "to_last": 4}
 
 

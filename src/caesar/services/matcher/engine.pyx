@@ -13,8 +13,11 @@ plan_runtime.pyx); expressions run on the VM of vm.pyx.
   into scan); an event of the last component triggers sequence construction,
   a depth-first search over the stacks that checks the window (construction
   push-down) and each WHERE conjunct as soon as its variables are bound.
-- skip_till_next_match / strict_contiguity: runs (SASE+), each a list of
-  bound rows; the same definitions as src/caesar/services/matcher/reference.py.
+- skip_till_next_match / strict_contiguity / partition_contiguity: runs
+  (SASE+), each a list of bound rows; the same definitions as
+  src/caesar/services/matcher/reference.py. Partition contiguity is keyed
+  like next match (a part per [attr] value): each event of the plan's types
+  reaches the part of its key (_pcont), and its runs die unless they take it.
 - negation: negated events are kept in their own stacks (start/middle) and
   probed by timestamp interval; results ending with a negation are held in
   `pending` until the window after their first event has closed. With
@@ -647,6 +650,19 @@ cdef class CythonEngine:
                             np.array(mp or [0], dtype=np.int32)
         self._point_maps()
         self._strict = [p for p in self._plans if p.strategy == 2]
+        # partition contiguity: every event of a plan's types reaches it, so
+        # one that no component takes still ends its key's runs; `comp` is
+        # a component of that type, whose layout gives the event's key
+        self._pcont = [[] for _ in range(self._ntypes)]
+        for p in self._plans:
+            if p.strategy == 3:
+                seen = set()
+                for c, comp in enumerate(p.cp.comps):
+                    for t in comp.types:
+                        if t not in seen:
+                            seen.add(t)
+                            self._pcont[self._tid[t]].append((p, c))
+        self._has_pcont = any(self._pcont)
         self._type_groups = [[] for _ in range(self._ntypes)]
         self._type_index = [[] for _ in range(self._ntypes)]
         self._an_specs = [[] for _ in range(self._ntypes)]
@@ -1280,6 +1296,11 @@ cdef class CythonEngine:
                     self._hits[self._nhit] = p.slot
                     self._nhit += 1
                     self._masks[p.slot] = 1 << MAXC  # present, reaches no component
+            for p, c in (self._pcont[tid] if self._has_pcont else ()):
+                if (not self._use_act or self._act[p.slot]) and self._masks[p.slot] == 0:
+                    self._hits[self._nhit] = p.slot
+                    self._nhit += 1
+                    self._masks[p.slot] = 1 << MAXC
             for h in range(self._nhit):
                 slot = self._hits[h]
                 m = self._masks[slot] & ((1 << MAXC) - 1)
@@ -1455,9 +1476,26 @@ cdef class CythonEngine:
                     first = c
         if p.keyless:
             key = 0
-        else:
-            if first < 0:
+        elif first < 0:
+            if p.strategy != 3:
                 return
+            # partition contiguity: an event of the plan's types that no
+            # component takes ends the runs of its key, starts nothing
+            c = -1
+            for q, k in self._pcont[tname]:
+                if q is p:
+                    c = k
+                    break
+            if c < 0:
+                return
+            self._extract(p, c, tname)
+            key = self._eqkey(p, c)
+            if key is None:
+                return
+            keyed = (<dict> self._parts[p.slot]).get(self._partition)
+            if keyed is None or key not in keyed:
+                return
+        else:
             key = self._eqkey(p, first)
             if key is None:
                 return
@@ -2205,7 +2243,7 @@ cdef class CythonEngine:
             p.kleene[cl] and (p.maxc[cl] == 0 or len(run[p.npos - 1]) < p.maxc[cl]))
 
     cdef _runs_step(self, PlanRT p, Part part, long mask):
-        cdef bint strict = p.strategy == 2
+        cdef bint strict = p.strategy >= 2  # contiguity: a run that takes nothing dies
         cdef int n = p.npos, m, c
         cdef Env env
         cdef i64* bufs[MAXC]

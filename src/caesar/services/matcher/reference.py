@@ -8,12 +8,14 @@ quantifier bounds, negation). No stacks, no indexes, no push-down: if the
 Cython engine and this disagree, the engine is wrong unless this file misreads
 src/caesar/plans/pattern.py.
 
-Strategies skip_till_next_match and strict_contiguity are run-based by
-definition (SASE+): a run is started by every event that can bind the first
-component; on each later event of the partition a run takes the event if it
-can bind a later component (the next one, or one after optional components it
-then skips) or extend the current Kleene component, else skips it (next
-match) or dies (strict contiguity). A run in a Kleene component that can do
+Strategies skip_till_next_match, strict_contiguity and partition_contiguity
+are run-based by definition (SASE+): a run is started by every event that can
+bind the first component; on each later event of the partition a run takes
+the event if it can bind a later component (the next one, or one after
+optional components it then skips) or extend the current Kleene component,
+else skips it (next match) or dies (strict contiguity; partition contiguity:
+only if the event is of one of the pattern's types and has the run's
+equivalence values, i.e. it is in the run's substream). A run in a Kleene component that can do
 both binds the later component (reluctant, the default) or extends (greedy).
 Negation and the window are checked on the finished candidate, exactly as
 for skip_till_any_match. A run whose window expires before it completes is a
@@ -114,11 +116,21 @@ def plan_expressions(plan: PatternPlan) -> list[Expr]:
 
 
 def _validate_run_options(plan: PatternPlan) -> None:
-    """After-match skip and timeouts: run-based strategies, no alternatives."""
+    """After-match skip and timeouts: run-based strategies, no alternatives.
+    Partition contiguity keeps each [attr] value's runs apart: no skip (it
+    orders matches across the partition) and no [attr] EXCEPT NOT with a
+    negation (negated events of any value meet every run)."""
+    if plan.strategy == "partition_contiguity":
+        if plan.skip != "no_skip":
+            raise PlanError(f"plan {plan.plan_id}: an after-match skip strategy is not "
+                            "supported with partition_contiguity")
+        if not plan.equivalence_negated and plan.equivalence and plan.negated:
+            raise PlanError(f"plan {plan.plan_id}: [attr] EXCEPT NOT with a negation is not "
+                            "supported with partition_contiguity")
     if plan.skip != "no_skip":
         if plan.strategy not in RUN_STRATEGIES:
             raise PlanError(f"plan {plan.plan_id}: an after-match skip strategy needs "
-                            "skip_till_next_match or strict_contiguity")
+                            "a run-based strategy")
         if plan.skip in ("to_first", "to_last") and \
                 plan.skip_var not in {c.var for c in plan.positive}:
             raise PlanError(f"plan {plan.plan_id}: skip to {plan.skip_var}, which is not a "
@@ -128,7 +140,7 @@ def _validate_run_options(plan: PatternPlan) -> None:
                         "alternatives (each alternative would skip / time out on its own)")
     if plan.timeout is not None and (plan.strategy not in RUN_STRATEGIES or plan.within is None):
         raise PlanError(f"plan {plan.plan_id}: timed-out partial matches need WITHIN and "
-                        "skip_till_next_match or strict_contiguity")
+                        "a run-based strategy")
 
 
 def _validate_sequence(plan: PatternPlan) -> None:
@@ -681,7 +693,7 @@ class ReferenceEngine:
             return self._timed_out(p, partition, run)  # nothing can join it any more
         new = self._try(p, run, ev)
         if new is None:
-            if p.plan.strategy != "strict_contiguity":
+            if not self._breaks(p, run, ev):
                 kept.append(run)
             return []
         if len(new) == len(p.pos) and self._complete(p, new):
@@ -689,6 +701,15 @@ class ReferenceEngine:
         if self._extendable(p, new):
             kept.append(new)
         return []
+
+    def _breaks(self, p: _Plan, run: Bindings, ev: Ev) -> bool:
+        """Does `ev`, which the run cannot take, end it (contiguity)?"""
+        strategy = p.plan.strategy
+        if strategy == "strict_contiguity":
+            return True
+        if strategy == "partition_contiguity":
+            return ev.type in p.types and _equivalent(p.plan.equivalence, [run[0][0], ev])
+        return False
 
     def _start_run(self, p: _Plan, ev: Ev, completed: list[Bindings]) -> list[Bindings]:
         """A run that begins with `ev` (a one-component pattern may match at
