@@ -33,7 +33,8 @@ cdef class CythonEngine:
     cdef dict _parts          # slot -> {partition -> {eqkey -> Part}}
     cdef dict _type_cols      # type -> tuple of attribute names (batch matrix layout)
     cdef dict _tid            # type -> dense id
-    cdef list _type_groups    # by type id: unindexed _Group list
+    cdef list _type_groups    # by type id: unindexed _Group list (this call's: _for_active)
+    cdef list _groups_all     # the same for every plan
     cdef list _type_index     # by type id: [(type col, {value -> [_Group]})]
     cdef list _maps           # ((slot * MAXC) + comp) * ntypes + tid -> col map (None = identity)
     cdef int** _mapp          # the same maps as pointers into those arrays (NULL = identity)
@@ -44,7 +45,8 @@ cdef class CythonEngine:
     # Active-node index (Cayuga AN): for skip-till-any-match, component k>0
     # only needs an event when component k-1 holds one in the same PAIS key.
     # by type id: [(type cols of the equivalence attrs, {eqkey: {slot: comp mask}})]
-    cdef list _an_specs
+    cdef list _an_specs       # (this call's: _for_active)
+    cdef list _specs_all      # every plan's
     cdef dict _an_tables      # (slot, comp) -> [table dicts to register in]
     cdef dict _waiting        # slot -> {part: None}: parts holding pending/ready results
     cdef dict _sweeps         # slot -> _Sweep in progress
@@ -80,6 +82,7 @@ cdef class CythonEngine:
     cdef Part _leader_part(self, PlanRT p, object partition, object key)
     cdef _relink(self, PlanRT p, Part part, object partition, object key)
     cdef _run_batch(self, i64[:, ::1] vals, u8[:, ::1] kinds, int[::1] tids, i64[::1] ts, i64[::1] seq, i64[::1] part)
+    cdef _for_active(self)
     cdef int _offer_an(self, int tid, Py_ssize_t e, i64[:, ::1] vals, u8[:, ::1] kinds) except -1
     cdef int _offer(self, _Group g, int tid) except -1
     cdef int _extract(self, PlanRT p, int c, int tid) except -1

@@ -817,9 +817,11 @@ cdef class CythonEngine:
                         skey = (t, p.cp.equivalence)
                         spec = specs.get(skey)
                         if spec is None:
+                            # (type cols of the key, key length, table, plan slots)
                             spec = (tuple([cols.index(a) for a in p.cp.equivalence] or [0]),
-                                    len(p.cp.equivalence), {})
+                                    len(p.cp.equivalence), {}, [])
                             specs[skey] = spec
+                        spec[3].append(p.slot)
                         tables.append(spec[2])
                     self._an_tables[(p.slot, c)] = tables
                     continue
@@ -851,6 +853,8 @@ cdef class CythonEngine:
         self._an_specs = [[] for _ in range(self._ntypes)]
         for (t, _eq), spec in specs.items():
             self._an_specs[self._tid[t]].append(spec)
+        self._groups_all = self._type_groups
+        self._specs_all = self._an_specs
         self._relink_an()
         self._type_index = [[] for _ in range(self._ntypes)]
         for t, d in index_by_type.items():
@@ -882,6 +886,7 @@ cdef class CythonEngine:
                 if act[p.slot] != act[(<PlanRT> p.leader).slot]:
                     self._unshare()
                     break
+        self._for_active()
         # only types some plan reads (strict contiguity: every event counts)
         tids, mats, kinds, tss, seqs, parts = [], [], [], [], [], []
         width = 1
@@ -1306,6 +1311,22 @@ cdef class CythonEngine:
                 m = self._masks[slot] & ((1 << MAXC) - 1)
                 self._masks[slot] = 0
                 self._on_plan(<PlanRT> self._plans[slot], m, tid)
+
+    cdef _for_active(self):
+        """This call's filter groups and active-node specs: those serving an
+        active plan. The matcher calls the engine once per stage with that
+        stage's plans active; probing the others' tables per event cost LR's
+        SegmentEntry a quarter of its time (LeftSegment's vid-keyed AN table)."""
+        cdef u8[::1] act
+        if not self._use_act:
+            self._type_groups = self._groups_all
+            self._an_specs = self._specs_all
+            return
+        act = self._act
+        self._type_groups = [[g for g in gs if any(act[s] for s in (<_Group> g).slots)]
+                             for gs in self._groups_all]
+        self._an_specs = [[sp for sp in ss if any(act[s] for s in sp[3])]
+                          for ss in self._specs_all]
 
     cdef int _offer_an(self, int tid, Py_ssize_t e, i64[:, ::1] vals,
                        u8[:, ::1] kinds) except -1:
