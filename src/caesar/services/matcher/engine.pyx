@@ -1570,7 +1570,10 @@ cdef class CythonEngine:
             self._runs_step(p, part, mask)
             if part.held:
                 self._release(p, part)
-            if p.nkill:
+            # contiguity ends most runs at the next event: without a trim the
+            # rows of dead runs stayed for the whole window (LR StoppedCar:
+            # a moving car's last three reports in two stacks)
+            if p.nkill or (p.strategy >= 2 and p.skip == 0):
                 self._trim(p, part, key)
 
     cdef bint _may_block(self, PlanRT p, Part part, int c) except -1:
@@ -2362,7 +2365,8 @@ cdef class CythonEngine:
         return False
 
     cdef _trim(self, PlanRT p, Part part, object key):
-        """After a step of a plan with a killing middle negation: keep the
+        """After a step of a plan with a killing middle negation, or under
+        contiguity without a skip: keep the
         negated events only from the earliest waiting run's interval on,
         the positive rows only from the earliest run's first event on (with
         a run strategy nothing else reads them, unless an end negation holds
