@@ -1485,7 +1485,7 @@ cdef class CythonEngine:
 
     cdef _on_plan(self, PlanRT p, long mask, int tname):
         cdef int c, k, first = -1
-        cdef Part part
+        cdef Part part = None
         cdef Stack s
         cdef i64 bound
         if p.dead:
@@ -1514,13 +1514,15 @@ cdef class CythonEngine:
             if key is None:
                 return
             keyed = (<dict> self._parts[p.slot]).get(self._partition)
-            if keyed is None or key not in keyed:
-                return
+            part = (<dict> keyed).get(key) if keyed is not None else None
+            if part is None:
+                return  # no run of that key lives
         else:
             key = self._eqkey(p, first)
             if key is None:
                 return
-        part = self._get_part(p, key)
+        if part is None:
+            part = self._get_part(p, key)
         part.touched = self._ts
         if p.leader is not None:
             self._relink(p, part, self._partition, key)
