@@ -201,6 +201,9 @@ class StageGraph:
         # Stages active whatever contexts hold: one engine call for all rows
         # (with CONTEXTS PER: rows of whole stream partitions).
         self._everywhere = frozenset(self.everywhere)
+        self._levels = stage_levels(
+            ids, {plan_id(s) for s in self.stages if isinstance(s.plan, AggregatePlan)},
+            self._consumes, self._produces)
         # Waves (see `step`): one step may cover several timestamps when no
         # stage holds results for later release or places results in other
         # partitions, so nothing but a partition's own rows can change what
@@ -467,7 +470,9 @@ class StageGraph:
         in every context gets all rows of its types in one engine call; the
         others get, per distinct active set, the rows of the partitions in
         it (a result lands in the partition its own key names, so it is
-        placed when a stage reads it, not when it is derived)."""
+        placed when a stage reads it, not when it is derived). Level by
+        level (stage_levels): the stages of a level in as few calls as that
+        allows."""
         available: dict[str, list[TypeColumns]] = {t: [c] for t, c in events.by_type.items()
                                                    if len(c)}
         sets: dict[int, frozenset[str]] = {}  # partition -> active set, for this run
@@ -479,31 +484,14 @@ class StageGraph:
             return found
 
         outputs: list[Output] = []
-        pending: list[str] = []  # pattern stages waiting for one engine call
-        pending_types: set[str] = set()
-
-        def flush() -> None:
-            outputs.extend(self._flush(pending, available, active))
-            pending.clear()
-            pending_types.clear()
-
-        for stage in self.stages:
-            pid = plan_id(stage)
-            needs = self._consumes[pid]
-            if needs & pending_types:
-                flush()
-            if not any(t in available for t in needs):
-                continue
-            if isinstance(stage.plan, AggregatePlan):
-                src = available.get(stage.plan.source_type)
+        for aggregates, patterns in self._levels:
+            for pid in aggregates:
+                src = available.get(cast(AggregatePlan, self._by_id[pid].plan).source_type)
                 if src:
                     self._aggregate(pid, TypeColumns.concat(src), active)
-            else:
-                pending.append(pid)
-                produced = self._produces[pid]
-                if produced is not None:
-                    pending_types.add(produced)
-        flush()
+            ready = [pid for pid in patterns if any(t in available for t in self._consumes[pid])]
+            if ready:
+                outputs.extend(self._flush(ready, available, active))
         return outputs
 
     def _flush(self, pending: list[str], available: dict[str, list[TypeColumns]],
@@ -987,6 +975,41 @@ def _groups(partitions: list[int], active: Callable[[int], frozenset[str]]
     for i, p in enumerate(partitions):
         out.setdefault(active(p), []).append(i)
     return out
+
+
+def stage_levels(ids: Sequence[str], aggregates: Collection[str],
+                 consumes: Mapping[str, frozenset[str]], produces: Mapping[str, str | None]
+                 ) -> list[tuple[list[str], list[str]]]:
+    """The stages `ids` (in stage order; `aggregates`: those of aggregate
+    plans) by level, each level's (aggregate ids, pattern ids) in stage
+    order: what _run runs at once. A stage comes a level after the earlier
+    pattern stages making a type it reads; a pattern stage not before an
+    earlier stage reading the type it makes (that one must not see its
+    results, as in stage order: in a level aggregates run first, and a
+    call's results feed later calls only). An aggregate makes nothing here
+    (its results come when a window closes). Stage order used to flush the
+    waiting stages at the first stage reading one's results, so independent
+    later ones ran alone: LR's LeftSegment passed over the reports in a
+    call of its own, after SegmentEntry's.
+    """
+    level: dict[str, int] = {}
+    makers: dict[str, list[str]] = {}  # type -> earlier pattern stages making it
+    readers: dict[str, list[str]] = {}  # type -> earlier stages reading it
+    for pid in ids:
+        after = [level[q] + 1 for t in consumes[pid] for q in makers.get(t, ())]
+        made = None if pid in aggregates else produces[pid]
+        if made is not None:
+            after += [level[q] for q in readers.get(made, ())]
+        level[pid] = max(after, default=0)
+        for t in consumes[pid]:
+            readers.setdefault(t, []).append(pid)
+        if made is not None:
+            makers.setdefault(made, []).append(pid)
+    out: list[tuple[list[str], list[str]]] = [([], []) for _ in range(max(level.values(),
+                                                                            default=-1) + 1)]
+    for pid in ids:
+        out[level[pid]][0 if pid in aggregates else 1].append(pid)
+    return [lv for lv in out if lv[0] or lv[1]]
 
 
 def context_homes(partition: np.ndarray, cols: Sequence[np.ndarray],
