@@ -50,8 +50,10 @@ def test_levels_equal_one_stage_per_call(raw: list[dict[str, Any]], aware: bool)
 
 
 def test_levels_group_independent_stages() -> None:
-    """Where the gain is: the test model's three pattern stages on R share a
-    call; LR's LeftSegment runs with SegmentEntry, not in a pass of its own."""
+    """What the levels change: the test model's three pattern stages on R
+    share a call; LR's LeftSegment runs with SegmentEntry, not in a pass of
+    its own (fewer calls, no measurable gain: bench/linear_road/README.md,
+    session 34)."""
     graph = EmbeddedPipeline(compile_model(MODEL)).matcher.graph
     first = graph._levels[0]
     assert len([p for p in first[1] if graph._consumes[p] == {"R"}]) == 3
