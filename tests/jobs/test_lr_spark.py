@@ -150,8 +150,11 @@ def test_produce_then_consume_round_trip(spark, kafka_bootstrap, unique_name, tm
     from caesar.examples.linear_road.consume_alerts import AlertConsumer
     from caesar.examples.linear_road.produce import produce
 
-    reports = list(position_reports(generate(GeneratorConfig(duration_s=240, seed=5,
-                                                             segments=(40, 45)))))
+    # An accident at segment 51 (direction 0) from t = 122 s, so that the
+    # stretch upstream of it gets accident alerts as well as tolls.
+    reports = list(position_reports(generate(GeneratorConfig(
+        duration_s=300, seed=7, segments=(47, 52), first_accident_s=(5, 10),
+        accident_length_s=(250, 280)))))
     input_topic, toll_topic, alert_topic = (unique_name("lr-in"), unique_name("lr-toll"),
                                             unique_name("lr-acc"))
     _create_topics(kafka_bootstrap, input_topic, toll_topic, alert_topic)
@@ -183,6 +186,8 @@ def test_produce_then_consume_round_trip(spark, kafka_bootstrap, unique_name, tm
     # Alerts as the pipeline would publish them: the oracle's outputs for this input,
     # carrying the input's Kafka timestamp; plus one garbage record.
     reference = oracle.expected_outputs(reports)
+    # both output types, or the latency checks below would not see the alerts' 2 s
+    assert reference.tolls and reference.alerts
     now_ms = int(time.time() * 1000)
     steady_ms = time.monotonic() * 1000  # the wall clock of a VM can step back
     producer = Producer({"bootstrap.servers": kafka_bootstrap})
