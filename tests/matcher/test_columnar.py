@@ -19,9 +19,9 @@ from caesar.plans.matches import MatchBatch
 from caesar.plans.pattern import STRATEGIES
 from caesar.services.matcher.engine import CythonEngine
 
-from .strategies import featured_patterns
+from .strategies import featured_patterns, predicate, scalar_expr, tapes
 from .tapes import attr, comp, plan, tape
-from .test_equivalence import scenario
+from .test_equivalence import assert_cython_equals_reference, scenario
 from .test_features import with_timeout_types
 
 SETTINGS = settings(max_examples=80, deadline=None,
@@ -84,6 +84,35 @@ def test_columns_equal_objects_call_by_call(strategy, data):
                                                           max_size=4)))
     assert _calls(modes, plans, rows, cuts, actives, snap) == \
         _calls([False], plans, rows, cuts, actives, snap)
+
+
+@st.composite
+def solo_plans(draw):
+    """One positive component, no key, negation or Kleene: the engine makes
+    their matches straight from the event (engine._solo)."""
+    types = tuple(draw(st.lists(st.sampled_from(("A", "B", "C", "D")), min_size=1,
+                                max_size=2, unique=True)))
+    where = draw(st.lists(predicate(["p0"], []), max_size=2))
+    return plan("q", [comp("p0", *types)], where=where,
+                within=draw(st.one_of(st.none(), st.integers(1, 5))),
+                fields={"first": attr("p0", "x"), "v": draw(scalar_expr(["p0"], 1))})
+
+
+@SETTINGS
+@given(data=st.data())
+def test_solo_plans_columns_equal_objects_and_reference(data):
+    import dataclasses
+
+    plans = [dataclasses.replace(data.draw(solo_plans()), plan_id=f"q{i}")
+             for i in range(data.draw(st.integers(1, 2)))]
+    rows = data.draw(tapes())
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(rows)), max_size=2)))
+    actives = data.draw(st.lists(st.one_of(st.none(), st.sets(st.sampled_from(
+        [p.plan_id for p in plans]))), min_size=1, max_size=3))
+    snap = data.draw(st.sampled_from([None, 0, 1]))
+    assert _calls([True], plans, rows, cuts, actives, snap) == \
+        _calls([False], plans, rows, cuts, actives, snap)
+    assert_cython_equals_reference(data, (plans, rows, cuts, actives))
 
 
 def _abc_plans():

@@ -87,8 +87,10 @@ cdef class CythonEngine:
     cdef int _offer(self, _Group g, int tid) except -1
     cdef int _extract(self, PlanRT p, int c, int tid) except -1
     cdef object _eqkey(self, PlanRT p, int c)
+    cdef Part _find_part(self, PlanRT p, object key)
     cdef Part _get_part(self, PlanRT p, object key)
     cdef _on_plan(self, PlanRT p, long mask, int tname)
+    cdef int _solo(self, PlanRT p, int tname) except -1
     cdef _an_forget(self, PlanRT p, object partition, object key)
     cdef _an_register_after(self, PlanRT p, int k, object pkey)
     cdef _an_register_end(self, PlanRT p, object pkey)

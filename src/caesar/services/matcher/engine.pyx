@@ -684,6 +684,39 @@ cdef class CythonEngine:
             self._sinks.append(self._sink_of[k])
         if share_prefixes:
             self._plan_sharing()
+        self._mark_fast_paths()
+
+    def _mark_fast_paths(self):
+        """Plans of one positive component without key, negation, Kleene,
+        timeout or after-match skip, whose WHERE is all pushed down to the
+        component's filters (compile.py: a conjunct reading one non-Kleene
+        component is): each event reaching them is one match, and their
+        Part's only stack is pushed and popped around it (_any), so _on_plan
+        makes the match straight from the event (_solo). Prefix sharing's
+        plans keep the general path."""
+        cdef PlanRT p
+        cdef int c
+        shared = {id(p) for p in self._followers} | {id(p.leader) for p in self._followers}
+        for p in self._plans:
+            p.solo = 1 if (p.ncomp == 1 and p.npos == 1 and not p.negated[0]
+                           and not p.kleene[0] and p.neq == 0 and not p.keyless
+                           and p.strategy == 0 and not p.has_end_neg and not p.skip
+                           and not p.has_timeout and not p.has_optional and not p.dead
+                           and p.checks_n[0] == 0 and id(p) not in shared) else 0
+            # Run strategies: without a Part a key has no run, so an event
+            # reaching neither the first component nor a negation whose
+            # events are kept without a run (non-killing) binds nothing and
+            # is not stored, and the step's trim would drop the Part it made
+            # (LR TollCharge: each LeftSegment and SegmentEntry of a car
+            # made and dropped one). Such an event skips the Part (_on_plan).
+            p.startmask = 1 << p.pos[0]
+            for c in range(p.ncomp):
+                if p.negated[c] and not p.killneg[c]:
+                    p.startmask |= 1 << c
+            p.needs_part = 1 if (p.strategy in (1, 3) and not p.keyless and not p.has_end_neg
+                                 and not p.has_optional and not p.has_timeout and not p.skip
+                                 and not p.dead and p.leader is None
+                                 and (p.nkill or p.strategy >= 2)) else 0
 
     def _plan_sharing(self):
         """Common prefixes (Cayuga thesis ch. 4, shared automaton prefixes):
@@ -1462,6 +1495,18 @@ cdef class CythonEngine:
         self._kdict[p.slot] = None
         return (<dict> self._parts[p.slot]).pop(partition, None)
 
+    cdef Part _find_part(self, PlanRT p, object key):
+        """The plan's Part of `key` in the current partition, or None;
+        through _get_part's kept dict."""
+        cdef dict keyed = <dict> self._kdict[p.slot]
+        if keyed is None or self._kpart[p.slot] != self._partition:
+            keyed = (<dict> self._parts[p.slot]).get(self._partition)
+            if keyed is None:
+                return None
+            self._kdict[p.slot] = keyed
+            self._kpart[p.slot] = self._partition
+        return <Part> keyed.get(key)
+
     cdef Part _get_part(self, PlanRT p, object key):
         # the plan's parts of the current partition, kept from its last
         # event (consecutive events mostly share a partition: two lookups
@@ -1490,6 +1535,10 @@ cdef class CythonEngine:
         cdef i64 bound
         if p.dead:
             return
+        if p.solo and self._columnar and p.leader is None:
+            if mask & 1:
+                self._solo(p, tname)
+            return
         for c in range(p.ncomp):
             if mask & (1 << c):
                 self._extract(p, c, tname)
@@ -1513,14 +1562,17 @@ cdef class CythonEngine:
             key = self._eqkey(p, c)
             if key is None:
                 return
-            keyed = (<dict> self._parts[p.slot]).get(self._partition)
-            part = (<dict> keyed).get(key) if keyed is not None else None
+            part = self._find_part(p, key)
             if part is None:
                 return  # no run of that key lives
         else:
             key = self._eqkey(p, first)
             if key is None:
                 return
+            if p.needs_part and not (mask & p.startmask):
+                part = self._find_part(p, key)
+                if part is None:
+                    return  # no run of that key lives (_mark_fast_paths)
         if part is None:
             part = self._get_part(p, key)
         part.touched = self._ts
@@ -1577,6 +1629,35 @@ cdef class CythonEngine:
             # a moving car's last three reports in two stacks)
             if p.nkill or (p.strategy >= 2 and p.skip == 0):
                 self._trim(p, part, key)
+
+    cdef int _solo(self, PlanRT p, int tname) except -1:
+        """What _any, _construct, _dfs and _finish do for a solo plan
+        (_mark_fast_paths): the event passed the component's filters, so it
+        is a match; written into the plan's MatchSink as _sink_match does
+        (from, to and seq: the event's own)."""
+        cdef Env env
+        cdef MatchSink sink
+        cdef Py_ssize_t r, at
+        cdef int prog
+        self._extract(p, 0, tname)
+        env.vals[0] = p.scratch[0]
+        env.kinds[0] = p.scratch_k[0]
+        env.width[0] = p.width[0]
+        env.row[0] = 0
+        env.klen[0] = 0
+        env.klist[0] = NULL
+        sink = <MatchSink> self._sinks[p.slot]
+        r = sink.row(self._emitted, self._partition, self._ts, self._ts)
+        at = r * sink.nf
+        self._emitted += 1
+        for _name, prog in p.outputs:
+            sink.kinds[at] = eval_prog(p, prog, &env, &sink.vals[at])
+            at += 1
+        sink.reserve_seqs(1)
+        sink.seqs[sink.ns] = self._seq
+        sink.ns += 1
+        sink.soff[r + 1] = sink.ns
+        return 0
 
     cdef bint _may_block(self, PlanRT p, Part part, int c) except -1:
         """Does the current event of middle negation c pass its checks with

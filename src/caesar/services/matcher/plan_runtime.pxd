@@ -14,6 +14,13 @@ cdef class PlanRT:
     cdef public int keyless   # one Part per partition, equivalence checked while matching
     cdef public int eq_neg    # [attr] compares negated events too
     cdef public int skip, skip_pos, has_timeout, has_optional, dead
+    # one positive component, no key, window-free state: a match per passing
+    # event, made without a Part (set by the engine: not with prefix sharing)
+    cdef public int solo
+    # run strategies: an event that reaches none of `startmask`'s components
+    # can change nothing for a key without a Part (set by the engine)
+    cdef public int needs_part
+    cdef public long startmask
     cdef public list timeout_outputs
     cdef public i64 last_sweep
     cdef public long overflows  # integer results outside 64 bits (made missing)

@@ -44,6 +44,9 @@ cdef class PlanRT:
         self.timeout_outputs = list(cp.timeout_outputs)
         self.has_optional = 0
         self.dead = 1 if cp.dead else 0
+        self.solo = 0
+        self.needs_part = 0
+        self.startmask = 0
         self.last_sweep = NO_TS
         if self.neq > 8:
             raise PlanError(f"plan {self.plan_id}: more than 8 equivalence attributes")
