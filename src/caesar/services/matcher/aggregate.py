@@ -108,6 +108,9 @@ class AggregateExecutor:
         self._keys: dict[int, str] = {}  # partition id -> readable key
         self._string_group = [False] * len(plan.group_by)
         self.watermark = -(2**62)
+        # integer arguments in windows whose panes hold whole windows: the C
+        # pass (pane_table.pyx) instead of numpy's grouping, when it is built
+        self._panes = _pane_table(plan, self._windows_per_event)
 
     @property
     def strings(self) -> StringPool:
@@ -197,8 +200,13 @@ class AggregateExecutor:
                 return
         values = [None if spec.arg is None else self.evaluator.eval(spec.arg, cols, missing, n)
                   for spec in self.plan.aggregates]
+        if self._panes is not None and self._all_int(values):
+            self._add_by_table(cols, ts, partitions, values)
+            return
         groups = self._group_panes(cols, ts, partitions) if self._by_panes(values) else \
             self._group(cols, ts, partitions, n)
+        if not len(groups.rows):
+            return  # every event between two windows (a slide longer than the size)
         for ai, spec in enumerate(self.plan.aggregates):
             self._accumulate(ai, spec, groups, values[ai])
 
@@ -211,6 +219,53 @@ class AggregateExecutor:
         return self._windows_per_event > 1 and plan.size % plan.slide == 0 and all(
             v is None or (np.asarray(v[0]).dtype.kind in "iub" and self._int_arg[ai] is not False)
             for ai, v in enumerate(values))
+
+    def _all_int(self, values: list[tuple[Any, Any] | None]) -> bool:
+        return all(v is None or (np.asarray(v[0]).dtype.kind in "iub" and
+                                 self._int_arg[ai] is not False)
+                   for ai, v in enumerate(values))
+
+    def _add_by_table(self, cols: dict[str, np.ndarray], ts: np.ndarray, partitions: np.ndarray,
+                      values: list[tuple[Any, Any] | None]) -> None:
+        """_group_panes + _accumulate in one C pass (pane_table.pyx): the
+        same slots, accumulators and exact sums, without sorting the batch."""
+        table = self._panes
+        assert table is not None
+        keys = [partitions]
+        for i, g in enumerate(self.plan.group_by):
+            col = cols[g]
+            if col.dtype == np.float64:
+                self._float_group[i] = True
+            keys.append(col.view(np.int64) if col.dtype == np.float64 else col)
+        key_rows = np.empty((len(keys), len(ts)), dtype=np.int64)
+        for i, col in enumerate(keys):
+            key_rows[i] = col
+        entries = table.resolve(key_rows, np.ascontiguousarray(ts, dtype=np.int64),
+                                self.plan.slide, self.plan.size, self._allocate_panes)
+        args: list[tuple[np.ndarray, np.ndarray] | None] = []
+        for ai, v in enumerate(values):
+            if v is None:
+                args.append(None)
+                continue
+            self._int_arg[ai] = True
+            args.append((np.ascontiguousarray(v[0], dtype=np.int64),
+                         np.ascontiguousarray(v[1], dtype=np.uint8)))
+        distinct = tuple(s.func == "count_distinct" for s in self.plan.aggregates)
+        table.accumulate(entries, args, self._count, self._itotal, self._ilow, self._ihigh,
+                         self._big, self._distinct, distinct)
+        if self._big:
+            # as _add_int_sums keeps them: Python integers only beyond 2**62
+            for (ai, slot), total in list(self._big.items()):
+                if abs(total) < 2**62:
+                    self._itotal[ai, slot] = total
+                    del self._big[(ai, slot)]
+
+    def _allocate_panes(self, panes: list[tuple[int, ...]]) -> list[list[int]]:
+        """The slots of each pane's windows (pane key: partition, group
+        values, its last window start), latest window first."""
+        w, slide = self._panes.w if self._panes is not None else 1, self.plan.slide
+        slots = self._slots([(*k[:-1], k[-1] - j * slide) for k in panes for j in range(w)])
+        return slots.reshape(len(panes), w).tolist()
 
     def _passing(self, cols: dict[str, np.ndarray], missing: dict[str, np.ndarray],
                  ts: np.ndarray, n: int) -> np.ndarray | None:
@@ -376,6 +431,8 @@ class AggregateExecutor:
         closing_ends = sorted(e for e in self._by_end if e <= watermark)
         if closing_ends:
             self._pane_slots.clear()  # their slots are freed below
+            if self._panes is not None:
+                self._panes.clear()
         out: list[dict[str, Any]] = []
         for end in closing_ends:
             for key in sorted(self._by_end.pop(end)):
@@ -495,6 +552,8 @@ class AggregateExecutor:
         self._high = array("high", np.float64)
         self._slot = {tuple(k): int(slot) for k, slot in state["slots"]}
         self._pane_slots = {}
+        if self._panes is not None:
+            self._panes.clear()
         if any(not 0 <= s < cap for s in self._slot.values()):
             raise PlanError(f"{self.plan.plan_id}: stored aggregate slot out of range")
         self._free = [int(x) for x in state["free"]]
@@ -511,6 +570,20 @@ class AggregateExecutor:
         self._ihigh = array("ihigh", np.int64)
         self._big = {(int(a), int(slot)): int(v) for a, slot, v in state["big"]}
         self._float_group = [bool(x) for x in state["float_group"]]
+
+
+def _pane_table(plan: AggregatePlan, windows_per_event: int) -> Any:
+    """The C pass's table for `plan`, where each pane's windows hold all its
+    rows (size a multiple of the slide, or at most one slide); None for other
+    shapes, very wide keys or without the compiled module."""
+    if not (plan.size % plan.slide == 0 or plan.size <= plan.slide) or \
+            len(plan.group_by) + 2 > 64 or windows_per_event > 64:
+        return None
+    try:
+        from caesar.services.matcher.pane_table import PaneTable
+    except ImportError:  # a checkout without the compiled extension
+        return None
+    return PaneTable(len(plan.group_by) + 2, windows_per_event)
 
 
 def _sorted(values: set[Any]) -> list[Any]:
