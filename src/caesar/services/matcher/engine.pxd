@@ -64,6 +64,7 @@ cdef class CythonEngine:
     cdef int _nhit
     cdef u8[::1] _act
     cdef bint _use_act
+    cdef dict _act_cache      # tuple(active) -> (_act, _type_groups, _an_specs) of that call
     # current event (valid while one event is dispatched)
     cdef i64 _ts, _seq, _partition
     # the current event's ts and seq as Python ints, made on the first match

@@ -667,6 +667,7 @@ cdef class CythonEngine:
         self._type_index = [[] for _ in range(self._ntypes)]
         self._an_specs = [[] for _ in range(self._ntypes)]
         self._an_tables = {}
+        self._act_cache = {}
         self._masks = <long*> malloc((len(self._plans) + 1) * sizeof(long))
         self._hits = <int*> malloc((len(self._plans) + 1) * sizeof(int))
         for slot in range(len(self._plans) + 1):
@@ -835,15 +836,29 @@ cdef class CythonEngine:
         specs = {}
         self._an_tables = {}
         for p in self._plans:
+            # types whose every event reaches the plan anyway, through a first
+            # component without filters: an active-node lookup for its later
+            # components would only repeat the part lookup _on_plan makes
+            # (LR LeftSegment: SEQ(p, r) on every report), so they are
+            # offered directly and _any / _on_plan check the earlier stack
+            unfiltered_first = set()
+            for c, comp in enumerate(p.cp.comps):
+                if p.rank[c] == 0 and not p.negated[c] and not comp.filters and \
+                        comp.const_eq is None:
+                    unfiltered_first.update(comp.types)
             for c, comp in enumerate(p.cp.comps):
                 if c < p.share:
                     continue  # the leader scans and stores the shared prefix
+                eager = comp.types
                 if p.strategy == 0 and p.leader is None and not p.keyless and (
                         (not p.negated[c] and p.rank[c] > 0)
                         or (p.negated[c] and p.prevpos[c] >= 0 and not p.has_optional)):
                     # lazy: reached through the active-node index only
                     tables = []
+                    eager = [t for t in comp.types if t in unfiltered_first]
                     for t in comp.types:
+                        if t in unfiltered_first:
+                            continue
                         cols = self._type_cols[t]
                         if any(a not in cols for a in p.cp.equivalence):
                             continue  # can never satisfy the equivalence test
@@ -857,8 +872,7 @@ cdef class CythonEngine:
                         spec[3].append(p.slot)
                         tables.append(spec[2])
                     self._an_tables[(p.slot, c)] = tables
-                    continue
-                for t in comp.types:
+                for t in eager:
                     gkey = (t, comp.filter_key)
                     g = groups.get(gkey)
                     if g is None:
@@ -888,6 +902,7 @@ cdef class CythonEngine:
             self._an_specs[self._tid[t]].append(spec)
         self._groups_all = self._type_groups
         self._specs_all = self._an_specs
+        self._act_cache = {}
         self._relink_an()
         self._type_index = [[] for _ in range(self._ntypes)]
         for t, d in index_by_type.items():
@@ -910,16 +925,28 @@ cdef class CythonEngine:
             self._clear_sinks()
         self._use_act = active is not None
         if self._use_act:
-            act = np.zeros(len(self._plans) + 1, dtype=np.uint8)
-            for pid in active:
-                for p in self._by_id.get(pid, ()):
-                    act[p.slot] = 1
-            self._act = act
-            for p in self._followers:
-                if act[p.slot] != act[(<PlanRT> p.leader).slot]:
-                    self._unshare()
-                    break
-        self._for_active()
+            # the matcher calls with a few distinct active sets, over and
+            # over: their masks and dispatch lists are kept (dropped with
+            # the dispatch they were made of, _build_dispatch)
+            hit = self._act_cache.get(tuple(active))
+            if hit is not None:
+                self._act, self._type_groups, self._an_specs = hit
+            else:
+                act = np.zeros(len(self._plans) + 1, dtype=np.uint8)
+                for pid in active:
+                    for p in self._by_id.get(pid, ()):
+                        act[p.slot] = 1
+                self._act = act
+                for p in self._followers:
+                    if act[p.slot] != act[(<PlanRT> p.leader).slot]:
+                        self._unshare()
+                        break
+                self._for_active()
+                if len(self._act_cache) >= 64:
+                    self._act_cache.clear()
+                self._act_cache[tuple(active)] = (self._act, self._type_groups, self._an_specs)
+        else:
+            self._for_active()
         # only types some plan reads (strict contiguity: every event counts)
         tids, mats, kinds, tss, seqs, parts = [], [], [], [], [], []
         width = 1
