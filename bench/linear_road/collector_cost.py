@@ -44,12 +44,12 @@ def one(policy: str, data: str | None, start: int, end: int, history: int) -> di
     runs, seconds, longest = [0, 0, 0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]
     second = throughput.TimedPipeline.second
 
-    def timed_second(self: Any, records: list[Any]) -> list[Any]:
+    def timed_second(self: Any, records: list[Any], *rest: Any) -> list[Any]:
         clock = collector.CLOCK
         r0, s0 = list(clock.runs), list(clock.seconds)
         clock.max_s = [0.0, 0.0, 0.0]
         try:
-            return second(self, records)
+            return second(self, records, *rest)
         finally:
             for g in range(3):
                 runs[g] += clock.runs[g] - r0[g]

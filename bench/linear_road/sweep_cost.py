@@ -35,8 +35,8 @@ def measure(data: str | None, start: int, end: int, history: int,
     seconds = [0]
     second = throughput.TimedPipeline.second
 
-    def timed_second(self: Any, records: list[Any]) -> list[Any]:
-        out = second(self, records)
+    def timed_second(self: Any, records: list[Any], *rest: Any) -> list[Any]:
+        out = second(self, records, *rest)
         seconds[0] += 1
         if seconds[0] % every == 0:
             t0 = time.perf_counter()

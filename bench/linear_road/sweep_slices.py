@@ -47,10 +47,10 @@ def one(policy: str, data: str | None, start: int, end: int, history: int) -> di
     took: list[float] = []
     second = throughput.TimedPipeline.second
 
-    def timed_second(self: Any, records: list[Any]) -> list[Any]:
+    def timed_second(self: Any, records: list[Any], *rest: Any) -> list[Any]:
         t0 = time.perf_counter()
         try:
-            return second(self, records)
+            return second(self, records, *rest)
         finally:
             took.append(time.perf_counter() - t0)
 
