@@ -347,6 +347,17 @@ def test_context_homes_ask_once_per_distinct_row_and_place_every_row(
     want = [hash((r[0], tuple(r[1:1 + k]))) % 1000 for r in rows]
     assert got.dtype == np.int64 and got.tolist() == want
     assert sorted(asked) == sorted({(r[0], tuple(r[1:1 + k])) for r in rows})
+    # with a KeyTable: the same homes, each distinct row asked once over
+    # every call (here: the rows, then their reverse)
+    from caesar.services.matcher.key_table import KeyTable
+
+    asked.clear()
+    table = KeyTable(1 + k)
+    for order in (slice(None), slice(None, None, -1)):
+        got = context_homes(partition[order], [c[order] for c in cols], home, table)
+        assert got.dtype == np.int64 and got.tolist() == want[order]
+    if not as_objects:  # (object columns are memoised per call only)
+        assert sorted(asked) == sorted({(r[0], tuple(r[1:1 + k])) for r in rows})
 
 
 # -- the matcher's bulk encoding against its per-record path -----------------

@@ -34,6 +34,9 @@ class ContextPartitions:
         # `_stream` as sorted arrays (keys, values) for `stream_of`; None
         # when `_stream` changed since they were built
         self._table: tuple[np.ndarray, np.ndarray] | None = None
+        # counts the partitions learnt: what was derived from the known ones
+        # (stream_id, the stage graph's table of homes) is stale once it moves
+        self.version = 0
 
     def learn(self, keys: Mapping[int, str]) -> None:
         """Context partitions (id -> key text) seen in the input."""
@@ -47,6 +50,7 @@ class ContextPartitions:
             self._stream[sid] = sid
             self.text[sid] = stream_text
             self._table = None
+            self.version += 1
 
     def stream_id(self, pid: int) -> int:
         return self._stream.get(pid, pid)
@@ -83,6 +87,7 @@ class ContextPartitions:
             if found not in self._stream:
                 self._stream[found] = stream
                 self._table = None
+                self.version += 1
         return found
 
     def contexts_of(self, streams: np.ndarray, key_columns: Sequence[list[Any]]) -> np.ndarray:
@@ -99,3 +104,4 @@ class ContextPartitions:
         self.text.update(state.get("text", {}))
         self._stream.update(state.get("stream", {}))
         self._table = None
+        self.version += 1

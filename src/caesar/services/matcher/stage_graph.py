@@ -40,6 +40,7 @@ from caesar.services.matcher.engines import (
     engine_state_format,
     engine_state_formats_read,
 )
+from caesar.services.matcher.key_table import KeyTable
 from caesar.services.matcher.output_rate import OutputLimiter
 from caesar.services.matcher.partitions import ContextPartitions
 from caesar.services.matcher.windows import WindowExecutor
@@ -198,6 +199,8 @@ class StageGraph:
         self.dead_letters: list[DeadLetter] = []
         self.partitions = ContextPartitions(self.stream_attrs, self.context_key) \
             if self.context_key else None
+        self._home_table = KeyTable(1 + len(self.context_key)) if self.context_key else None
+        self._home_version = -1
         # Stages active whatever contexts hold: one engine call for all rows
         # (with CONTEXTS PER: rows of whole stream partitions).
         self._everywhere = frozenset(self.everywhere)
@@ -659,12 +662,17 @@ class StageGraph:
         return [o for _order, o in emitted]
 
     def _homes(self, mc: MatchColumns) -> np.ndarray:
-        """_home of every row, once per distinct (partition, key values)."""
+        """_home of every row, asked once per distinct (partition, key
+        values) while the partitions known stay the same (a C table)."""
         parts = self.partitions
         if parts is None or any(a not in mc.fields for a in self.context_key):
             return mc.partition  # without key attributes a result stays where it was derived
+        if self._home_table is not None and self._home_version != parts.version:
+            self._home_table.clear()  # a partition learnt since may have another stream
+            self._home_version = parts.version
         return context_homes(mc.partition, [mc.fields[a] for a in self.context_key],
-                             lambda p, key: parts.context_of(parts.stream_id(p), key))
+                             lambda p, key: parts.context_of(parts.stream_id(p), key),
+                             self._home_table)
 
     def _records_of(self, mc: MatchColumns, ts: np.ndarray, home: np.ndarray,
                     keep: np.ndarray | None) -> Sequence[tuple[int, Output]]:
@@ -1013,11 +1021,19 @@ def stage_levels(ids: Sequence[str], aggregates: Collection[str],
 
 
 def context_homes(partition: np.ndarray, cols: Sequence[np.ndarray],
-                  home: Callable[[int, tuple[Any, ...]], int]) -> np.ndarray:
+                  home: Callable[[int, tuple[Any, ...]], int],
+                  table: KeyTable | None = None) -> np.ndarray:
     """home(partition, key values) of every row, asked once per distinct
-    (partition, key values) row."""
-    if len(partition) > 8 and partition.dtype == np.int64 and \
-            all(c.dtype == np.int64 for c in cols):
+    (partition, key values) row; with `table` (a KeyTable of 1 + len(cols)
+    ints), once per distinct row over every call with that table."""
+    ints = partition.dtype == np.int64 and all(c.dtype == np.int64 for c in cols)
+    if table is not None and ints:
+        key_rows = np.empty((1 + len(cols), len(partition)), dtype=np.int64)
+        key_rows[0] = partition
+        for i, c in enumerate(cols):
+            key_rows[1 + i] = c
+        return table.lookup(key_rows, lambda wanted: [home(k[0], k[1:]) for k in wanted])
+    if len(partition) > 8 and ints:
         # int keys: the distinct rows found in C, then one call per distinct
         # row (LR: ~3 results per report, a few hundred segments per call),
         # not a Python step per row
