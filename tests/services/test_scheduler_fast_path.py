@@ -427,3 +427,67 @@ def test_value_parts_are_the_list_of_their_values(shape, data):
         rows = sorted(set(rows))
     taken = values.take(np.array(rows, dtype=np.int64))
     assert list(taken) == [flat[i] for i in rows]
+
+
+def _record_values_reference(records, type_field, ingest_key):
+    """What processor._process_fast asked of a batch in Python before
+    record_values (clean_columns.pyx) did it in one pass."""
+    topic = records[0].topic
+    if any(r.value is None or r.topic != topic or r.error is not None
+           or r.watermark is not None or type(r.value) is not dict for r in records):
+        return None
+    values = [r.value for r in records]
+    try:
+        names = {v.get(type_field) for v in values}
+    except TypeError:
+        names = {0, 1}
+    one = len(names) == 1 and next(iter(names)) in (None,) + tuple(
+        n for n in names if type(n) is str)
+    has = [ingest_key in v for v in values]
+    return values, one, has, any(has), [r.offset for r in records]
+
+
+_type_names = st.one_of(st.none(), st.sampled_from(["A", "B"]), st.integers(0, 1),
+                        st.just(["A"]))
+
+
+@st.composite
+def _input_record(draw):
+    kind = draw(st.sampled_from(["plain"] * 6 + ["none", "error", "watermark", "mapping"]))
+    topic = draw(st.sampled_from(["a", "a", "a", "b"]))
+    value = {"x": draw(st.integers(0, 3))}
+    name = draw(st.one_of(st.just("absent"), _type_names))
+    if name != "absent":
+        value["type"] = name
+    if draw(st.booleans()):
+        value[INGEST] = draw(st.integers(0, 9))
+    offset = draw(st.integers(0, 10**6))
+    if kind == "none":
+        return InputRecord(topic, 0, offset, None)
+    if kind == "error":
+        return InputRecord(topic, 0, offset, None, b"x", "bad")
+    if kind == "watermark":
+        return InputRecord(topic, 0, offset, None, watermark=5)
+    if kind == "mapping":
+        import types
+        return InputRecord(topic, 0, offset, types.MappingProxyType(value))
+    return InputRecord(topic, 0, offset, value)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_input_record(), min_size=1, max_size=8))
+def test_record_values_is_the_python_reference_in_one_pass(records) -> None:
+    """record_values (clean_columns.pyx) against the Python it replaced: None
+    for the same batches; else the same values, one-type verdict, ingest
+    flags and offsets."""
+    from caesar.services.scheduler.clean_columns import record_values
+
+    got = record_values(records, "type", INGEST)
+    want = _record_values_reference(records, "type", INGEST)
+    assert (got is None) == (want is None)
+    if got is not None:
+        values, one, has, any_ingest, offsets = got
+        assert values == want[0] and all(a is b for a, b in zip(values, want[0], strict=True))
+        assert one == want[1]
+        assert has.dtype == np.bool_ and has.tolist() == want[2] and any_ingest == want[3]
+        assert offsets.dtype == np.int64 and offsets.tolist() == want[4]

@@ -66,7 +66,7 @@ from caesar.services.common.messages import (
     partition_id,
     partition_key,
 )
-from caesar.services.scheduler.clean_columns import strict_columns
+from caesar.services.scheduler.clean_columns import record_values, strict_columns
 
 NEVER = -(2**62)
 INT64 = (-(2**63), 2**63 - 1)
@@ -380,21 +380,28 @@ class SchedulerProcessor:
         if n < 2 or not self._fast_possible():
             return False
         topic = records[0].topic
-        if any(r.value is None or r.topic != topic or r.error is not None
-               or r.watermark is not None for r in records):
-            return False
-        values = [r.value for r in records if r.value is not None]
-        etype = self._one_type(topic, values)
+        summary = record_values(records, self.type_field, INGEST) \
+            if isinstance(records, list) else None
+        if summary is not None:  # (one pass in C over plain dict values)
+            values, one_type, has_ingest, any_ingest, offsets = summary
+            etype = self.check(topic, values[0])[0] if one_type else None
+        else:
+            if any(r.value is None or r.topic != topic or r.error is not None
+                   or r.watermark is not None for r in records):
+                return False
+            values = [r.value for r in records if r.value is not None]
+            etype = self._one_type(topic, values)
+            has_ingest = np.fromiter((INGEST in v for v in values), dtype=bool, count=n)
+            any_ingest = bool(has_ingest.any())
+            offsets = np.fromiter((r.offset for r in records), dtype=np.int64, count=n)
         if etype is None or any(a not in etype.fields for a in self.plan.transaction_key):
             return False
         clean = _clean_columns(etype, values)
         if clean is None:
             return False
         lists, ts, arrays = clean
-        has_ingest = np.fromiter((INGEST in v for v in values), dtype=bool, count=n)
         ingest = np.fromiter((v.get(INGEST, 0) for v in values), dtype=np.int64, count=n) \
-            if has_ingest.any() else None
-        offsets = np.fromiter((r.offset for r in records), dtype=np.int64, count=n)
+            if any_ingest else None
         return self._take_clean(out, topic, etype, ts, arrays, lists, offsets, values,
                                 has_ingest, ingest, records.__getitem__)
 
