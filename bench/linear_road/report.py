@@ -9,8 +9,8 @@ Runs, one after the other (each in its own process, as when run alone; none
 of them beside another, the machine has 2 cores):
 
 1. `throughput`: the embedded pipeline and the plain loop, interleaved
-   (default: seconds 6600-6660 after 60 s of history, 3 rounds: the host's speed
-   varies by 15 % between runs, so the median of three);
+   (default: seconds 6600-6660 after 60 s of history, 5 rounds: the host's speed
+   varies by 15 % and more between runs, so the median of five);
 2. `kafka_ray`: the L-rating on the 30 peak minutes (6000-7800, after 600 s
    of history and a 60 s warm-up at pace), the issue's target level 4 then 5
    until one does not hold (~45 min per level; `--xways 1 2 3 4` tries each
@@ -58,7 +58,7 @@ def commands(args: argparse.Namespace, label: str) -> dict[str, list[str]]:
             "figures": [*data, "--quick", "--label", label],
         }
     return {
-        "throughput": [*data, "--window", "6600", "6660", "--history", "60", "--rounds", "3",
+        "throughput": [*data, "--window", "6600", "6660", "--history", "60", "--rounds", "5",
                        "--models", "model_per_segment", "--label", label],
         "kafka_ray": [*data, "--xways", *map(str, args.xways), "--history", "600",
                       "--warmup", "60", "--actors", *args.actors,
