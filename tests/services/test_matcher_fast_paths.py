@@ -308,6 +308,24 @@ def test_unique_pairs_is_numpys_unique_of_rows(pairs: list[tuple[int, int]]) -> 
     assert counts.tolist() == want_counts.tolist()
 
 
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.one_of(st.integers(-3, 3), _int64), max_size=60),
+       dtype=st.sampled_from([np.int64, np.intp]))
+def test_distinct_is_numpys_unique(values: list[int], dtype: Any) -> None:
+    """distinct and distinct_inverse (a sort, events.batch) against
+    np.unique (a hash in NumPy 2): the same values, dtype and inverse, also
+    for no rows and one repeated value."""
+    from caesar.events.batch import distinct, distinct_inverse
+
+    a = np.array(values, dtype=dtype)
+    want, want_inverse = np.unique(a, return_inverse=True)
+    got = distinct(a)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    got, inverse = distinct_inverse(a)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    assert inverse.tolist() == want_inverse.reshape(-1).tolist()
+
+
 @settings(max_examples=200, deadline=None)
 @given(rows=st.integers(1, 3).flatmap(lambda k: st.lists(
     st.tuples(*[st.one_of(st.integers(-3, 3), _int64)] * k), min_size=1, max_size=60)))

@@ -218,7 +218,7 @@ class EventBatch:
         """The distinct event times in the batch, ascending."""
         if not self.by_type:
             return _I64_EMPTY
-        return np.unique(np.concatenate([c.ts for c in self.by_type.values()]))
+        return distinct(np.concatenate([c.ts for c in self.by_type.values()]))
 
     def take(self, rows: Mapping[str, np.ndarray]) -> EventBatch:
         """Per type, the rows `rows[type]` (types missing from `rows` are dropped)."""
@@ -328,6 +328,35 @@ class EventBatch:
                 nulls=nulls,
             )
         return EventBatch(by_type=by_type, strings=strings)
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """np.unique(values) of a 1-D integer array, by a sort. NumPy 2's
+    np.unique hashes every value (~120 µs for 3,000 rows of two values,
+    against ~30 µs for a sort): a batch's partitions and timestamps, a few
+    distinct values among thousands of rows, were ~5 % of the embedded
+    pipeline's time."""
+    if len(values) == 0:
+        return values.copy()
+    if bool((values == values[0]).all()):
+        return values[:1].copy()
+    ordered = np.sort(values)
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
+
+
+def distinct_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(values, return_inverse=True) of a 1-D integer array, by a
+    sort (see `distinct`): the distinct values ascending, and each row's
+    place among them."""
+    n = len(values)
+    if n == 0 or bool((values == values[0]).all()):
+        return values[:1].copy(), np.zeros(n, dtype=np.int64)
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    new = np.concatenate(([True], ordered[1:] != ordered[:-1]))
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return ordered[new], inverse
 
 
 def lex_groups(keys: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from caesar.events.batch import EventBatch, StringPool, TypeColumns
+from caesar.events.batch import EventBatch, StringPool, TypeColumns, distinct
 
 FORMAT_VERSION = 2  # 2: transactions travel as columnar batches (TxnBatch, RoutedBatch)
 END_OF_TIME = 2**62  # watermark that flushes everything (end of a bounded input)
@@ -184,7 +184,7 @@ class TxnBatch:
         """The distinct stream partitions of the batch."""
         if not self.events.by_type:
             return np.empty(0, dtype=np.int64)
-        return np.unique(np.concatenate([c.partition for c in self.events.by_type.values()]))
+        return distinct(np.concatenate([c.partition for c in self.events.by_type.values()]))
 
     def pairs(self) -> list[tuple[int, int]]:
         """(ts, partition) of every transaction, ordered by ts then key."""

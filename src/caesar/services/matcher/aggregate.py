@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from caesar.errors import PlanError
-from caesar.events.batch import StringPool, TypeColumns, lex_groups
+from caesar.events.batch import StringPool, TypeColumns, distinct, lex_groups
 from caesar.plans.aggregate import AggregatePlan, AggregateSpec
 from caesar.plans.functions import FunctionFailure
 from caesar.services.matcher.column_eval import (
@@ -171,7 +171,7 @@ class AggregateExecutor:
         if n == 0:
             return
         if keys:
-            for p in np.unique(events.partition).tolist():
+            for p in distinct(events.partition).tolist():
                 if p not in self._keys:
                     self._keys[p] = keys.get(p, "")
         cols = {a: events.columns[a] for a in self._needed if a in events.columns}

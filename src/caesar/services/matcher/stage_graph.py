@@ -23,7 +23,14 @@ from typing import Any, Protocol, cast
 import numpy as np
 
 from caesar.errors import PlanError
-from caesar.events.batch import NUMPY_DTYPES, EventBatch, StringPool, TypeColumns, group_rows
+from caesar.events.batch import (
+    NUMPY_DTYPES,
+    EventBatch,
+    StringPool,
+    TypeColumns,
+    distinct_inverse,
+    group_rows,
+)
 from caesar.plans.aggregate import AggregatePlan
 from caesar.plans.engine import DerivedEvent, PatternEngine
 from caesar.plans.execution import Stage, plan_output, plan_reads
@@ -532,8 +539,7 @@ class StageGraph:
                         groups.setdefault(act, {})[t] = np.fromiter(
                             (a == act for a in acts), dtype=bool, count=len(acts))
                 continue
-            uniq, inverse = np.unique(parts, return_inverse=True)
-            inverse = inverse.reshape(-1)
+            uniq, inverse = distinct_inverse(parts)
             for act, members in _groups(uniq.tolist(), active).items():
                 if not any(p in act for p in plan_ids):
                     continue
@@ -545,7 +551,7 @@ class StageGraph:
     def _aggregate(self, pid: str, rows: TypeColumns,
                    active: Callable[[int], frozenset[str]]) -> None:
         if pid not in self._everywhere:
-            uniq, inverse = np.unique(rows.partition, return_inverse=True)
+            uniq, inverse = distinct_inverse(rows.partition)
             keep = np.array([pid in active(p) for p in uniq.tolist()], dtype=bool)
             if not keep.any():
                 return

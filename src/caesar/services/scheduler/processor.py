@@ -52,7 +52,14 @@ from typing import Any, cast, overload
 
 import numpy as np
 
-from caesar.events.batch import NUMPY_DTYPES, EventBatch, StringPool, TypeColumns, group_rows
+from caesar.events.batch import (
+    NUMPY_DTYPES,
+    EventBatch,
+    StringPool,
+    TypeColumns,
+    distinct,
+    group_rows,
+)
 from caesar.plans.execution import EventTypeDef, ExecutionPlan
 from caesar.services.common.messages import (
     END_OF_TIME,
@@ -263,7 +270,7 @@ class ValueParts(Sequence[Mapping[str, Any]]):
         if len(rows) > 1 and bool((np.diff(rows) <= 0).any()):
             return [self[i] for i in rows.tolist()]  # not ascending: one by one
         out: list[Sequence[Mapping[str, Any]]] = []
-        for k in np.unique(part).tolist():
+        for k in distinct(part).tolist():
             local = rows[part == k] - (int(self.ends[k - 1]) if k else 0)
             p = self.parts[k]
             out.append(p.take(local) if isinstance(p, ColumnValues) else
@@ -762,7 +769,7 @@ class SchedulerProcessor:
         names = list(ready)
         chunks = [ready[t] for t in names]
         pids = np.concatenate([c.cols.partition for c in chunks])
-        uniq = np.unique(pids)
+        uniq = distinct(pids)
         key_list = [self._key_of[p] for p in uniq.tolist()]
         key_rank = np.empty(len(uniq), dtype=np.int64)
         key_rank[sorted(range(len(uniq)), key=key_list.__getitem__)] = np.arange(len(uniq))
