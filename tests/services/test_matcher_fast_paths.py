@@ -250,7 +250,7 @@ def test_reference_classes_are_the_old_code() -> None:
     assert g._route_plain([ev], feed) == [] and feed == [("A", {"x": 1}, 2, 7)]
 
 
-# -- ContextPartitions.stream_of: binary search against a lookup per row ----
+# -- ContextPartitions.stream_of: a C memo against a lookup per row ---------
 
 _keys = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 1), st.integers(0, 99)),
                  max_size=12)
@@ -266,7 +266,7 @@ def test_stream_of_is_a_lookup_per_row(learned: list[tuple[int, int, int]],
                                        stray: list[int], between: int) -> None:
     """Every row's stream partition as `stream_id` gives it, row by row,
     whatever was learned or placed before or between two calls (the table
-    is rebuilt when the map grows) and for ids never seen (themselves)."""
+    is forgotten when the map grows) and for ids never seen (themselves)."""
     from caesar.services.matcher.partitions import ContextPartitions
 
     parts = ContextPartitions(2, ["seg"])

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from caesar.services.common.messages import partition_id
+from caesar.services.matcher.key_table import KeyTable
 
 
 class ContextPartitions:
@@ -31,9 +32,9 @@ class ContextPartitions:
         self.text: dict[int, str] = {}  # id -> key text, both kinds
         self._stream: dict[int, int] = {}  # context or stream partition -> stream partition
         self._context: dict[tuple[int, tuple[Any, ...]], int] = {}
-        # `_stream` as sorted arrays (keys, values) for `stream_of`; None
-        # when `_stream` changed since they were built
-        self._table: tuple[np.ndarray, np.ndarray] | None = None
+        # `_stream` of the ids `stream_of` was asked, in C; forgotten when
+        # `_stream` changes
+        self._memo = KeyTable(1)
         # counts the partitions learnt: what was derived from the known ones
         # (stream_id, the stage graph's table of homes) is stale once it moves
         self.version = 0
@@ -49,7 +50,7 @@ class ContextPartitions:
             self._stream[pid] = sid
             self._stream[sid] = sid
             self.text[sid] = stream_text
-            self._table = None
+            self._memo.clear()
             self.version += 1
 
     def stream_id(self, pid: int) -> int:
@@ -60,19 +61,15 @@ class ContextPartitions:
 
     def stream_of(self, partitions: np.ndarray) -> np.ndarray:
         """The stream partition of every row (stream partitions, and ids not
-        seen, map to themselves). A binary search in the known ids, not a
-        sort of the rows: `np.unique` here was ~5 % of the embedded
-        pipeline's time on Linear Road (session 24)."""
+        seen, map to themselves): each row's id looked up in a C table of
+        the ids asked so far (key_table.pyx). `np.unique` here was ~5 % of
+        the embedded pipeline's time on Linear Road (session 24), a binary
+        search in the known ids then ~2 % (session 35)."""
         if not len(partitions) or not self._stream:
             return partitions
-        if self._table is None:
-            keys = np.fromiter(self._stream.keys(), dtype=np.int64, count=len(self._stream))
-            vals = np.fromiter(self._stream.values(), dtype=np.int64, count=len(self._stream))
-            order = np.argsort(keys)
-            self._table = keys[order], vals[order]
-        keys, vals = self._table
-        at = np.minimum(np.searchsorted(keys, partitions), len(keys) - 1)
-        return np.where(keys[at] == partitions, vals[at], partitions)
+        rows = np.ascontiguousarray(partitions, dtype=np.int64).reshape(1, -1)
+        stream = self._stream
+        return self._memo.lookup(rows, lambda ids: [stream.get(k[0], k[0]) for k in ids])
 
     def context_of(self, stream: int, values: tuple[Any, ...]) -> int:
         """The context partition of a row of stream partition `stream` whose
@@ -86,7 +83,7 @@ class ContextPartitions:
             self.text.setdefault(found, text)
             if found not in self._stream:
                 self._stream[found] = stream
-                self._table = None
+                self._memo.clear()
                 self.version += 1
         return found
 
@@ -103,5 +100,5 @@ class ContextPartitions:
     def restore(self, state: Mapping[str, Any]) -> None:
         self.text.update(state.get("text", {}))
         self._stream.update(state.get("stream", {}))
-        self._table = None
+        self._memo.clear()
         self.version += 1
