@@ -626,19 +626,17 @@ cdef int _fill_rows(i64[:, ::1] vals, u8[:, ::1] kinds, int[::1] tids, i64[::1] 
         arr = columns.get(names[j])
         if arr is None:
             continue
+        if len(arr) != n:
+            raise ValueError(f"column {names[j]!r} has {len(arr)} rows, not {n}")
         dk = arr.dtype
         if dk == np.int32:  # interned string codes
             a32 = np.ascontiguousarray(arr)
-            if a32.shape[0] != n:
-                raise ValueError(f"column {names[j]!r} has {a32.shape[0]} rows, not {n}")
             for i in range(n):
                 r = _dst(where, off + i)
                 vals[r, j] = a32[i]
                 kinds[r, j] = K_STR if a32[i] >= 0 else K_MISSING
         elif dk == np.int8:  # bools
             a8 = np.ascontiguousarray(arr)
-            if a8.shape[0] != n:
-                raise ValueError(f"column {names[j]!r} has {a8.shape[0]} rows, not {n}")
             for i in range(n):
                 r = _dst(where, off + i)
                 vals[r, j] = a8[i]
@@ -650,8 +648,6 @@ cdef int _fill_rows(i64[:, ::1] vals, u8[:, ::1] kinds, int[::1] tids, i64[::1] 
             else:
                 a64 = np.ascontiguousarray(arr, dtype=np.int64)
                 kind = K_INT
-            if a64.shape[0] != n:
-                raise ValueError(f"column {names[j]!r} has {a64.shape[0]} rows, not {n}")
             for i in range(n):
                 r = _dst(where, off + i)
                 vals[r, j] = a64[i]

@@ -3,17 +3,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from typing_extensions import disjoint_base
 
-@disjoint_base
-class PaneTable:
-    @property
-    def kw(self) -> int: ...
-    @property
-    def w(self) -> int: ...
+from caesar.services.matcher.key_table import KeyTable
+
+class PaneTable(KeyTable):
     def __init__(self, kw: int, w: int) -> None: ...
-    def __len__(self) -> int: ...
-    def clear(self) -> None: ...
     def resolve(self, keys: np.ndarray, ts: np.ndarray, slide: int, size: int,
                 allocate: Callable[[list[tuple[int, ...]]], list[list[int]]]) -> np.ndarray: ...
     def accumulate(self, entries: np.ndarray, values: list[tuple[np.ndarray, np.ndarray] | None],

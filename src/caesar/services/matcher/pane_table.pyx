@@ -19,13 +19,13 @@ then lie in no window); other shapes stay with numpy.
 from cpython.long cimport PyLong_FromLongLong
 from cpython.ref cimport PyObject
 from cpython.set cimport PySet_Add
-from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy, memset
+from libc.stdlib cimport free, malloc
+from libc.string cimport memset
 
 import numpy as np
 
-ctypedef long long i64
-ctypedef unsigned long long u64
+from caesar.services.matcher.key_table cimport KeyTable, i64
+
 ctypedef unsigned char u8
 
 cdef extern from *:
@@ -40,14 +40,6 @@ cdef extern from "Python.h":
     PyObject* PyDict_GetItem(object d, object key)
 
 
-cdef inline u64 _mix(u64 x) noexcept nogil:
-    # splitmix64's finalizer: consecutive ints (car ids, segments) spread
-    x += 0x9E3779B97F4A7C15ULL
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL
-    return x ^ (x >> 31)
-
-
 cdef inline i64 _floor_start(i64 ts, i64 slide) noexcept nogil:
     """(ts // slide) * slide with Python's floor division (ts may be < 0)."""
     cdef i64 q = ts / slide
@@ -56,103 +48,15 @@ cdef inline i64 _floor_start(i64 ts, i64 slide) noexcept nogil:
     return q * slide
 
 
-cdef class PaneTable:
-    """Pane key (kw ints) -> record id; a record holds the key and the slots
-    of the pane's w windows. Records are only added, and all forgotten
+cdef class PaneTable(KeyTable):
+    """Pane key (kw ints: partition, group values, the last window start
+    holding the pane) -> the slots of the pane's w windows (key_table's
+    table, w values a key). Records are only added, and all forgotten
     together (clear) whenever a window closes or state is restored, as the
     executor's _pane_slots cache is."""
 
-    cdef readonly int kw, w
-    cdef i64* recs          # n records of kw key ints then w slots
-    cdef Py_ssize_t n, rcap
-    cdef i64* index         # hash slot -> record id, -1 empty
-    cdef Py_ssize_t icap    # a power of two, at least twice n
-
-    def __cinit__(self, *args, **kwargs):
-        self.n, self.rcap, self.icap = 0, 0, 0
-        self.recs = NULL
-        self.index = NULL
-
     def __init__(self, int kw, int w):
-        if kw < 1 or w < 1:
-            raise ValueError("a pane key needs at least one int and a pane at least one window")
-        if self.recs != NULL:
-            raise TypeError("a PaneTable is set up once")
-        self.kw, self.w = kw, w
-
-    def __dealloc__(self):
-        free(self.recs)
-        free(self.index)
-
-    def __len__(self):
-        return self.n
-
-    def clear(self):
-        self.n = 0
-        if self.index != NULL:
-            memset(self.index, 0xff, self.icap * sizeof(i64))
-
-    cdef inline u64 _hash(self, const i64* key) noexcept nogil:
-        cdef u64 h = 0
-        cdef int k
-        for k in range(self.kw):
-            h = _mix(h ^ <u64> key[k])
-        return h
-
-    cdef Py_ssize_t find(self, const i64* key) noexcept nogil:
-        cdef Py_ssize_t mask, at, r
-        cdef int k
-        cdef const i64* rk
-        if self.n == 0:
-            return -1
-        mask = self.icap - 1
-        at = <Py_ssize_t> (self._hash(key) & <u64> mask)
-        while True:
-            r = self.index[at]
-            if r < 0:
-                return -1
-            rk = self.recs + r * (self.kw + self.w)
-            for k in range(self.kw):
-                if rk[k] != key[k]:
-                    break
-            else:
-                return r
-            at = (at + 1) & mask
-
-    cdef int _place(self, Py_ssize_t r) except -1:
-        cdef Py_ssize_t mask = self.icap - 1
-        cdef Py_ssize_t at = <Py_ssize_t> (self._hash(self.recs + r * (self.kw + self.w)) & <u64> mask)
-        while self.index[at] >= 0:
-            at = (at + 1) & mask
-        self.index[at] = r
-        return 0
-
-    cdef Py_ssize_t insert(self, const i64* key, const i64* slots) except -1:
-        cdef Py_ssize_t width = self.kw + self.w, r, cap
-        cdef i64* grown
-        if self.n == self.rcap:
-            cap = 64 if self.rcap == 0 else 2 * self.rcap
-            grown = <i64*> realloc(self.recs, cap * width * sizeof(i64))
-            if grown == NULL:
-                raise MemoryError()
-            self.recs, self.rcap = grown, cap
-        if 2 * (self.n + 1) > self.icap:
-            cap = 128 if self.icap == 0 else 2 * self.icap
-            free(self.index)
-            self.index = <i64*> malloc(cap * sizeof(i64))
-            if self.index == NULL:
-                self.icap = 0
-                raise MemoryError()
-            self.icap = cap
-            memset(self.index, 0xff, cap * sizeof(i64))
-            for r in range(self.n):
-                self._place(r)
-        r = self.n
-        memcpy(self.recs + r * width, key, self.kw * sizeof(i64))
-        memcpy(self.recs + r * width + self.kw, slots, self.w * sizeof(i64))
-        self.n += 1
-        self._place(r)
-        return r
+        KeyTable.__init__(self, kw, w)
 
     def resolve(self, i64[:, ::1] keys, i64[::1] ts, i64 slide, i64 size, allocate):
         """Per row, the record of its pane, or -1 where the row lies in no
@@ -165,7 +69,6 @@ cdef class PaneTable:
         cdef int k, kw = self.kw
         cdef i64 start
         cdef i64 buf[64]
-        cdef i64 sl[64]
         cdef i64[::1] out
         if kw > 64 or self.w > 64 or keys.shape[0] != kw - 1 or keys.shape[1] != n:
             raise ValueError("pane keys do not fit the table")
@@ -182,33 +85,15 @@ cdef class PaneTable:
             for k in range(kw - 1):
                 buf[k] = keys[k, i]
             buf[kw - 1] = start
-            r = self.find(buf)
+            r = self._find(buf)
             if r < 0:
-                if missing is None:
-                    missing = {}
-                key = tuple([buf[k] for k in range(kw)])
-                rows = missing.get(key)
-                if rows is None:
-                    missing[key] = [i]
-                else:
-                    rows.append(i)
+                missing = self._missed(missing, buf, i)
                 out[i] = -1
             else:
                 out[i] = r
         if missing:
-            wanted = list(missing)
-            given = allocate(wanted)
-            if len(given) != len(wanted):
-                raise ValueError("allocate gave slots for another number of panes")
-            for key, slots in zip(wanted, given):
-                if len(slots) != self.w:
-                    raise ValueError(f"a pane has {self.w} windows, allocate gave {len(slots)}")
-                for k in range(kw):
-                    buf[k] = key[k]
-                for k in range(self.w):
-                    sl[k] = slots[k]
-                r = self.insert(buf, sl)
-                for i in missing[key]:
+            for r, rows in self._add_missed(missing, allocate):
+                for i in rows:
                     out[i] = r
         return entries
 
