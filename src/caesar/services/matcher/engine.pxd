@@ -115,15 +115,15 @@ cdef class CythonEngine:
     cdef bint _kills(self, PlanRT p, Part part, list item, long mask) except -1
     cdef bint _may_block(self, PlanRT p, Part part, int c) except -1
     cdef i64 _run_first_ts(self, Part part, PlanRT p, list run)
-    cdef i64 _row_for(self, PlanRT p, Part part, int c, list pushed) except -2
+    cdef i64 _row_for(self, PlanRT p, Part part, int c, i64* pushed) except -2
     cdef int _load_run(self, PlanRT p, Part part, list run, Env* env, i64** bufs) except -1
-    cdef bint _run_ok(self, PlanRT p, Part part, list run, int c, i64 local_row) except -1
+    cdef bint _run_ok(self, PlanRT p, Part part, list run, int c, Env* env, i64 local_row) except -1
     cdef bint _can_extend(self, PlanRT p, Part part, list run, Env* env, i64 local_row) except -1
     cdef bint _can_bind(self, PlanRT p, Part part, list run, int j, Env* env, i64 local_row) except -1
-    cdef object _advance_run(self, PlanRT p, Part part, list run, long mask, Env* env, i64** bufs, list pushed)
-    cdef object _extend_run(self, PlanRT p, Part part, list run, long mask, Env* env, i64** bufs, list pushed)
+    cdef object _advance_run(self, PlanRT p, Part part, list run, long mask, Env* env, i64** bufs, i64* pushed)
+    cdef object _extend_run(self, PlanRT p, Part part, list run, long mask, Env* env, i64** bufs, i64* pushed)
     cdef bint _extendable(self, PlanRT p, list run)
-    cdef object _advance_first(self, PlanRT p, Part part, long mask, Env* env, i64** bufs, list pushed)
+    cdef object _advance_first(self, PlanRT p, Part part, long mask, Env* env, i64** bufs, i64* pushed)
     cdef bint _closed(self, PlanRT p, Part part, list run, Env* env, i64** bufs) except -1
     cdef _expire_runs(self, PlanRT p, Part part, i64 bound)
     cdef _sweep_slice(self, PlanRT p, i64 wm)

@@ -2303,7 +2303,7 @@ cdef class CythonEngine:
         cdef Stack s = part.stacks[p.pos[0]]
         return s.ts[<i64> run[0][0] - s.base]
 
-    cdef i64 _row_for(self, PlanRT p, Part part, int c, list pushed) except -2:
+    cdef i64 _row_for(self, PlanRT p, Part part, int c, i64* pushed) except -2:
         """Absolute row id of the current event in component c's stack
         (pushed once per event, on demand)."""
         cdef Stack s
@@ -2340,21 +2340,24 @@ cdef class CythonEngine:
                 env.klist[c] = bufs[c]
         return 0
 
-    cdef bint _run_ok(self, PlanRT p, Part part, list run, int c, i64 local_row) except -1:
+    cdef bint _run_ok(self, PlanRT p, Part part, list run, int c, Env* env,
+                      i64 local_row) except -1:
         """Window and (keyless plans) equivalence for adding the current
-        event, at local_row of component c's stack, to `run`."""
+        event, at local_row of component c's values in env (its stack, or
+        the extracted event: _advance_run), to `run`."""
         cdef int cf = p.pos[0]
-        cdef Stack s = part.stacks[c], sf = part.stacks[cf]
+        cdef Stack sf = part.stacks[cf]
+        cdef Cell* cv = env.vals[c] + local_row * env.width[c]
+        cdef u8* ck = env.kinds[c] + local_row * env.width[c]
         cdef i64 fr
         if p.within >= 0 and run and self._ts - self._run_first_ts(part, p, run) >= p.within:
             return False
         if p.keyless and p.neq > 0:
             if run:
                 fr = <i64> run[0][0] - sf.base
-                return eq_vals(s.vals + local_row * s.width, s.kinds + local_row * s.width,
-                               sf.vals + fr * sf.width, sf.kinds + fr * sf.width, p, c, cf)
-            return eq_vals(s.vals + local_row * s.width, s.kinds + local_row * s.width,
-                           s.vals + local_row * s.width, s.kinds + local_row * s.width, p, c, c)
+                return eq_vals(cv, ck, sf.vals + fr * sf.width, sf.kinds + fr * sf.width,
+                               p, c, cf)
+            return eq_vals(cv, ck, cv, ck, p, c, c)
         return True
 
     cdef bint _can_extend(self, PlanRT p, Part part, list run, Env* env,
@@ -2363,7 +2366,7 @@ cdef class CythonEngine:
         is at local_row of its stack; env holds the run."""
         cdef int k = len(run) - 1
         cdef int c = p.pos[k]
-        if not self._run_ok(p, part, run, c, local_row):
+        if not self._run_ok(p, part, run, c, env, local_row):
             return False
         env.klen[c] = len(run[k])
         env.row[c] = local_row
@@ -2379,7 +2382,7 @@ cdef class CythonEngine:
         (that closes later)."""
         cdef int m = len(run), t
         cdef int c = p.pos[j]
-        if not self._run_ok(p, part, run, c, local_row):
+        if not self._run_ok(p, part, run, c, env, local_row):
             return False
         for t in range(m, j):
             env.row[p.pos[t]] = -1
@@ -2401,27 +2404,43 @@ cdef class CythonEngine:
         return True
 
     cdef object _advance_run(self, PlanRT p, Part part, list run, long mask, Env* env,
-                             i64** bufs, list pushed):
+                             i64** bufs, i64* pushed):
         """The run with the current event bound to the next component, or
         to a later one when every component before it is optional (the
         earliest that takes it); None if none does."""
         cdef int m = len(run), j, cj
-        cdef i64 r
+        cdef i64 r = -1
+        cdef bint bound
         if len(run[m - 1]) < p.minc[p.pos[m - 1]]:
             return None
         for j in range(m, p.npos):
             cj = p.pos[j]
             if mask & (1 << cj):
-                r = self._row_for(p, part, cj, pushed)
-                self._load_run(p, part, run, env, bufs)
-                if self._can_bind(p, part, run, j, env, r - (<Stack> part.stacks[cj]).base):
+                if p.kleene[cj]:
+                    r = self._row_for(p, part, cj, pushed)
+                    self._load_run(p, part, run, env, bufs)
+                    bound = self._can_bind(p, part, run, j, env,
+                                           r - (<Stack> part.stacks[cj]).base)
+                else:
+                    # checked on the extracted event, pushed only if it binds:
+                    # under contiguity most events end the run they meet
+                    # (LR StoppedCar: a moving car), and the row pushed for
+                    # the check was pruned right after
+                    self._load_run(p, part, run, env, bufs)
+                    env.vals[cj] = p.scratch[cj]
+                    env.kinds[cj] = p.scratch_k[cj]
+                    env.width[cj] = p.width[cj]
+                    bound = self._can_bind(p, part, run, j, env, 0)
+                    if bound:
+                        r = self._row_for(p, part, cj, pushed)
+                if bound:
                     return [list(x) for x in run] + [[] for _ in range(m, j)] + [[r]]
             if p.minc[cj] > 0:
                 break  # a mandatory component cannot be passed over
         return None
 
     cdef object _extend_run(self, PlanRT p, Part part, list run, long mask, Env* env,
-                            i64** bufs, list pushed):
+                            i64** bufs, i64* pushed):
         """The run with the current event as one more element of its last
         (Kleene) component, below its maximum; None if it cannot take it."""
         cdef int m = len(run)
@@ -2449,11 +2468,14 @@ cdef class CythonEngine:
         cdef i64* bufs[MAXC]
         cdef Stack s
         cdef i64 last_ts
-        cdef list pushed = [-1] * p.ncomp
+        # the current event's row in each component's stack, pushed on demand
+        # (_row_for; -1: not yet): a C array, not a list per event
+        cdef i64 pushed[MAXC]
         cdef list kept = []
         cdef list run
         for c in range(MAXC):
             bufs[c] = NULL
+            pushed[c] = -1
         self._part = part
         try:
             for run in part.runs:
@@ -2468,13 +2490,13 @@ cdef class CythonEngine:
                     # reluctant (default): bind a later component if it can;
                     # greedy: extend the Kleene component if it can
                     if p.greedy[c]:
-                        new = self._extend_run(p, part, run, mask, &env, bufs, pushed)
+                        new = self._extend_run(p, part, run, mask, &env, bufs, &pushed[0])
                         if new is None:
-                            new = self._advance_run(p, part, run, mask, &env, bufs, pushed)
+                            new = self._advance_run(p, part, run, mask, &env, bufs, &pushed[0])
                     else:
-                        new = self._advance_run(p, part, run, mask, &env, bufs, pushed)
+                        new = self._advance_run(p, part, run, mask, &env, bufs, &pushed[0])
                         if new is None:
-                            new = self._extend_run(p, part, run, mask, &env, bufs, pushed)
+                            new = self._extend_run(p, part, run, mask, &env, bufs, &pushed[0])
                 if new is None:
                     if not strict:
                         kept.append(run)
@@ -2485,7 +2507,7 @@ cdef class CythonEngine:
                     kept.append(new)
             c = p.pos[0]
             if mask & (1 << c):
-                start = self._advance_first(p, part, mask, &env, bufs, pushed)
+                start = self._advance_first(p, part, mask, &env, bufs, &pushed[0])
                 if start is not None:
                     if n == 1:
                         self._complete(p, part, start, &env, bufs)
@@ -2571,7 +2593,7 @@ cdef class CythonEngine:
                     self._drop_partition(p, self._partition)
 
     cdef object _advance_first(self, PlanRT p, Part part, long mask, Env* env, i64** bufs,
-                               list pushed):
+                               i64* pushed):
         """A new run started by the current event (first component)."""
         cdef int c = p.pos[0]
         cdef i64 r = self._row_for(p, part, c, pushed)  # may move the stack: before env
