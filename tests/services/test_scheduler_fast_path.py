@@ -262,14 +262,18 @@ def test_strictly_valid_accepts_only_what_event_problem_accepts(kinds, data, che
 
 @given(st.lists(st.sampled_from(_KINDS), min_size=1, max_size=4),
        st.lists(st.lists(_values, min_size=4, max_size=4), min_size=0, max_size=6),
-       st.lists(st.integers(0, 3), max_size=3))
+       st.lists(st.integers(0, 3), max_size=3),
+       st.lists(st.sampled_from(["extra", "reorder", "copied keys"]), max_size=6))
 @settings(max_examples=400, deadline=None)
-def test_strict_columns_are_the_python_reference_in_one_pass(kinds, rows, drop) -> None:
+def test_strict_columns_are_the_python_reference_in_one_pass(kinds, rows, drop, shapes) -> None:
     """clean_columns.pyx against processor._clean_lists (the reference, for
     any Mapping): the same columns (dtype and values) or both None, whatever
     the values (None, bools in int fields, ints beyond 64 bits, NaN, text),
     with fields left out, and no values (None: nothing to decide); a value
-    that is not a dict is a TypeError."""
+    that is not a dict is a TypeError. Records differ in shape as a producer's
+    may not (strict_columns remembers where the record before held each
+    attribute): keys that are not attributes, another key order, equal keys
+    that are other string objects."""
     from caesar.plans.execution import EventTypeDef
     from caesar.services.scheduler.clean_columns import strict_columns
     from caesar.services.scheduler.processor import _clean_lists
@@ -284,6 +288,13 @@ def test_strict_columns_are_the_python_reference_in_one_pass(kinds, rows, drop) 
              for i, (a, k) in enumerate(fields.items())}
         for i in drop if n == 0 else ():
             v.pop(f"f{i}", None)
+        shape = shapes[n] if n < len(shapes) else ""
+        if shape == "extra":
+            v = {"type": "T", **v, "f9": 1}
+        elif shape == "reorder":
+            v = dict(reversed(v.items()))
+        elif shape == "copied keys":
+            v = {"".join(list(a)): x for a, x in v.items()}
         values.append(v)
     got, want = strict_columns(values, fields), _clean_lists(etype, values)
     assert (got is None) == (want is None), (got, want)

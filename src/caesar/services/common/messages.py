@@ -41,7 +41,7 @@ def partition_id(key: str) -> int:
 Headers = tuple[tuple[str, bytes], ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class InputRecord:
     """One record read from an input topic, already decoded by the runner;
     `error` is set (and `value` None) when it could not be decoded. A record
