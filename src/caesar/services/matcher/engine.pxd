@@ -70,6 +70,7 @@ cdef class CythonEngine:
     # the current event's ts and seq as Python ints, made on the first match
     # it completes and shared by all of them (dense matches: ~10 per event)
     cdef object _ts_obj, _seq_obj
+    cdef object _partition_obj  # _partition as an int object, made once per event (_pobj)
     cdef Cell* _row_v
     cdef u8* _row_k
     cdef i64 _lo
@@ -84,6 +85,7 @@ cdef class CythonEngine:
     cdef _relink(self, PlanRT p, Part part, object partition, object key)
     cdef _run_batch(self, i64[:, ::1] vals, u8[:, ::1] kinds, int[::1] tids, i64[::1] ts, i64[::1] seq, i64[::1] part)
     cdef _for_active(self)
+    cdef object _pobj(self)
     cdef int _offer_an(self, int tid, Py_ssize_t e, i64[:, ::1] vals, u8[:, ::1] kinds) except -1
     cdef int _offer(self, _Group g, int tid) except -1
     cdef int _extract(self, PlanRT p, int c, int tid) except -1

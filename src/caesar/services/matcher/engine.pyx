@@ -622,9 +622,15 @@ cdef int _fill_rows(i64[:, ::1] vals, u8[:, ::1] kinds, int[::1] tids, i64[::1] 
         parts[r] = cpart[i]
     columns = cols.columns
     nulls = cols.nulls
-    for j in range(len(names)):
-        arr = columns.get(names[j])
+    for j in range(vals.shape[1]):
+        # the matrices come uninitialised (process): a cell no column of this
+        # type fills is missing, written as a zeroed matrix had it
+        arr = columns.get(names[j]) if j < len(names) else None
         if arr is None:
+            for i in range(n):
+                r = _dst(where, off + i)
+                vals[r, j] = 0
+                kinds[r, j] = K_MISSING
             continue
         if len(arr) != n:
             raise ValueError(f"column {names[j]!r} has {len(arr)} rows, not {n}")
@@ -1070,8 +1076,10 @@ cdef class CythonEngine:
             order = np.argsort(all_seq, kind="stable")
             where = np.empty(ne, dtype=np.int64)
             where[order] = np.arange(ne, dtype=np.int64)
-        ev_vals = np.zeros((ne, width), dtype=np.int64)
-        ev_kinds = np.zeros((ne, width), dtype=np.uint8)
+        # every cell is written by _fill_rows: no zeroing (calloc's memset
+        # of these was 1.3 % of the embedded LR pipeline)
+        ev_vals = np.empty((ne, width), dtype=np.int64)
+        ev_kinds = np.empty((ne, width), dtype=np.uint8)
         ev_tid = np.empty(ne, dtype=np.int32)
         ev_ts = np.empty(ne, dtype=np.int64)
         ev_seq = np.empty(ne, dtype=np.int64)
@@ -1210,6 +1218,7 @@ cdef class CythonEngine:
         cdef Py_ssize_t pos = s.pos, n = 0
         cdef list dead = []
         self._partition = s.partition
+        self._partition_obj = None
         while n < left:
             if not PyDict_Next(keyed, &pos, &k, &v):
                 s.keyed = None
@@ -1250,6 +1259,7 @@ cdef class CythonEngine:
         if keyed is None:
             return 0
         self._partition = partition
+        self._partition_obj = None
         for key in keys:
             part = keyed.get(key)
             if part is not None and self._prune(p, part, bound):
@@ -1404,6 +1414,7 @@ cdef class CythonEngine:
             self._seq = seq[e]
             self._ts_obj = None
             self._seq_obj = None
+            self._partition_obj = None
             self._partition = part[e]
             self._row_v = <Cell*> &vals[e, 0]
             self._row_k = &kinds[e, 0]
@@ -1454,6 +1465,13 @@ cdef class CythonEngine:
         self._an_specs = [[sp for sp in ss if any(act[s] for s in sp[3])]
                           for ss in self._specs_all]
 
+    cdef object _pobj(self):
+        """The current event's partition as an int object, boxed once per
+        event (its active-node specs looked it up boxed each)."""
+        if self._partition_obj is None:
+            self._partition_obj = self._partition
+        return self._partition_obj
+
     cdef int _offer_an(self, int tid, Py_ssize_t e, i64[:, ::1] vals,
                        u8[:, ::1] kinds) except -1:
         cdef int j, n, c, slot
@@ -1465,7 +1483,7 @@ cdef class CythonEngine:
         for spec in self._an_specs[tid]:
             # by partition first: a partition without live instances of the
             # spec's plans costs one int lookup, no key built, no tuple hashed
-            keyed = (<dict> spec[2]).get(self._partition)
+            keyed = (<dict> spec[2]).get(self._pobj())
             if keyed is None:
                 continue
             cols = spec[0]
@@ -1498,7 +1516,7 @@ cdef class CythonEngine:
                 for c in range(p.ncomp):
                     if not (m & (1 << c)):
                         continue
-                    if p.cp.comps[c].filters:
+                    if p.filtered[c]:
                         self._extract(p, c, tid)
                         env.vals[c] = p.scratch[c]
                         env.kinds[c] = p.scratch_k[c]
@@ -1593,7 +1611,7 @@ cdef class CythonEngine:
         through _get_part's kept dict."""
         cdef dict keyed = <dict> self._kdict[p.slot]
         if keyed is None or self._kpart[p.slot] != self._partition:
-            keyed = (<dict> self._parts[p.slot]).get(self._partition)
+            keyed = (<dict> self._parts[p.slot]).get(self._pobj())
             if keyed is None:
                 return None
             self._kdict[p.slot] = keyed
@@ -1609,15 +1627,15 @@ cdef class CythonEngine:
         cdef dict keyed = <dict> self._kdict[p.slot]
         if keyed is None or self._kpart[p.slot] != self._partition:
             bypart = self._parts[p.slot]
-            keyed = bypart.get(self._partition)
+            keyed = bypart.get(self._pobj())
             if keyed is None:
                 keyed = {}
-                bypart[self._partition] = keyed
+                bypart[self._pobj()] = keyed
             self._kdict[p.slot] = keyed
             self._kpart[p.slot] = self._partition
         part = keyed.get(key)
         if part is None:
-            part = new_part(p, (self._partition, key))
+            part = new_part(p, (self._pobj(), key))
             keyed[key] = part
         return <Part> part
 
@@ -1731,7 +1749,7 @@ cdef class CythonEngine:
         cdef Env env
         cdef MatchSink sink
         cdef Py_ssize_t r, at
-        cdef int prog
+        cdef int j
         self._extract(p, 0, tname)
         env.vals[0] = p.scratch[0]
         env.kinds[0] = p.scratch_k[0]
@@ -1743,8 +1761,8 @@ cdef class CythonEngine:
         r = sink.row(self._emitted, self._partition, self._ts, self._ts)
         at = r * sink.nf
         self._emitted += 1
-        for _name, prog in p.outputs:
-            sink.kinds[at] = eval_prog(p, prog, &env, &sink.vals[at])
+        for j in range(p.out_progs.shape[0]):
+            sink.kinds[at] = eval_prog(p, p.out_progs[j], &env, &sink.vals[at])
             at += 1
         sink.reserve_seqs(1)
         sink.seqs[sink.ns] = self._seq
@@ -1866,7 +1884,7 @@ cdef class CythonEngine:
                 # earlier event (optional ones in between may bind nothing)
                 prev = part.stacks[p.pos[p.gate[k]]]
                 if prev.n == prev.head:
-                    self._an_register(p, c, (self._partition, key), False)  # stale entry
+                    self._an_register(p, c, (self._pobj(), key), False)  # stale entry
                     continue
                 if prev.ts[prev.head] >= self._ts:
                     continue  # no earlier event can precede it: not worth keeping
@@ -1890,7 +1908,7 @@ cdef class CythonEngine:
         self._part = part
         self._last_local = last_row
         self._lo = self._ts - p.within if p.within >= 0 else NO_TS
-        for c in range(MAXC):
+        for c in range(p.ncomp):
             bufs[c] = NULL
         try:
             for c in range(p.ncomp):
@@ -1909,8 +1927,9 @@ cdef class CythonEngine:
                 return  # the last event has no (complete) equivalence key
             self._dfs(p, part, &env, 0, NO_TS)
         finally:
-            for c in range(MAXC):
-                free(bufs[c])
+            for c in range(p.ncomp):
+                if bufs[c] != NULL:
+                    free(bufs[c])
 
     cdef bint _eq_last(self, PlanRT p, Part part, int c, i64 row) except -1:
         """Keyless plans check [attr] while matching: a row of component c
@@ -2067,8 +2086,8 @@ cdef class CythonEngine:
         cdef int k, c, j, n = 0, prog
         cdef Stack s
         self._emitted += 1
-        for _name, prog in p.outputs:
-            sink.kinds[at] = eval_prog(p, prog, env, &sink.vals[at])
+        for j in range(p.out_progs.shape[0]):
+            sink.kinds[at] = eval_prog(p, p.out_progs[j], env, &sink.vals[at])
             at += 1
         n = _match_len(p, env)
         sink.reserve_seqs(n)
@@ -2473,7 +2492,7 @@ cdef class CythonEngine:
         cdef i64 pushed[MAXC]
         cdef list kept = []
         cdef list run
-        for c in range(MAXC):
+        for c in range(p.ncomp):
             bufs[c] = NULL
             pushed[c] = -1
         self._part = part
@@ -2514,8 +2533,9 @@ cdef class CythonEngine:
                     if self._extendable(p, start):
                         kept.append(start)
         finally:
-            for c in range(MAXC):
-                free(bufs[c])
+            for c in range(p.ncomp):
+                if bufs[c] != NULL:
+                    free(bufs[c])
         part.runs = kept or ()
 
     # -- middle negations that end the runs waiting at them (compile.py's
@@ -2586,7 +2606,7 @@ cdef class CythonEngine:
             elif not p.negated[c] and not p.has_end_neg:
                 s.prune(first - 1 if first != _NOBODY else self._ts)
         if part.empty():
-            keyed = self._parts[p.slot].get(self._partition)
+            keyed = self._parts[p.slot].get(self._pobj())
             if keyed is not None and keyed.get(key) is part:
                 del keyed[key]
                 if not keyed:

@@ -43,6 +43,7 @@ cdef class PlanRT:
     cdef int minc[MAXC]     # quantifier bounds; maxc 0 = unbounded
     cdef int maxc[MAXC]
     cdef int greedy[MAXC]
+    cdef int filtered[MAXC]  # component c has filters (cp.comps[c].filters)
     cdef int killneg[MAXC]  # middle negation that ends the runs waiting at it (compile.py)
     cdef public int nkill   # how many components have killneg
     cdef int neggate[MAXC]  # middle negation: the component its events must pass checks with (-1: none)
@@ -53,6 +54,7 @@ cdef class PlanRT:
     cdef Cell* scratch[MAXC]
     cdef u8* scratch_k[MAXC]
     cdef public list outputs
+    cdef int[::1] out_progs  # the outputs' programs, for the per-match loops
     cdef public object output_type  # the derived event type (plan id if none)
     # prefix sharing (Cayuga thesis ch. 4): a follower reads the stacks of
     # its first `share` components from its leader's Part of the same key

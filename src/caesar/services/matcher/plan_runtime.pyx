@@ -83,6 +83,7 @@ cdef class PlanRT:
             self.maxc[i] = comp.max_count
             self.greedy[i] = 1 if comp.greedy else 0
             self.killneg[i] = 1 if comp.kills_waiting else 0
+            self.filtered[i] = 1 if comp.filters else 0
             self.neggate[i] = comp.gate
             if comp.kleene and comp.min_count == 0:
                 self.has_optional = 1
@@ -101,6 +102,7 @@ cdef class PlanRT:
             if self.minc[self.pos[i]] > 0:
                 j = i
         self.outputs = list(cp.outputs)
+        self.out_progs = _ints([prog for _name, prog in self.outputs])
         out = cp.plan.output
         self.output_type = out.event_type if out is not None else self.plan_id
         self.leader = None

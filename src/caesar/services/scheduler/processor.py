@@ -58,7 +58,6 @@ from caesar.events.batch import (
     StringPool,
     TypeColumns,
     distinct,
-    group_rows,
 )
 from caesar.plans.execution import EventTypeDef, ExecutionPlan
 from caesar.services.common.messages import (
@@ -73,6 +72,7 @@ from caesar.services.common.messages import (
     partition_id,
     partition_key,
 )
+from caesar.services.matcher.key_table import KeyTable
 from caesar.services.scheduler.clean_columns import record_values, strict_columns
 
 NEVER = -(2**62)
@@ -362,6 +362,8 @@ class SchedulerProcessor:
         self._topics: list[str] = []
         self._topic_index: dict[str, int] = {}
         self._pids: dict[str, int] = {}  # partition key -> id
+        # the ids of the key attributes' int values seen (_partition_ids)
+        self._pid_tables: dict[tuple[str, ...], KeyTable] = {}
         self._key_of: dict[int, str] = {}  # partition id -> key
         # far-ahead records waiting for a decision, with their event time
         self.ahead: list[tuple[InputRecord, int]] = []
@@ -542,10 +544,24 @@ class SchedulerProcessor:
         for a in attrs:
             col = columns[a]
             parts.append(col.view(np.int64) if schema[a] == "float" else col.astype(np.int64))
-        first, inverse = group_rows(parts)
-        ids = np.array([self._pid(partition_key(values[row], attrs))
-                        for row in first.tolist()], dtype=np.int64)
-        return ids[inverse]
+        # each row's key looked up in C among the keys seen before (LR: ~200
+        # (xway, dir, seg) keys, every second): no sort into groups, and a
+        # key text made only for a key never seen
+        table = self._pid_tables.get(tuple(attrs))
+        if table is None:
+            table = self._pid_tables[tuple(attrs)] = KeyTable(len(attrs))
+
+        def make(missing: list[tuple[int, ...]]) -> list[int]:
+            want = set(missing)
+            row_of: dict[tuple[int, ...], int] = {}
+            for row, key in enumerate(zip(*[p.tolist() for p in parts], strict=True)):
+                if key in want and key not in row_of:
+                    row_of[key] = row
+                    if len(row_of) == len(want):
+                        break
+            return [self._pid(partition_key(values[row_of[k]], attrs)) for k in missing]
+
+        return table.lookup(np.ascontiguousarray(np.stack(parts)), make)
 
     def _pid(self, key: str) -> int:
         pid = self._pids.get(key)
