@@ -179,6 +179,16 @@ cdef u8 eval_prog(PlanRT p, int prog, Env* env, Cell* out) except 255:
     cdef u8 kx, ky
     pc = p.pstart[prog]
     end = pc + p.plen[prog]
+    if end == pc + 1 and p.code[pc, 0] == OP_LOAD:
+        # one attribute as it is (most outputs: `e.vid`): no stack
+        a = p.code[pc, 1]
+        row = env.row[a]
+        if row < 0:
+            out[0].i = 0
+            return K_MISSING
+        i = <int> (row * env.width[a] + p.code[pc, 2])
+        out[0] = env.vals[a][i]
+        return env.kinds[a][i]
     while pc < end:
         op = p.code[pc, 0]
         a = p.code[pc, 1]
