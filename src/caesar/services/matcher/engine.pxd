@@ -70,7 +70,8 @@ cdef class CythonEngine:
     # the current event's ts and seq as Python ints, made on the first match
     # it completes and shared by all of them (dense matches: ~10 per event)
     cdef object _ts_obj, _seq_obj
-    cdef object _partition_obj  # _partition as an int object, made once per event (_pobj)
+    cdef object _partition_obj  # _partition as an int object (_pobj), boxed when it is _pobj_of
+    cdef i64 _pobj_of
     cdef Cell* _row_v
     cdef u8* _row_k
     cdef i64 _lo

@@ -1218,7 +1218,6 @@ cdef class CythonEngine:
         cdef Py_ssize_t pos = s.pos, n = 0
         cdef list dead = []
         self._partition = s.partition
-        self._partition_obj = None
         while n < left:
             if not PyDict_Next(keyed, &pos, &k, &v):
                 s.keyed = None
@@ -1259,7 +1258,6 @@ cdef class CythonEngine:
         if keyed is None:
             return 0
         self._partition = partition
-        self._partition_obj = None
         for key in keys:
             part = keyed.get(key)
             if part is not None and self._prune(p, part, bound):
@@ -1414,7 +1412,6 @@ cdef class CythonEngine:
             self._seq = seq[e]
             self._ts_obj = None
             self._seq_obj = None
-            self._partition_obj = None
             self._partition = part[e]
             self._row_v = <Cell*> &vals[e, 0]
             self._row_k = &kinds[e, 0]
@@ -1466,10 +1463,12 @@ cdef class CythonEngine:
                           for ss in self._specs_all]
 
     cdef object _pobj(self):
-        """The current event's partition as an int object, boxed once per
-        event (its active-node specs looked it up boxed each)."""
-        if self._partition_obj is None:
+        """_partition as an int object, boxed once while it holds (the
+        active-node specs, parts and stale entries of an event looked it up
+        boxed each)."""
+        if self._partition_obj is None or self._pobj_of != self._partition:
             self._partition_obj = self._partition
+            self._pobj_of = self._partition
         return self._partition_obj
 
     cdef int _offer_an(self, int tid, Py_ssize_t e, i64[:, ::1] vals,
@@ -2083,7 +2082,7 @@ cdef class CythonEngine:
         cdef MatchSink sink = <MatchSink> self._sinks[p.slot]
         cdef Py_ssize_t r = sink.row(self._emitted, self._partition, first_ts, last_ts)
         cdef Py_ssize_t at = r * sink.nf
-        cdef int k, c, j, n = 0, prog
+        cdef int k, c, j, n = 0
         cdef Stack s
         self._emitted += 1
         for j in range(p.out_progs.shape[0]):
