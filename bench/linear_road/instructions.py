@@ -41,20 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     from caesar.examples import model_path
     from caesar.language import compile_model
     from caesar.services.common.collector import tune_collector
-    from caesar.services.common.messages import InputRecord
 
     reports = load(data_path(a.data)).window(a.window[0] - a.history, a.window[1])
     plan = compile_model(str(model_path("linear_road").with_name(a.model + ".caesar")))
-    seconds = []
-    offset = 0
-    for t, sec in reports.seconds():
-        values = T.fanned_records(sec, False)
-        for v in values:
-            v["type"] = "PositionReport"
-        recs = [InputRecord(T.TOPIC, 0, offset + i, v) for i, v in enumerate(values)]
-        offset += len(recs)
-        seconds.append((t, len(sec), recs,
-                        T.second_watermark(recs, plan.event_types[0].ts_field)))
+    seconds = T.input_seconds(reports, plan)
     tune_collector()
     timed = T.TimedPipeline(plan)
     n = outputs = 0

@@ -137,12 +137,31 @@ class TimedPipeline:
         return self.pipe.finish()
 
 
+def input_seconds(reports: Reports, plan: Any) -> list[tuple[int, int, list[Any], int | None]]:
+    """Per second of `reports`: (second, its reports, the input records the
+    pipeline reads, the source's watermark after them), all made before a
+    clock starts; offsets run on across the seconds."""
+    from caesar.services.common.messages import InputRecord
+
+    fanout = model_fans_out(plan)
+    ts_field = plan.event_types[0].ts_field
+    seconds = []
+    offset = 0
+    for t, sec in reports.seconds():
+        values = fanned_records(sec, fanout)
+        for v in values:
+            v["type"] = "PositionReport"
+        recs = [InputRecord(TOPIC, 0, offset + i, v) for i, v in enumerate(values)]
+        offset += len(recs)
+        seconds.append((t, len(sec), recs, second_watermark(recs, ts_field)))
+    return seconds
+
+
 def run(reports: Reports, start: int, history: int, log: Any = print,
         model: str | None = None, engine_factory: Any = None) -> dict[str, Any]:
     from caesar.examples import model_path
     from caesar.examples.linear_road.oracle import ALERT_FIELDS, TOLL_FIELDS, expected_outputs
     from caesar.language import compile_model
-    from caesar.services.common.messages import InputRecord
 
     try:
         from caesar.services.common.collector import tune_collector
@@ -152,16 +171,8 @@ def run(reports: Reports, start: int, history: int, log: Any = print,
 
     plan = compile_model(model or os.environ.get("CAESAR_LR_MODEL") or model_path("linear_road"))
     fanout = model_fans_out(plan)
-    seconds = []
-    offset = 0
-    for t, sec in reports.seconds():
-        values = fanned_records(sec, fanout)
-        for v in values:
-            v["type"] = "PositionReport"
-        recs = [InputRecord(TOPIC, 0, offset + i, v) for i, v in enumerate(values)]
-        offset += len(recs)
-        # the source's watermark after the second, known before the clock starts
-        seconds.append((t, len(sec), recs, second_watermark(recs, plan.event_types[0].ts_field)))
+    seconds = input_seconds(reports, plan)
+    offset = sum(len(recs) for _t, _k, recs, _wm in seconds)
     log(f"{len(reports):,} reports ({offset:,} input records, fan-out {fanout}), "
         f"{len(seconds)} s; history before {start}")
     tune_collector()
