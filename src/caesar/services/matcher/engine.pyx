@@ -60,7 +60,7 @@ from caesar.services.store import tagged
 from caesar.services.matcher.compile import compile_plans
 
 from caesar.services.matcher.match_sink cimport MatchSink
-from caesar.services.matcher.part cimport new_part, own_stack
+from caesar.services.matcher.part cimport new_part, owned
 from caesar.services.matcher.stack cimport Stack
 from caesar.services.matcher.typedefs cimport (
     K_BOOL,
@@ -132,6 +132,9 @@ cdef bint _slots_found():
 
 
 cdef bint _DIRECT = _slots_found()
+
+
+cdef list _NO_RUN = []  # the run before its first event (never changed: read only)
 
 
 cdef inline object _new_derived():
@@ -1726,7 +1729,7 @@ cdef class CythonEngine:
             if p.nextpos[c] >= 0:
                 if p.killneg[c] and self._waiting_lo(p, part, c) >= self._ts:
                     continue  # no run waits at c, so this event can block nothing
-                s = own_stack(part, c)
+                s = owned(part, c)
                 s.push(self._ts, self._seq, p.scratch[c], p.scratch_k[c])
         if p.strategy == 0:
             self._any(p, part, mask, key)
@@ -1887,7 +1890,7 @@ cdef class CythonEngine:
                     continue
                 if prev.ts[prev.head] >= self._ts:
                     continue  # no earlier event can precede it: not worth keeping
-            s = own_stack(part, c)
+            s = owned(part, c)
             if k < p.npos - 1:
                 if s.n == s.head:
                     self._an_register_after(p, k, part.key)
@@ -2327,7 +2330,7 @@ cdef class CythonEngine:
         cdef Stack s
         cdef i64 r = pushed[c]
         if r < 0:
-            s = own_stack(part, c)
+            s = owned(part, c)
             r = s.push(self._ts, self._seq, p.scratch[c], p.scratch_k[c]) + s.base
             pushed[c] = r
         return r
@@ -2616,8 +2619,8 @@ cdef class CythonEngine:
         """A new run started by the current event (first component)."""
         cdef int c = p.pos[0]
         cdef i64 r = self._row_for(p, part, c, pushed)  # may move the stack: before env
-        self._load_run(p, part, [], env, bufs)
-        if self._can_bind(p, part, [], 0, env, r - (<Stack> part.stacks[c]).base):
+        self._load_run(p, part, _NO_RUN, env, bufs)
+        if self._can_bind(p, part, _NO_RUN, 0, env, r - (<Stack> part.stacks[c]).base):
             return [[r]]
         return None
 
@@ -2642,6 +2645,12 @@ cdef class CythonEngine:
         cdef Env env
         cdef i64* bufs[MAXC]
         cdef int c
+        cdef Stack s = part.stacks[p.pos[0]]
+        for run in part.runs:
+            if s.ts[<i64> run[0][0] - s.base] <= bound:
+                break
+        else:
+            return  # none ended (most calls: a run per event under contiguity)
         kept = []
         for run in part.runs:
             if self._run_first_ts(part, p, run) > bound:

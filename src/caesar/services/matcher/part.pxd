@@ -22,3 +22,12 @@ cdef class Part:
 
 cdef Part new_part(PlanRT p, object key)
 cdef Stack own_stack(Part part, int c)
+
+
+cdef inline Stack owned(Part part, int c):
+    """own_stack without its call when the part owns the stack already
+    (every push after a part's first one: LR pushes per event and plan)."""
+    cdef Stack s = <Stack> part.stacks[c]
+    if not s.shared:
+        return s
+    return own_stack(part, c)
