@@ -71,6 +71,11 @@ cdef class CythonEngine:
     # it completes and shared by all of them (dense matches: ~10 per event)
     cdef object _ts_obj, _seq_obj
     cdef object _partition_obj  # _partition as an int object (_pobj), boxed when it is _pobj_of
+    # the last one-column equivalence key made (_eqkey) and the cell it was
+    # made of: the plans of one event keyed by the same attribute share it
+    cdef u8 _kc_kind
+    cdef i64 _kc_val
+    cdef object _kc_obj
     cdef i64 _pobj_of
     cdef Cell* _row_v
     cdef u8* _row_k

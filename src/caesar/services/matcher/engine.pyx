@@ -134,6 +134,24 @@ cdef bint _slots_found():
 cdef bint _DIRECT = _slots_found()
 
 
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef inline u8 _output(PlanRT p, int j, Env* env, Cell* out) except 255:
+    """Output j of the match in env: one attribute read in place (most
+    outputs, e.g. `e.vid`), else its program on the VM."""
+    cdef int a = p.out_comp[j]
+    cdef i64 row, i
+    if a < 0:
+        return eval_prog(p, p.out_progs[j], env, out)
+    row = env.row[a]
+    if row < 0:  # an optional component that bound nothing
+        out[0].i = 0
+        return K_MISSING
+    i = row * env.width[a] + p.out_col[j]
+    out[0] = env.vals[a][i]
+    return env.kinds[a][i]
+
+
 cdef list _NO_RUN = []  # the run before its first event (never changed: read only)
 
 
@@ -1583,22 +1601,32 @@ cdef class CythonEngine:
 
     cdef object _eqkey(self, PlanRT p, int c):
         cdef int j, col
+        cdef u8 kd
+        cdef Cell v
         if p.neq == 0:
             return 0
         if p.neq == 1:
             col = p.eqcol[c][0]
             if col < 0:
                 return None
-            return key_of(p.scratch_k[c][col], p.scratch[c][col])
+            kd = p.scratch_k[c][col]
+            v = p.scratch[c][col]
+            # key_of is a function of the cell: the last key made is reused
+            # (LR: SegmentEntry, LeftSegment and TollCharge all key by vid)
+            if self._kc_obj is None or kd != self._kc_kind or v.i != self._kc_val:
+                self._kc_obj = key_of(kd, v)
+                self._kc_kind = kd
+                self._kc_val = v.i
+            return self._kc_obj
         key = []
         for j in range(p.neq):
             col = p.eqcol[c][j]
             if col < 0:
                 return None
-            v = key_of(p.scratch_k[c][col], p.scratch[c][col])
-            if v is None:
+            x = key_of(p.scratch_k[c][col], p.scratch[c][col])
+            if x is None:
                 return None
-            key.append(v)
+            key.append(x)
         return tuple(key)
 
     cdef object _drop_partition(self, PlanRT p, object partition):
@@ -1764,7 +1792,7 @@ cdef class CythonEngine:
         at = r * sink.nf
         self._emitted += 1
         for j in range(p.out_progs.shape[0]):
-            sink.kinds[at] = eval_prog(p, p.out_progs[j], &env, &sink.vals[at])
+            sink.kinds[at] = _output(p, j, &env, &sink.vals[at])
             at += 1
         sink.reserve_seqs(1)
         sink.seqs[sink.ns] = self._seq
@@ -2089,7 +2117,7 @@ cdef class CythonEngine:
         cdef Stack s
         self._emitted += 1
         for j in range(p.out_progs.shape[0]):
-            sink.kinds[at] = eval_prog(p, p.out_progs[j], env, &sink.vals[at])
+            sink.kinds[at] = _output(p, j, env, &sink.vals[at])
             at += 1
         n = _match_len(p, env)
         sink.reserve_seqs(n)

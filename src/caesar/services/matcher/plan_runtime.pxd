@@ -55,6 +55,9 @@ cdef class PlanRT:
     cdef u8* scratch_k[MAXC]
     cdef public list outputs
     cdef int[::1] out_progs  # the outputs' programs, for the per-match loops
+    # an output that is one attribute as it is (`e.vid`): its component and
+    # column, read in place of a VM call (-1: a program)
+    cdef int[::1] out_comp, out_col
     cdef public object output_type  # the derived event type (plan id if none)
     # prefix sharing (Cayuga thesis ch. 4): a follower reads the stacks of
     # its first `share` components from its leader's Part of the same key

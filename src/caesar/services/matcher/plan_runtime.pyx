@@ -10,7 +10,7 @@ from libc.stdlib cimport free, malloc
 
 from caesar.errors import PlanError
 
-from caesar.services.matcher.typedefs cimport MAXC, MAXSTACK, NO_TS, Cell
+from caesar.services.matcher.typedefs cimport MAXC, MAXSTACK, NO_TS, OP_LOAD, Cell
 
 
 cdef int[::1] _ints(values):
@@ -103,6 +103,11 @@ cdef class PlanRT:
                 j = i
         self.outputs = list(cp.outputs)
         self.out_progs = _ints([prog for _name, prog in self.outputs])
+        loads = [(cp.code[cp.prog_start[prog], 1], cp.code[cp.prog_start[prog], 2])
+                 if cp.prog_len[prog] == 1 and cp.code[cp.prog_start[prog], 0] == OP_LOAD
+                 else (-1, -1) for _name, prog in self.outputs]
+        self.out_comp = _ints([a for a, _col in loads])
+        self.out_col = _ints([col for _a, col in loads])
         out = cp.plan.output
         self.output_type = out.event_type if out is not None else self.plan_id
         self.leader = None
