@@ -340,6 +340,53 @@ def test_group_rows_is_numpys_unique_of_rows(rows: list[tuple[int, ...]]) -> Non
     assert inverse.tolist() == want_inverse.reshape(-1).tolist()
 
 
+@settings(max_examples=300, deadline=None)
+@given(rows=st.integers(1, 4).flatmap(lambda k: st.lists(
+    st.tuples(*[st.one_of(st.integers(-3, 3), _int64, st.integers(0, 2**40).map(
+        lambda x: x << 20))] * k), max_size=120)),
+    presorted=st.booleans())
+def test_lex_groups_in_c_is_the_lexsort_reference(rows: list[tuple[int, ...]],
+                                                  presorted: bool) -> None:
+    """grouping.lex_groups (a hash table of the distinct keys, a counting
+    sort) against batch.lex_groups_reference (np.lexsort): the same stable
+    order, group starts and groups, with many groups (the table grows),
+    keys equal in their low bits, sorted input; is_sorted against NumPy."""
+    from caesar.events import grouping
+    from caesar.events.batch import lex_groups_reference
+
+    if presorted:
+        rows = sorted(rows)
+    k = len(rows[0]) if rows else 1
+    keys = [np.array([r[j] for r in rows], dtype=np.int64) for j in range(k)]
+    got = grouping.lex_groups(keys)
+    want = lex_groups_reference(keys)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == np.int64 and g.tolist() == w.tolist()
+    assert grouping.is_sorted(keys[0]) == bool(np.all(keys[0][1:] >= keys[0][:-1]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(values=st.lists(st.integers(-3, 3), max_size=40),
+       dtype=st.sampled_from([np.int8, np.int32, np.uint16, np.bool_, np.uint64, np.float64]))
+def test_grouping_wrappers_keep_dtype_and_fall_back(values: list[int], dtype: Any) -> None:
+    """distinct, distinct_inverse and lex_groups (events.batch) on other
+    dtypes: narrow ints and bools through C as int64 (same order and
+    equality), uint64 and floats through the NumPy reference; results as
+    np.unique gives them, in the input's dtype."""
+    from caesar.events.batch import distinct, distinct_inverse, lex_groups, lex_groups_reference
+
+    a = np.array([abs(v) if dtype in (np.uint16, np.uint64) else v for v in values]).astype(dtype)
+    want, want_inverse = np.unique(a, return_inverse=True)
+    got = distinct(a)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    got, inverse = distinct_inverse(a)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    assert inverse.tolist() == want_inverse.reshape(-1).tolist()
+    if a.dtype.kind != "f":
+        for g, w in zip(lex_groups([a, a]), lex_groups_reference([a, a]), strict=True):
+            assert g.tolist() == w.tolist()
+
+
 @settings(max_examples=200, deadline=None)
 @given(k=st.integers(0, 2), rows=st.lists(st.tuples(st.integers(0, 3), st.integers(-2, 2),
                                                    st.one_of(st.integers(-1, 1), _int64)),

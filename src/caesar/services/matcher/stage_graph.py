@@ -31,6 +31,7 @@ from caesar.events.batch import (
     distinct_inverse,
     group_rows,
 )
+from caesar.events.grouping import is_sorted
 from caesar.plans.aggregate import AggregatePlan
 from caesar.plans.engine import DerivedEvent, PatternEngine
 from caesar.plans.execution import Stage, plan_output, plan_reads
@@ -569,9 +570,8 @@ class StageGraph:
         if len(types) == 1:
             (t,) = types
             c = cols[t]
-            order = np.argsort(c.ts, kind="stable")
-            if not np.array_equal(order, np.arange(len(c))):
-                c = c.take(order)
+            if not is_sorted(c.ts):  # mostly sorted: a check, not a sort and a compare
+                c = c.take(np.argsort(c.ts, kind="stable"))
             c.seq = np.arange(self._seq, self._seq + len(c), dtype=np.int64)
             cols[t] = c
         else:
