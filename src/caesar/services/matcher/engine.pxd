@@ -131,7 +131,8 @@ cdef class CythonEngine:
     cdef object _advance_run(self, PlanRT p, Part part, list run, long mask, Env* env, i64** bufs, i64* pushed)
     cdef object _extend_run(self, PlanRT p, Part part, list run, long mask, Env* env, i64** bufs, i64* pushed)
     cdef bint _extendable(self, PlanRT p, list run)
-    cdef object _advance_first(self, PlanRT p, Part part, long mask, Env* env, i64** bufs, i64* pushed)
+    cdef object _advance_first(self, PlanRT p, Part part, long mask, Env* env, i64** bufs, i64* pushed,
+                               list dead)
     cdef bint _closed(self, PlanRT p, Part part, list run, Env* env, i64** bufs) except -1
     cdef _expire_runs(self, PlanRT p, Part part, i64 bound)
     cdef _sweep_slice(self, PlanRT p, i64 wm)

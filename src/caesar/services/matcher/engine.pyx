@@ -2522,6 +2522,7 @@ cdef class CythonEngine:
         cdef i64 pushed[MAXC]
         cdef list kept = []
         cdef list run
+        cdef list dead = None  # a one-event run that ended here: _advance_first reuses it
         for c in range(p.ncomp):
             bufs[c] = NULL
             pushed[c] = -1
@@ -2549,6 +2550,8 @@ cdef class CythonEngine:
                 if new is None:
                     if not strict:
                         kept.append(run)
+                    elif dead is None and m == 1 and len(<list> run[0]) == 1:
+                        dead = run
                     continue
                 if len(new) == n:
                     self._complete(p, part, new, &env, bufs)
@@ -2556,7 +2559,7 @@ cdef class CythonEngine:
                     kept.append(new)
             c = p.pos[0]
             if mask & (1 << c):
-                start = self._advance_first(p, part, mask, &env, bufs, &pushed[0])
+                start = self._advance_first(p, part, mask, &env, bufs, &pushed[0], dead)
                 if start is not None:
                     if n == 1:
                         self._complete(p, part, start, &env, bufs)
@@ -2643,12 +2646,19 @@ cdef class CythonEngine:
                     self._drop_partition(p, self._partition)
 
     cdef object _advance_first(self, PlanRT p, Part part, long mask, Env* env, i64** bufs,
-                               i64* pushed):
-        """A new run started by the current event (first component)."""
+                               i64* pushed, list dead):
+        """A new run started by the current event (first component); made of
+        `dead`'s lists when given (a run of one event that ended in this
+        step, held by nothing else: under contiguity a moving car's run ends
+        at each report as the next one starts, two lists freed and two made
+        per report and plan otherwise)."""
         cdef int c = p.pos[0]
         cdef i64 r = self._row_for(p, part, c, pushed)  # may move the stack: before env
         self._load_run(p, part, _NO_RUN, env, bufs)
         if self._can_bind(p, part, _NO_RUN, 0, env, r - (<Stack> part.stacks[c]).base):
+            if dead is not None:
+                (<list> dead[0])[0] = r
+                return dead
             return [[r]]
         return None
 
