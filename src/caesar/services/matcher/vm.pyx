@@ -170,6 +170,56 @@ cdef u8 aggregate(PlanRT p, int func, int c, int sub, Env* env, Cell* out) excep
 
 
 @cython.boundscheck(False)
+@cython.wraparound(False)
+cdef inline void _operand(PlanRT p, int pc, Env* env, u8* k, Cell* v) noexcept:
+    """The value an OP_LOAD or OP_CONST at pc pushes."""
+    cdef int a = p.code[pc, 1], i
+    cdef i64 row
+    if p.code[pc, 0] == OP_CONST:
+        v[0] = p.cvals[a]
+        k[0] = p.ckinds[a]
+        return
+    row = env.row[a]
+    if row < 0:  # an optional component that bound nothing
+        k[0] = K_MISSING
+        return
+    i = <int> (row * env.width[a] + p.code[pc, 2])
+    v[0] = env.vals[a][i]
+    k[0] = env.kinds[a][i]
+
+
+cdef inline u8 _compare(int op, u8 kx, Cell x, u8 ky, Cell y, Cell* out) noexcept:
+    """x op y for a comparison op: K_BOOL with the truth in out, or
+    K_MISSING (a missing side, a string against a number, an order between
+    strings, NaN)."""
+    cdef int tb, ta
+    if kx == K_MISSING or ky == K_MISSING:
+        return K_MISSING
+    if kx == K_STR or ky == K_STR:
+        if kx != ky or (op != OP_EQ and op != OP_NE):
+            return K_MISSING
+        tb = 0 if x.i == y.i else 1
+    else:
+        tb = cmp_num(kx, x, ky, y)
+        if tb == 2:  # NaN
+            return K_MISSING
+    if op == OP_EQ:
+        ta = tb == 0
+    elif op == OP_NE:
+        ta = tb != 0
+    elif op == OP_LT:
+        ta = tb < 0
+    elif op == OP_LE:
+        ta = tb <= 0
+    elif op == OP_GT:
+        ta = tb > 0
+    else:
+        ta = tb >= 0
+    out[0].i = ta
+    return K_BOOL
+
+
+@cython.boundscheck(False)
 cdef u8 eval_prog(PlanRT p, int prog, Env* env, Cell* out) except 255:
     cdef Cell sv[MAXSTACK]
     cdef u8 sk[MAXSTACK]
@@ -189,6 +239,13 @@ cdef u8 eval_prog(PlanRT p, int prog, Env* env, Cell* out) except 255:
         i = <int> (row * env.width[a] + p.code[pc, 2])
         out[0] = env.vals[a][i]
         return env.kinds[a][i]
+    if end == pc + 3 and p.code[pc, 0] == OP_LOAD and OP_EQ <= p.code[pc + 2, 0] <= OP_GE \
+            and (p.code[pc + 1, 0] == OP_LOAD or p.code[pc + 1, 0] == OP_CONST):
+        # an attribute compared with an attribute or a constant (most
+        # checks: `b.lane = a.lane`, `n.toll > 0`): no stack
+        _operand(p, pc, env, &kx, &sv[0])
+        _operand(p, pc + 1, env, &ky, &sv[1])
+        return _compare(p.code[pc + 2, 0], kx, sv[0], ky, sv[1], out)
     while pc < end:
         op = p.code[pc, 0]
         a = p.code[pc, 1]
@@ -283,35 +340,7 @@ cdef u8 eval_prog(PlanRT p, int prog, Env* env, Cell* out) except 255:
             sk[sp - 1] = K_FLOAT
         elif op <= OP_GE:
             sp -= 1
-            kx = sk[sp - 1]
-            ky = sk[sp]
-            if kx == K_MISSING or ky == K_MISSING:
-                sk[sp - 1] = K_MISSING
-                continue
-            if kx == K_STR or ky == K_STR:
-                if kx != ky or (op != OP_EQ and op != OP_NE):
-                    sk[sp - 1] = K_MISSING
-                    continue
-                tb = 0 if sv[sp - 1].i == sv[sp].i else 1
-            else:
-                tb = cmp_num(kx, sv[sp - 1], ky, sv[sp])
-                if tb == 2:  # NaN
-                    sk[sp - 1] = K_MISSING
-                    continue
-            if op == OP_EQ:
-                ta = tb == 0
-            elif op == OP_NE:
-                ta = tb != 0
-            elif op == OP_LT:
-                ta = tb < 0
-            elif op == OP_LE:
-                ta = tb <= 0
-            elif op == OP_GT:
-                ta = tb > 0
-            else:
-                ta = tb >= 0
-            sv[sp - 1].i = ta
-            sk[sp - 1] = K_BOOL
+            sk[sp - 1] = _compare(op, sk[sp - 1], sv[sp - 1], sk[sp], sv[sp], &sv[sp - 1])
         elif op == OP_AND or op == OP_OR:
             sp -= 1
             ta = truth(sk[sp - 1], sv[sp - 1])
