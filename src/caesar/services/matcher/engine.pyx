@@ -78,6 +78,7 @@ from caesar.services.matcher.vm cimport (
     eval_prog,
     holds,
     key_of,
+    load_cell,
     negchecks,
     pyvalue,
 )
@@ -140,16 +141,9 @@ cdef inline u8 _output(PlanRT p, int j, Env* env, Cell* out) except 255:
     """Output j of the match in env: one attribute read in place (most
     outputs, e.g. `e.vid`), else its program on the VM."""
     cdef int a = p.out_comp[j]
-    cdef i64 row, i
     if a < 0:
         return eval_prog(p, p.out_progs[j], env, out)
-    row = env.row[a]
-    if row < 0:  # an optional component that bound nothing
-        out[0].i = 0
-        return K_MISSING
-    i = row * env.width[a] + p.out_col[j]
-    out[0] = env.vals[a][i]
-    return env.kinds[a][i]
+    return load_cell(env, a, p.out_col[j], out)
 
 
 cdef list _NO_RUN = []  # the run before its first event (never changed: read only)
@@ -2683,9 +2677,8 @@ cdef class CythonEngine:
         cdef Env env
         cdef i64* bufs[MAXC]
         cdef int c
-        cdef Stack s = part.stacks[p.pos[0]]
         for run in part.runs:
-            if s.ts[<i64> run[0][0] - s.base] <= bound:
+            if self._run_first_ts(part, p, run) <= bound:
                 break
         else:
             return  # none ended (most calls: a run per event under contiguity)

@@ -33,6 +33,19 @@ cdef u8 call_udf(PlanRT p, int f, int n, Cell* args, u8* kinds) except 255
 cdef object key_of(u8 k, Cell v)
 
 
+cdef inline u8 load_cell(Env* env, int c, int col, Cell* out) noexcept:
+    """Column col of component c's current row: its kind, the value in out;
+    missing (out 0) when c bound nothing (an optional component). What
+    OP_LOAD pushes, and what the engine reads for a one-attribute output."""
+    cdef i64 row = env.row[c], i
+    if row < 0:
+        out[0].i = 0
+        return K_MISSING
+    i = row * env.width[c] + col
+    out[0] = env.vals[c][i]
+    return env.kinds[c][i]
+
+
 cdef inline bint isnum(u8 k) noexcept:
     return k == K_INT or k == K_FLOAT or k == K_BOOL
 

@@ -173,19 +173,12 @@ cdef u8 aggregate(PlanRT p, int func, int c, int sub, Env* env, Cell* out) excep
 @cython.wraparound(False)
 cdef inline void _operand(PlanRT p, int pc, Env* env, u8* k, Cell* v) noexcept:
     """The value an OP_LOAD or OP_CONST at pc pushes."""
-    cdef int a = p.code[pc, 1], i
-    cdef i64 row
+    cdef int a = p.code[pc, 1]
     if p.code[pc, 0] == OP_CONST:
         v[0] = p.cvals[a]
         k[0] = p.ckinds[a]
         return
-    row = env.row[a]
-    if row < 0:  # an optional component that bound nothing
-        k[0] = K_MISSING
-        return
-    i = <int> (row * env.width[a] + p.code[pc, 2])
-    v[0] = env.vals[a][i]
-    k[0] = env.kinds[a][i]
+    k[0] = load_cell(env, a, p.code[pc, 2], v)
 
 
 cdef inline u8 _compare(int op, u8 kx, Cell x, u8 ky, Cell y, Cell* out) noexcept:
@@ -223,22 +216,15 @@ cdef inline u8 _compare(int op, u8 kx, Cell x, u8 ky, Cell y, Cell* out) noexcep
 cdef u8 eval_prog(PlanRT p, int prog, Env* env, Cell* out) except 255:
     cdef Cell sv[MAXSTACK]
     cdef u8 sk[MAXSTACK]
-    cdef int sp = 0, pc, end, op, a, b, c, ta, tb, i
-    cdef i64 row, ri
+    cdef int sp = 0, pc, end, op, a, b, c, ta, tb
+    cdef i64 ri
     cdef double x, y, r
     cdef u8 kx, ky
     pc = p.pstart[prog]
     end = pc + p.plen[prog]
     if end == pc + 1 and p.code[pc, 0] == OP_LOAD:
         # one attribute as it is (most outputs: `e.vid`): no stack
-        a = p.code[pc, 1]
-        row = env.row[a]
-        if row < 0:
-            out[0].i = 0
-            return K_MISSING
-        i = <int> (row * env.width[a] + p.code[pc, 2])
-        out[0] = env.vals[a][i]
-        return env.kinds[a][i]
+        return load_cell(env, p.code[pc, 1], p.code[pc, 2], out)
     if end == pc + 3 and p.code[pc, 0] == OP_LOAD and OP_EQ <= p.code[pc + 2, 0] <= OP_GE \
             and (p.code[pc + 1, 0] == OP_LOAD or p.code[pc + 1, 0] == OP_CONST):
         # an attribute compared with an attribute or a constant (most
@@ -253,13 +239,7 @@ cdef u8 eval_prog(PlanRT p, int prog, Env* env, Cell* out) except 255:
         c = p.code[pc, 3]
         pc += 1
         if op == OP_LOAD:
-            row = env.row[a]
-            if row < 0:  # an optional component that bound nothing
-                sk[sp] = K_MISSING
-            else:
-                i = <int> (row * env.width[a] + b)
-                sv[sp] = env.vals[a][i]
-                sk[sp] = env.kinds[a][i]
+            sk[sp] = load_cell(env, a, b, &sv[sp])
             sp += 1
         elif op == OP_CONST:
             sv[sp] = p.cvals[a]
