@@ -216,7 +216,7 @@ cdef inline u8 _compare(int op, u8 kx, Cell x, u8 ky, Cell y, Cell* out) noexcep
 cdef u8 eval_prog(PlanRT p, int prog, Env* env, Cell* out) except 255:
     cdef Cell sv[MAXSTACK]
     cdef u8 sk[MAXSTACK]
-    cdef int sp = 0, pc, end, op, a, b, c, ta, tb
+    cdef int sp = 0, pc, end, op, a, b, c, ta, tb, i
     cdef i64 ri
     cdef double x, y, r
     cdef u8 kx, ky
