@@ -1,8 +1,9 @@
 """Results the matcher takes from the deriver (ExecutionPlan.imports) on a
 real Kafka broker and Ray: they ride on the context-changes topic between
 the deriver's changes and its progress, the router adds them to the routed
-batches, and a deriver and router killed mid-stream replay them without a
-loss or a duplicate (integration)."""
+batches (an aggregate's also in batches of their own), and a deriver and
+router killed mid-stream replay them without a loss or a duplicate
+(integration)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import time
 from dataclasses import replace
 
 import pytest
-from test_imports_pipeline import MODEL, jam_scene
+from test_imports_pipeline import MODEL, STATS, jam_scene
 from test_ray_kafka import wait_for_alerts
 
 from caesar.codecs import make_codec
@@ -31,18 +32,21 @@ def scenes(n: int) -> list[dict]:
     return sorted(out, key=lambda e: e["ts"])
 
 
+@pytest.mark.parametrize(("model", "types"), [(MODEL, {"Behind", "Again"}),
+                                               (STATS, {"Toll", "Free", "Slow"})],
+                         ids=["patterns", "aggregate"])
 def test_imports_on_kafka_and_ray_equal_the_matcher_deriving_them(
-        kafka_bootstrap, kafka_bus, ray_session, unique_name, record_property):
+        model, types, kafka_bootstrap, kafka_bus, ray_session, unique_name, record_property):
     topic = unique_name("cars")
-    plan = compile_model(MODEL)
+    plan = compile_model(model)
     assert plan.imports
     plan = replace(plan, event_types=tuple(replace(t, topic=topic) if t.topic else t
                                            for t in plan.event_types))
     events = scenes(60)
-    baseline = compile_model(MODEL, import_derived=False)
+    baseline = compile_model(model, import_derived=False)
     expected = EmbeddedPipeline(baseline).run_values(events)
     want = sorted(a.identity() for a in expected.alerts)
-    assert {a[1] for a in want} == {"Behind", "Again"}
+    assert {a[1] for a in want} == types
     p = unique_name("caesar")
     topics = TopicSettings.under(p, partitions=2)
     settings = Settings(kafka=KafkaSettings(bootstrap_servers=kafka_bootstrap, linger_ms=2,

@@ -22,12 +22,28 @@ A stage is taken over only when that cannot change what the matcher derives:
 - every matcher stage reading its type runs in every context too (those see
   whole stream partitions, so where a result is placed does not change what
   they see), and the two services derive the type by the same stages.
+
+A time-windowed aggregate over input events is taken over too (Linear
+Road's segment statistics, which the congestion transitions and the tolls
+both read). Its results are not derived on arrival but released when event
+time passes the window's end, stamped end - 1 (or end); the deriver
+releases them before its progress passes that stamp, so they still reach
+the router before the transactions after them. They go to the matcher with
+the transactions of their stamp, or on their own once the router's progress
+passes it (router/processor.py). Where the matcher derived them itself they
+came after the events of their stamp; imported, they come with them. Only
+readers to which that cannot matter may stay in the matcher: aggregates and
+skip_till_any_match patterns (a sequence or an iteration never binds two
+events of one timestamp in order, and a negation ignores one at its bounds'
+timestamp; contiguity and next-match runs take the first to arrive).
+Patterns after such an aggregate stay in the matcher.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from caesar.plans.aggregate import AggregatePlan
 from caesar.plans.execution import ExecutionPlan, Stage, plan_output, plan_reads
 from caesar.plans.pattern import PatternPlan
 
@@ -87,20 +103,25 @@ class _Takeover:
 
     def plain(self, pid: str) -> bool:
         """The stage alone: the same plan in both services, deriving on
-        arrival, in every context, without an output rate."""
+        arrival (or a time-windowed aggregate), in every context, without an
+        output rate."""
         s, d = self.matcher.get(pid), self.deriver.get(pid)
         return (s is not None and d is not None and s.plan == d.plan
-                and isinstance(s.plan, PatternPlan) and s.plan.derives_on_arrival
+                and (_on_arrival(s.plan) or _windowed(s.plan))
                 and self.everywhere(s) and self.everywhere(d)
                 and s.output_rate is None and d.output_rate is None)
 
     def qualifies(self, pid: str) -> bool:
-        """The stage and everything upstream of it in the deriver."""
+        """The stage and everything upstream of it in the deriver: patterns
+        after patterns; an aggregate over input events only."""
         if pid not in self._memo:
             self._memo[pid] = False  # (a plan has no cycles; this guards the recursion)
-            self._memo[pid] = self.plain(pid) and all(
-                self.qualifies(dep) for t in plan_reads(self.deriver[pid].plan)
-                for dep in self.producers(self.deriver, t))
+            plan = self.deriver[pid].plan if pid in self.deriver else None
+            deps = [dep for t in plan_reads(plan) for dep in self.producers(self.deriver, t)] \
+                if plan is not None else []
+            self._memo[pid] = self.plain(pid) and (
+                not deps if _windowed(plan) else
+                all(self.qualifies(dep) and _on_arrival(self.deriver[dep].plan) for dep in deps))
         return self._memo[pid]
 
     def held_back(self, pid: str, taken: set[str]) -> bool:
@@ -113,5 +134,24 @@ class _Takeover:
         if not readers or t is None:
             return False
         made_by = self.producers(self.matcher, t)
+        released = any(_windowed(self.matcher[m].plan) for m in made_by)
         return any(not self.everywhere(s) for s in readers) or \
-            made_by != self.producers(self.deriver, t) or not made_by <= taken
+            made_by != self.producers(self.deriver, t) or not made_by <= taken or \
+            (released and not all(_order_free(s.plan) for s in readers))
+
+
+def _on_arrival(plan: object) -> bool:
+    return isinstance(plan, PatternPlan) and plan.derives_on_arrival
+
+
+def _windowed(plan: object) -> bool:
+    return isinstance(plan, AggregatePlan) and plan.window == "time"
+
+
+def _order_free(plan: object) -> bool:
+    """Does the reader derive the same whichever of two events of one
+    timestamp comes first? (See the module docstring.)"""
+    if isinstance(plan, AggregatePlan):
+        return True
+    return isinstance(plan, PatternPlan) and all(
+        p.strategy == "skip_till_any_match" for p in plan.expanded())

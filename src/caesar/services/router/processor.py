@@ -120,6 +120,9 @@ class RouterProcessor:
         if self.pending:
             wm = min(wm, int(self.pending[0].timestamps()[0]))
         if wm > self.forwarded:
+            alone = self._imports_before(wm)
+            if alone is not None:
+                out.routed.append(alone)
             self.forwarded = wm
             out.routed.append(Progress(wm, "router"))
 
@@ -212,6 +215,20 @@ class RouterProcessor:
         self.imported = deque([later] if len(later) else [])
         self.routed_through = max(self.routed_through, through)
         return now if len(now) else None
+
+    def _imports_before(self, wm: int) -> RoutedBatch | None:
+        """Imported results with ts < wm that no routed transaction took
+        along (an aggregate's, released by the deriver's progress after the
+        last transaction): on their own, before the progress saying no
+        event before wm follows."""
+        if not self.imported:
+            return None
+        now = self._take_imports(wm - 1)
+        if now is None:
+            return None
+        none = np.zeros(0, dtype=np.int64)
+        return RoutedBatch(TxnBatch(now.events, dict(now.keys)), none, none.copy(),
+                           none.astype(np.int32), none.astype(np.int32), [], [])
 
     def _import(self, batch: TxnBatch) -> None:
         first = int(batch.timestamps()[0])
