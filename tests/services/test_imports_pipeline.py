@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from caesar.errors import PlanError
 from caesar.language import compile_model
-from caesar.services.common.columnar import chunks
+from caesar.services.common.columnar import chunks, routed_chunks, routed_from, routed_record
 from caesar.services.common.messages import Imports, InputRecord, Progress, TxnBatch
 from caesar.services.deriver.processor import DeriverProcessor
 from caesar.services.embedded.pipeline import EmbeddedPipeline
@@ -220,7 +220,8 @@ def by_hand(model: str, events: list[dict], cuts_d: list[int], cuts_r: list[int]
             cuts_m: list[int], seed: int, rows: int) -> list:
     """The alerts of the processors wired as the runners wire them on Kafka: transaction
     batches of at most `rows` events (columnar.chunks, which may cut between
-    two partitions' transactions of one timestamp); the router reads them
+    two partitions' transactions of one timestamp, and routed_chunks for the
+    router's output, which goes through its topic's record); the router reads them
     and the deriver's output (changes, imports, progress, in order) as two
     streams interleaved in some order."""
     plan = compile_model(model)
@@ -250,10 +251,15 @@ def by_hand(model: str, events: list[dict], cuts_d: list[int], cuts_r: list[int]
             merged.append(derived[j])
             j += 1
     router = RouterProcessor(plan)
+    matcher = MatcherProcessor(plan)
     routed = []
     for part in cut(merged, cuts_r):
-        routed += router.process(part).routed
-    matcher = MatcherProcessor(plan)
+        # through the routed topic's record, in pieces, as the runners send it
+        routed += [piece if isinstance(piece, Progress) else
+                   routed_from(routed_record(piece, 0), matcher.graph.strings)[0]
+                   for item in router.process(part).routed
+                   for piece in ([item] if isinstance(item, Progress) else
+                                 routed_chunks(item, rows))]
     for part in cut(routed, cuts_m):
         alerts += matcher.process(part).alerts
     return sorted(a.identity() for a in alerts)
