@@ -116,12 +116,11 @@ class _Takeover:
         after patterns; an aggregate over input events only."""
         if pid not in self._memo:
             self._memo[pid] = False  # (a plan has no cycles; this guards the recursion)
-            plan = self.deriver[pid].plan if pid in self.deriver else None
-            deps = [dep for t in plan_reads(plan) for dep in self.producers(self.deriver, t)] \
-                if plan is not None else []
-            self._memo[pid] = self.plain(pid) and (
-                not deps if _windowed(plan) else
-                all(self.qualifies(dep) and _on_arrival(self.deriver[dep].plan) for dep in deps))
+            if self.plain(pid):
+                plan = self.deriver[pid].plan
+                deps = [d for t in plan_reads(plan) for d in self.producers(self.deriver, t)]
+                self._memo[pid] = not deps if _windowed(plan) else all(
+                    self.qualifies(d) and _on_arrival(self.deriver[d].plan) for d in deps)
         return self._memo[pid]
 
     def held_back(self, pid: str, taken: set[str]) -> bool:

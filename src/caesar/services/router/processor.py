@@ -227,8 +227,7 @@ class RouterProcessor:
         if now is None:
             return None
         none = np.zeros(0, dtype=np.int64)
-        return RoutedBatch(TxnBatch(now.events, dict(now.keys)), none, none.copy(),
-                           none.astype(np.int32), none.astype(np.int32), [], [])
+        return RoutedBatch(now, none, none, none.astype(np.int32), none.astype(np.int32), [], [])
 
     def _import(self, batch: TxnBatch) -> None:
         first = int(batch.timestamps()[0])
