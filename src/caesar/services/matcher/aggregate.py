@@ -422,6 +422,10 @@ class AggregateExecutor:
         self._high[ai] = np.where(seen, self._ihigh[ai].astype(np.float64), -np.inf)
 
     # -- output
+    def next_release(self) -> int | None:
+        """The least watermark at which `advance` releases a window (None: no open one)."""
+        return min(self._by_end, default=None)
+
     def advance(self, watermark: int) -> list[dict[str, Any]]:
         """Close windows with end <= watermark; rows ordered by (end, partition, group)."""
         if watermark <= self.watermark:

@@ -18,6 +18,7 @@ from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol, cast
 
 import numpy as np
@@ -215,6 +216,14 @@ class StageGraph:
         self._levels = stage_levels(
             ids, {plan_id(s) for s in self.stages if isinstance(s.plan, AggregatePlan)},
             self._consumes, self._produces)
+        # Aggregates reading what other stages derive, by cascade level
+        # (release_levels); None: none does, and one release per step suffices.
+        self._cascade = release_levels(
+            ids, self._consumes, self._produces,
+            {pid: cast(AggregatePlan, self._by_id[pid].plan).source_type
+             for pid in self.aggregates},
+            {pid for pid, st in self._by_id.items()
+             if not _wave_safe(st.plan) or st.output_rate is not None})
         # Waves (see `step`): one step may cover several timestamps when no
         # stage holds results for later release or places results in other
         # partitions, so nothing but a partition's own rows can change what
@@ -272,12 +281,56 @@ class StageGraph:
         return self._release_and_run(watermark)
 
     def _release_and_run(self, watermark: int) -> list[Output]:
-        released = self._release(watermark)
-        outputs: list[Output] = [o for o, _ in released if self._emits(o.stage)]
-        outputs += self._run_released(released)
+        if self._cascade is not None:
+            outputs = self._release_cascade(watermark)
+        else:
+            released = self._release(watermark)
+            outputs = [o for o, _ in released if self._emits(o.stage)]
+            outputs += self._run_released(released)
         self._forget_history(watermark)
         self._collect_failures()
         return outputs
+
+    def _release_cascade(self, watermark: int) -> list[Output]:
+        """`_release` + `_run_released` where an aggregate reads results that
+        are released (another aggregate's windows, a pattern's end negation
+        or timeout): advancing every aggregate to the watermark first would
+        make those results late for it. So time advances from one window
+        close to the next (every window closing at a step is stamped just
+        before it); at each step the engine's released results run first,
+        then each cascade level's closed windows, a level's results fed
+        before the next level is advanced. Aggregates advance to window
+        ends only, and released pattern results are stamped no earlier than
+        the last one (where every aggregate still takes them): a stamp that
+        does not depend on when progress came."""
+        assert self._cascade is not None
+        outputs: list[Output] = []
+        done = min((a.watermark for a in self.aggregates.values()), default=self._time)
+        while True:
+            due = [t for a in self.aggregates.values()
+                   if (t := a.next_release()) is not None and t <= watermark]
+            step = min(due, default=watermark)
+            floor = max(self._time, done)
+            # each batch runs before the next is made (a level before the
+            # next is advanced)
+            batches: list[Callable[[], list[StageOutput]]] = []
+            if self.engine is not None:
+                batches.append(partial(self._engine_released, step, floor))
+            if due:
+                batches += [partial(self._closed_windows, level, step)
+                            for level in self._cascade]
+            if self.limiters:
+                batches.append(partial(self._limited, step))
+            for make in batches:
+                found = make()
+                released = self._kept(self._limit(found) if self.limiters else found)
+                outputs += [o for o, _ in released if self._emits(o.stage)]
+                outputs += self._run_released(released)
+            if due:
+                done = step
+            elif not any((t := a.next_release()) is not None and t <= watermark
+                         for a in self.aggregates.values()):
+                return outputs
 
     def take_dead_letters(self) -> list[DeadLetter]:
         out, self.dead_letters = self.dead_letters, []
@@ -409,24 +462,38 @@ class StageGraph:
     # ------------------------------------------------------------ internals
     def _release(self, watermark: int) -> list[tuple[StageOutput, bool]]:
         """Results final at `watermark`, each with whether a stage consumes it."""
+        out = self._closed_windows(self.aggregates, watermark)
+        if self.engine is not None:
+            out += self._engine_released(watermark, self._time)
+        if self.limiters:
+            out = self._limit(out) + self._limited(watermark)
+        return self._kept(out)
+
+    def _engine_released(self, watermark: int, floor: int) -> list[StageOutput]:
+        assert self.engine is not None
+        return [self._derived(ev, clamp=floor)
+                for ev in self.engine.advance(min(watermark, END_OF_TIME))]
+
+    def _closed_windows(self, pids: Iterable[str], watermark: int) -> list[StageOutput]:
+        """The rows of the windows of aggregates `pids` that `watermark` closes."""
         out: list[StageOutput] = []
-        for pid, agg in self.aggregates.items():
+        for pid in pids:
             stage = self._by_id[pid]
-            for row in agg.advance(watermark):
+            for row in self.aggregates[pid].advance(watermark):
                 rec = {k: v for k, v in row.items() if not k.startswith("_")}
                 home = self._home(row["_partition"], rec)
                 rec.update(_ts=row["ts"], _p=home, _key=self._key_of(home))
                 out.append(StageOutput(stage, rec, row["_window_start"], row["ts"]))
-        if self.engine is not None:
-            floor = self._time if watermark >= END_OF_TIME else max(self._time, -(2**62))
-            out.extend(self._derived(ev, clamp=floor)
-                       for ev in self.engine.advance(min(watermark, END_OF_TIME)))
-        if self.limiters:
-            out = self._limit(out)
-            for pid, limiter in self.limiters.items():
-                stage = self._by_id[pid]
-                out.extend(StageOutput(stage, rec, start, end)
-                           for rec, start, end in limiter.advance(watermark))
+        return out
+
+    def _limited(self, watermark: int) -> list[StageOutput]:
+        """What the OUTPUT ... EVERY limiters let out at `watermark`."""
+        return [StageOutput(self._by_id[pid], rec, start, end)
+                for pid, limiter in self.limiters.items()
+                for rec, start, end in limiter.advance(watermark)]
+
+    def _kept(self, out: list[StageOutput]) -> list[tuple[StageOutput, bool]]:
+        """Released results not muted, each with whether a stage consumes it."""
         return [(o, o.record["type"] in self._consumed) for o in out if not self._is_muted(o)]
 
     def _limit(self, outputs: list[StageOutput]) -> list[StageOutput]:
@@ -1024,6 +1091,41 @@ def stage_levels(ids: Sequence[str], aggregates: Collection[str],
     for pid in ids:
         out[level[pid]][0 if pid in aggregates else 1].append(pid)
     return [lv for lv in out if lv[0] or lv[1]]
+
+
+def release_levels(ids: Sequence[str], consumes: Mapping[str, frozenset[str]],
+                   produces: Mapping[str, str | None], sources: Mapping[str, str],
+                   releasing: Collection[str]) -> list[list[str]] | None:
+    """The aggregates `sources` (id -> type it reads) by cascade level, in
+    stage order: level 0 reads no aggregate's results, level n + 1 reads
+    (directly or through pattern stages) those of level n. None when no
+    aggregate reads a type that can come out of a release (an aggregate's
+    windows; `releasing`: the pattern stages deriving on advance, their
+    readers): then every result an aggregate reads comes with the events of
+    its step, and all may close at once, as `_release` does."""
+    above: dict[str, set[str]] = {}  # type -> the aggregates whose results reach it
+    late: set[str] = set()  # types released on advance, or derived from those
+    level: dict[str, int] = {}
+    for pid in ids:
+        reads = consumes[pid]
+        if pid in sources:
+            ups = above.get(sources[pid], set())
+            level[pid] = 1 + max((level[a] for a in ups), default=-1)
+            reach = {pid}
+        else:
+            reach = set().union(*(above.get(t, set()) for t in reads))
+        made = produces[pid]
+        if made is not None:
+            above.setdefault(made, set()).update(reach)
+            if pid in sources or pid in releasing or not late.isdisjoint(reads):
+                late.add(made)
+    if all(src not in late for src in sources.values()):
+        return None
+    out: list[list[str]] = [[] for _ in range(max(level.values()) + 1)]
+    for pid in ids:
+        if pid in level:
+            out[level[pid]].append(pid)
+    return out
 
 
 def context_homes(partition: np.ndarray, cols: Sequence[np.ndarray],

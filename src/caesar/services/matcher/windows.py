@@ -166,6 +166,13 @@ class WindowExecutor:
         del self._sessions[group]
 
     # -- output
+    def next_release(self) -> int | None:
+        """The least watermark at which `advance` releases a window (None: none pending)."""
+        at_end = self.plan.window == "session" and self.plan.emit_ts == "window_end"
+        found = [c[0] + (0 if at_end else 1) for c in self._closed]
+        found += [s.last + self.plan.size for s in self._sessions.values()]
+        return min(found, default=None)
+
     def advance(self, watermark: int) -> list[dict[str, Any]]:
         """Release the windows that are final at `watermark`, ordered by
         (stamp, partition, group)."""
