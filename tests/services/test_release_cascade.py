@@ -26,7 +26,8 @@ from caesar.services.matcher.stage_graph import (
     release_levels,
 )
 
-# Worst reads Speed's windows, Deepest Worst's (three levels); Fasts reads a
+# Worst reads Speed's windows, Deepest and Visit (a session window) Worst's
+# (three levels); Fasts reads a
 # pattern over Speed; Lonely a trailing negation's results, which the engine
 # releases when their deadline passes.
 MODEL = """MODEL cascade
@@ -45,6 +46,10 @@ DERIVE Worst(seg, min(total) AS low, count(*) AS n)
 DERIVE Deepest(min(low) AS low, count(*) AS n)
   FROM Worst w
   WINDOW SLIDING 8 SECONDS EVERY 4 SECONDS
+DERIVE Visit(seg, count(*) AS n, min(low) AS low)
+  FROM Worst w
+  WINDOW SESSION GAP 5 SECONDS
+  GROUP BY seg
 DERIVE Fast(s.seg, s.total)
   PATTERN Speed s
   WHERE s.total > 20 * s.n
@@ -59,7 +64,7 @@ DERIVE Lonely(count(*) AS n)
   FROM Lone l
   WINDOW TUMBLING 4 SECONDS
 """
-AGGREGATES = ("Speed", "Worst", "Deepest", "Fasts", "Lonely")
+AGGREGATES = ("Speed", "Worst", "Deepest", "Visit", "Fasts", "Lonely")
 ENGINES = {"cython": default_engine_factory, "reference": ReferenceEngine}
 
 # (ts step, road, seg, vid, spd)
@@ -106,16 +111,34 @@ def inputs(draws: list[tuple[int, int, int, int, int]]) -> list[dict[str, Any]]:
     return out
 
 
+def sessions(plan: AggregatePlan, mine: list[dict[str, Any]]) -> dict[tuple, list[dict]]:
+    """Per group, its rows cut where a gap of plan.size or more falls."""
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in mine:
+        groups[(r["_p"], *(r[g] for g in plan.group_by))].append(r)
+    out: dict[tuple, list[dict]] = {}
+    for group, members in groups.items():
+        cuts = [i for i in range(1, len(members))
+                if members[i]["_ts"] - members[i - 1]["_ts"] >= plan.size]
+        for a, b in zip([0, *cuts], [*cuts, len(members)], strict=True):
+            out[(*group, members[b - 1]["_ts"] + plan.size - 1)] = members[a:b]
+    return out
+
+
 def naive(plan: AggregatePlan, rows: list[dict[str, Any]]) -> list[tuple]:
-    """The plan's windows recomputed from the rows of its source type."""
+    """The plan's windows recomputed from the rows of its source type, as
+    (partition, group values, window end - 1, aggregates)."""
+    mine = sorted((r for r in rows if r["type"] == plan.source_type), key=lambda r: r["_ts"])
     windows: dict[tuple, list[dict]] = defaultdict(list)
-    for r in rows:
-        if r["type"] != plan.source_type:
-            continue
-        start = r["_ts"] // plan.slide * plan.slide
-        while start + plan.size > r["_ts"]:
-            windows[(r["_p"], *(r[g] for g in plan.group_by), start)].append(r)
-            start -= plan.slide
+    if plan.window == "session":
+        windows.update(sessions(plan, mine))
+    else:
+        for r in mine:
+            start = r["_ts"] // plan.slide * plan.slide
+            while start + plan.size > r["_ts"]:
+                windows[(r["_p"], *(r[g] for g in plan.group_by),
+                         start + plan.size - 1)].append(r)
+                start -= plan.slide
     out = []
     for key, members in windows.items():
         values = []
@@ -126,7 +149,7 @@ def naive(plan: AggregatePlan, rows: list[dict[str, Any]]) -> list[tuple]:
                 arg = spec.arg.name  # type: ignore[union-attr]  # a plain attribute here
                 values.append({"min": min, "max": max, "sum": sum}[spec.func](
                     m[arg] for m in members))
-        out.append((key[0], *key[1:-1], key[-1] + plan.size - 1, *values))
+        out.append((*key, *values))
     return sorted(out)
 
 
@@ -154,7 +177,7 @@ def test_levels_follow_what_each_aggregate_reads():
                             {p for p in ids if name[p] == "Lone"})
     assert levels is not None
     assert [[name[p] for p in lv] for lv in levels] == [
-        ["Speed", "Lonely"], ["Worst", "Fasts"], ["Deepest"]]
+        ["Speed", "Lonely"], ["Worst", "Fasts"], ["Deepest", "Visit"]]
     # aggregates of input events only: one release per step, as before
     assert release_levels(ids[:1], {ids[0]: frozenset({"Car"})}, {ids[0]: "Speed"},
                           {ids[0]: "Car"}, ()) is None
