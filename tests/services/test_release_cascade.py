@@ -28,8 +28,9 @@ from caesar.services.matcher.stage_graph import (
 
 # Worst reads Speed's windows, Deepest and Visit (a session window) Worst's
 # (three levels); Fasts reads a
-# pattern over Speed; Lonely a trailing negation's results, which the engine
-# releases when their deadline passes.
+# pattern over Speed; Slows a pattern over Speed whose outputs OUTPUT ALL
+# EVERY holds until its interval closes; Lonely a trailing negation's
+# results, which the engine releases when their deadline passes.
 MODEL = """MODEL cascade
 TIME UNIT SECONDS
 PARTITION BY road
@@ -56,6 +57,13 @@ DERIVE Fast(s.seg, s.total)
 DERIVE Fasts(count(*) AS n, max(total) AS top)
   FROM Fast f
   WINDOW TUMBLING 6 SECONDS
+DERIVE Slow(s.seg, s.total)
+  PATTERN Speed s
+  WHERE s.total < 20 * s.n
+  OUTPUT ALL EVERY 3 SECONDS
+DERIVE Slows(count(*) AS n, min(total) AS low)
+  FROM Slow w
+  WINDOW TUMBLING 6 SECONDS
 DERIVE Lone(c.road, c.vid)
   PATTERN SEQ(Car c, NOT Car d)
   WHERE [vid]
@@ -64,7 +72,7 @@ DERIVE Lonely(count(*) AS n)
   FROM Lone l
   WINDOW TUMBLING 4 SECONDS
 """
-AGGREGATES = ("Speed", "Worst", "Deepest", "Visit", "Fasts", "Lonely")
+AGGREGATES = ("Speed", "Worst", "Deepest", "Visit", "Fasts", "Slows", "Lonely")
 ENGINES = {"cython": default_engine_factory, "reference": ReferenceEngine}
 
 # (ts step, road, seg, vid, spd)
@@ -174,10 +182,10 @@ def test_levels_follow_what_each_aggregate_reads():
                             {s.plan.plan_id: output_type(s) for s in stages},
                             {s.plan.plan_id: s.plan.source_type for s in stages
                              if isinstance(s.plan, AggregatePlan)},
-                            {p for p in ids if name[p] == "Lone"})
+                            {p for p in ids if name[p] in ("Lone", "Slow")})
     assert levels is not None
     assert [[name[p] for p in lv] for lv in levels] == [
-        ["Speed", "Lonely"], ["Worst", "Fasts"], ["Deepest", "Visit"]]
+        ["Speed", "Lonely"], ["Worst", "Fasts", "Slows"], ["Deepest", "Visit"]]
     # aggregates of input events only: one release per step, as before
     assert release_levels(ids[:1], {ids[0]: frozenset({"Car"})}, {ids[0]: "Speed"},
                           {ids[0]: "Car"}, ()) is None
@@ -209,6 +217,19 @@ def test_every_aggregate_equals_its_recomputation(engine: str, draws):
     rows = run(draws, engine)
     for plan in plans().values():
         assert derived(plan, rows) == naive(plan, rows + inputs(draws)), plan.output_type
+
+
+def test_held_outputs_are_released_whole():
+    """OUTPUT ALL EVERY 3 SECONDS: every slow Speed row comes out once,
+    stamped with its interval's last second, however the graph cascades."""
+    draws = [(1, r, s, v, spd) for r in (0, 1) for s in (0, 1) for v in (1, 2)
+             for spd in (0, 10)] * 2
+    rows = run(draws, "cython")
+    slow = sorted((r["_p"], r["seg"], r["total"], r["_ts"]) for r in rows
+                  if r["type"] == "Slow")
+    speeds = [r for r in rows if r["type"] == "Speed" and r["total"] < 20 * r["n"]]
+    assert speeds
+    assert slow == sorted((r["_p"], r["seg"], r["total"], r["_ts"] // 3 * 3 + 2) for r in speeds)
 
 
 @settings(max_examples=40, deadline=None)

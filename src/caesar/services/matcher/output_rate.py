@@ -56,6 +56,10 @@ class OutputLimiter:
         slot.append((record, start_ts, end_ts))
         return []
 
+    def next_release(self) -> int | None:
+        """The least watermark at which `advance` releases something (None: nothing held)."""
+        return min(((k + 1) * self.rate.every for _, k in self.held), default=None)
+
     def advance(self, watermark: int) -> list[Held]:
         """Close the intervals that end at or before `watermark`; what they release."""
         if watermark <= self.closed_before:

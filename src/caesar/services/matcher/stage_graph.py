@@ -296,10 +296,10 @@ class StageGraph:
         are released (another aggregate's windows, a pattern's end negation
         or timeout): advancing every aggregate to the watermark first would
         make those results late for it. So time advances from one window
-        close to the next (every window closing at a step is stamped just
-        before it); at each step the engine's released results run first,
-        then each cascade level's closed windows, a level's results fed
-        before the next level is advanced. Aggregates advance to window
+        close to the next (every window or OUTPUT ... EVERY interval closing
+        at a step is stamped just before it); at each step the engine's
+        released results run first, then each cascade level's closed
+        windows, a level's results fed before the next level is advanced. Aggregates advance to window
         ends only, and released pattern results are stamped no earlier than
         the last one (where every aggregate still takes them): a stamp that
         does not depend on when progress came."""
@@ -307,7 +307,7 @@ class StageGraph:
         outputs: list[Output] = []
         done = min((a.watermark for a in self.aggregates.values()), default=self._time)
         while True:
-            due = [t for a in self.aggregates.values()
+            due = [t for a in self._releasers()
                    if (t := a.next_release()) is not None and t <= watermark]
             step = min(due, default=watermark)
             floor = max(self._time, done)
@@ -320,17 +320,23 @@ class StageGraph:
                 batches += [partial(self._closed_windows, level, step)
                             for level in self._cascade]
             if self.limiters:
-                batches.append(partial(self._limited, step))
+                # results pass the limiters; what these held comes out after
+                # each batch (not offered to them again), before the next level
+                flush: Callable[[], list[StageOutput]] = partial(self._limited, step)
+                batches = [flush, *(b for make in batches
+                                    for b in (partial(self._limited_from, make), flush))]
             for make in batches:
-                found = make()
-                released = self._kept(self._limit(found) if self.limiters else found)
+                released = self._kept(make())
                 outputs += [o for o, _ in released if self._emits(o.stage)]
                 outputs += self._run_released(released)
             if due:
                 done = step
             elif not any((t := a.next_release()) is not None and t <= watermark
-                         for a in self.aggregates.values()):
+                         for a in self._releasers()):
                 return outputs
+
+    def _releasers(self) -> list[AggregateExecutor | WindowExecutor | OutputLimiter]:
+        return [*self.aggregates.values(), *self.limiters.values()]
 
     def take_dead_letters(self) -> list[DeadLetter]:
         out, self.dead_letters = self.dead_letters, []
@@ -485,6 +491,9 @@ class StageGraph:
                 rec.update(_ts=row["ts"], _p=home, _key=self._key_of(home))
                 out.append(StageOutput(stage, rec, row["_window_start"], row["ts"]))
         return out
+
+    def _limited_from(self, make: Callable[[], list[StageOutput]]) -> list[StageOutput]:
+        return self._limit(make())
 
     def _limited(self, watermark: int) -> list[StageOutput]:
         """What the OUTPUT ... EVERY limiters let out at `watermark`."""
