@@ -299,16 +299,15 @@ class StageGraph:
         close to the next (every window or OUTPUT ... EVERY interval closing
         at a step is stamped just before it); at each step the engine's
         released results run first, then each cascade level's closed
-        windows, a level's results fed before the next level is advanced. Aggregates advance to window
-        ends only, and released pattern results are stamped no earlier than
-        the last one (where every aggregate still takes them): a stamp that
-        does not depend on when progress came."""
+        windows, a level's results fed before the next level is advanced.
+        Aggregates advance to window ends only, and released pattern results
+        are stamped no earlier than the last one (where every aggregate still
+        takes them): a stamp that does not depend on when progress came."""
         assert self._cascade is not None
         outputs: list[Output] = []
         done = min((a.watermark for a in self.aggregates.values()), default=self._time)
         while True:
-            due = [t for a in self._releasers()
-                   if (t := a.next_release()) is not None and t <= watermark]
+            due = self._due(watermark)
             step = min(due, default=watermark)
             floor = max(self._time, done)
             # each batch runs before the next is made (a level before the
@@ -331,12 +330,14 @@ class StageGraph:
                 outputs += self._run_released(released)
             if due:
                 done = step
-            elif not any((t := a.next_release()) is not None and t <= watermark
-                         for a in self._releasers()):
+            elif not self._due(watermark):  # the last step opened no window that closes by now
                 return outputs
 
-    def _releasers(self) -> list[AggregateExecutor | WindowExecutor | OutputLimiter]:
-        return [*self.aggregates.values(), *self.limiters.values()]
+    def _due(self, watermark: int) -> list[int]:
+        """When the aggregates' windows and the limiters' intervals that
+        `watermark` closes are released."""
+        return [t for a in (*self.aggregates.values(), *self.limiters.values())
+                if (t := a.next_release()) is not None and t <= watermark]
 
     def take_dead_letters(self) -> list[DeadLetter]:
         out, self.dead_letters = self.dead_letters, []

@@ -166,10 +166,16 @@ class WindowExecutor:
         del self._sessions[group]
 
     # -- output
+    def _final_at(self, stamp: int) -> int:
+        """The least watermark at which a closed window stamped `stamp` is
+        final: once the watermark passes the stamp (a session stamped with
+        its end: once the watermark reaches it)."""
+        at_end = self.plan.window == "session" and self.plan.emit_ts == "window_end"
+        return stamp if at_end else stamp + 1
+
     def next_release(self) -> int | None:
         """The least watermark at which `advance` releases a window (None: none pending)."""
-        at_end = self.plan.window == "session" and self.plan.emit_ts == "window_end"
-        found = [c[0] + (0 if at_end else 1) for c in self._closed]
+        found = [self._final_at(c[0]) for c in self._closed]
         found += [s.last + self.plan.size for s in self._sessions.values()]
         return min(found, default=None)
 
@@ -183,10 +189,7 @@ class WindowExecutor:
             for group, s in list(self._sessions.items()):
                 if s.last + self.plan.size <= watermark:
                     self._close_session(group, s)
-        # final once the watermark passes the stamp (a session stamped with
-        # its end: once the watermark reaches it)
-        at_end = self.plan.window == "session" and self.plan.emit_ts == "window_end"
-        due = [c for c in self._closed if c[0] < watermark or (at_end and c[0] <= watermark)]
+        due = [c for c in self._closed if self._final_at(c[0]) <= watermark]
         self._closed = [c for c in self._closed if c not in due]
         out = []
         for stamp, group, start, values in sorted(due, key=lambda c: (c[0], repr(c[1]))):
