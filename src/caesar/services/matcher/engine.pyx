@@ -61,7 +61,7 @@ from caesar.services.matcher.compile import compile_plans
 
 from caesar.services.matcher.match_sink cimport MatchSink
 from caesar.services.matcher.part cimport new_part, owned
-from caesar.services.matcher.stack cimport Stack
+from caesar.services.matcher.stack cimport Stack, new_stack
 from caesar.services.matcher.typedefs cimport (
     K_BOOL,
     K_FLOAT,
@@ -823,6 +823,18 @@ cdef class CythonEngine:
             for c in range(p.ncomp):
                 if p.negated[c] and not p.killneg[c]:
                     p.startmask |= 1 << c
+            # The last positive component's row lives only while _any makes
+            # the matches it ends (pushed, then popped): one Stack per plan
+            # serves every Part, instead of one made per Part at its first
+            # such event (LR: LeftSegment's and the joins' second event of
+            # each car, 2 % of the embedded pipeline). Not with prefix sharing
+            # (a follower reads its leader's stacks) nor where the row stays:
+            # Kleene, end negation, after-match skip, timeout, run strategies.
+            c = p.pos[p.npos - 1] if p.npos > 0 else -1
+            p.last_stack = new_stack(p.width[c]) if (
+                c >= 0 and p.strategy == 0 and not p.kleene[c] and not p.negated[c]
+                and not p.has_end_neg and not p.skip and not p.has_timeout
+                and not p.has_optional and not p.dead and id(p) not in shared) else None
             p.needs_part = 1 if (p.strategy in (1, 3) and not p.keyless and not p.has_end_neg
                                  and not p.has_optional and not p.has_timeout and not p.skip
                                  and not p.dead and p.leader is None
@@ -1919,9 +1931,11 @@ cdef class CythonEngine:
                 s.push(self._ts, self._seq, p.scratch[c], p.scratch_k[c])
                 continue
             row = s.push(self._ts, self._seq, p.scratch[c], p.scratch_k[c])
-            self._construct(p, part, row)
-            if not p.kleene[c] and not p.has_end_neg:
-                s.pop()
+            try:
+                self._construct(p, part, row)
+            finally:  # the plan's one last stack (last_stack) stays empty even then
+                if not p.kleene[c] and not p.has_end_neg:
+                    s.pop()
 
     cdef _construct(self, PlanRT p, Part part, i64 last_row):
         cdef Env env

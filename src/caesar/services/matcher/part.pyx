@@ -14,11 +14,14 @@ cdef i64 _NEVER = -(1 << 62)
 
 cdef inline int _fill(Part part, PlanRT p, object key) except -1:
     """A new part's state: an empty stack per component, nothing pending."""
-    cdef int c
+    cdef int c, cl = p.pos[p.npos - 1] if p.npos > 0 and p.last_stack is not None else -1
     cdef tuple stacks = PyTuple_New(p.ncomp)
     cdef Stack s
     for c in range(p.ncomp):  # the tuple filled in place: no list in between
-        s = empty_stack(p.width[c])  # made its own on the first push (own_stack)
+        if c == cl:
+            s = <Stack> p.last_stack  # empty between events (engine._mark_fast_paths)
+        else:
+            s = empty_stack(p.width[c])  # made its own on the first push (own_stack)
         Py_INCREF(s)  # PyTuple_SET_ITEM steals a reference
         PyTuple_SET_ITEM(stacks, c, s)
     part.key = key

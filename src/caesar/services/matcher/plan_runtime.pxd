@@ -21,6 +21,10 @@ cdef class PlanRT:
     # can change nothing for a key without a Part (set by the engine)
     cdef public int needs_part
     cdef public long startmask
+    # the last positive component's one Stack, shared by every Part of the
+    # plan when _any pushes its row and pops it around the match (set by the
+    # engine; None: each Part owns its own)
+    cdef public object last_stack
     cdef public list timeout_outputs
     cdef public i64 last_sweep
     cdef public long overflows  # integer results outside 64 bits (made missing)

@@ -47,6 +47,7 @@ cdef class PlanRT:
         self.solo = 0
         self.needs_part = 0
         self.startmask = 0
+        self.last_stack = None
         self.last_sweep = NO_TS
         if self.neq > 8:
             raise PlanError(f"plan {self.plan_id}: more than 8 equivalence attributes")
