@@ -4,8 +4,10 @@ record-by-record path, the reference: the same transactions (columns, seq,
 keys), progress, dead letters (reason, detail, offset) and state, for any
 input and any cut into batches."""
 
+import dataclasses
 import math
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 from hypothesis import given, settings
@@ -466,9 +468,23 @@ _type_names = st.one_of(st.none(), st.sampled_from(["A", "B"]), st.integers(0, 1
                         st.just(["A"]))
 
 
+@dataclasses.dataclass
+class _DuckRecord:
+    """A record of another class (no slots): record_values reads its
+    attributes, not InputRecord's slots in place."""
+
+    topic: str
+    partition: int
+    offset: int
+    value: Any
+    error: str | None = None
+    watermark: int | None = None
+
+
 @st.composite
 def _input_record(draw):
-    kind = draw(st.sampled_from(["plain"] * 6 + ["none", "error", "watermark", "mapping"]))
+    kind = draw(st.sampled_from(["plain"] * 6 + ["none", "error", "watermark", "mapping",
+                                                 "duck"]))
     topic = draw(st.sampled_from(["a", "a", "a", "b"]))
     value = {"x": draw(st.integers(0, 3))}
     name = draw(st.one_of(st.just("absent"), _type_names))
@@ -486,6 +502,8 @@ def _input_record(draw):
     if kind == "mapping":
         import types
         return InputRecord(topic, 0, offset, types.MappingProxyType(value))
+    if kind == "duck":
+        return _DuckRecord(topic, 0, offset, value)
     return InputRecord(topic, 0, offset, value)
 
 
