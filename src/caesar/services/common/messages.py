@@ -392,9 +392,11 @@ class Discard:
     plan_ids: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Alert:
-    """A derived event leaving the platform (or a context-deriving output)."""
+    """A derived event leaving the platform (or a context-deriving output).
+    Slots: the matcher makes one per output, its fields written in place
+    (alert_rows.pyx)."""
 
     plan_id: str
     event_type: str
@@ -411,15 +413,9 @@ class Alert:
     def made(cls, plan_id: str, event_type: str, partition: int, key: str, start_ts: int,
              end_ts: int, fields: Mapping[str, Any], topic: str | None, ingest_ms: int
              ) -> Alert:
-        """The alert of these values, every field given: what a frozen
-        dataclass's __init__ makes, in a third of its time (it sets each
-        field through object.__setattr__; the matcher makes one per output)."""
-        alert = object.__new__(cls)
-        object.__setattr__(alert, "__dict__", {  # whole: cheaper than an update
-            "plan_id": plan_id, "event_type": event_type, "partition": partition, "key": key,
-            "start_ts": start_ts, "end_ts": end_ts, "fields": fields, "topic": topic,
-            "ingest_ms": ingest_ms})
-        return alert
+        """The alert of these values, every field given."""
+        return cls(plan_id, event_type, partition, key, start_ts, end_ts, fields, topic,
+                   ingest_ms)
 
     def identity(self) -> tuple:
         """What makes two alerts the same (used to compare runs, spot duplicates)."""

@@ -10,21 +10,9 @@ from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_CheckExact
 
-import types
-
 import numpy as np
 
-cdef extern from "Python.h":
-    # what a `__slots__` attribute's descriptor holds (descrobject.h): the
-    # attribute's place in the object
-    ctypedef struct PyMemberDef:
-        int type
-        Py_ssize_t offset
-    ctypedef struct PyMemberDescrObject:
-        PyMemberDef* d_member
-
-cdef enum:
-    _T_OBJECT_EX = 16  # structmember.h: an object slot (AttributeError when unset)
+from caesar.events.slots cimport slot_get, slot_offsets
 
 cdef enum:
     K_INT = 0
@@ -147,40 +135,9 @@ def strict_columns(list values, dict schema):
     return lists, arrays
 
 
-cdef dict _PLACES_OF = {}  # record class -> its field offsets (_record_places), or None
+# InputRecord's fields record_values reads in place (events/slots.pxd): four
+# attribute lookups per record through the type were half of its cost
 cdef tuple _FIELDS = ("topic", "value", "error", "watermark", "offset")
-
-
-cdef object _record_places(type cls):
-    """The byte offsets of `_FIELDS` in objects of a slots class (messages.
-    InputRecord), so record_values reads them in place: four attribute
-    lookups per record through the type were half of its cost. None when
-    one is not a plain object slot of the class."""
-    cdef PyMemberDescrObject* d
-    if cls in _PLACES_OF:
-        return _PLACES_OF[cls]
-    places = []
-    for name in _FIELDS:
-        found = None
-        for k in cls.__mro__:  # the descriptor attribute lookup would find
-            if name in k.__dict__:
-                found = k.__dict__[name]
-                break
-        if type(found) is not types.MemberDescriptorType:
-            places = None
-            break
-        d = <PyMemberDescrObject*> <PyObject*> found
-        if d.d_member.type != _T_OBJECT_EX:
-            places = None
-            break
-        places.append(d.d_member.offset)
-    out = tuple(places) if places is not None else None
-    _PLACES_OF[cls] = out
-    return out
-
-
-cdef inline PyObject* _slot(object o, Py_ssize_t at) noexcept:
-    return (<PyObject**> ((<char*> <PyObject*> o) + at))[0]
 
 
 def record_values(list records, str type_field, str ingest_key):
@@ -200,7 +157,7 @@ def record_values(list records, str type_field, str ingest_key):
     if n == 0:
         return None
     cls = type(records[0])
-    places = _record_places(cls)
+    places = slot_offsets(cls, _FIELDS)
     cdef Py_ssize_t p_topic = -1, p_value = -1, p_error = -1, p_mark = -1, p_off = -1
     cdef PyObject* f
     if places is not None:
@@ -214,21 +171,21 @@ def record_values(list records, str type_field, str ingest_key):
     for i in range(n):
         r = records[i]
         if p_value >= 0 and type(r) is cls:
-            # the fields in place (_record_places); an unset one: the
+            # the fields in place (slot_offsets); an unset one: the
             # attribute path below says what it is
-            f = _slot(r, p_value)
-            if f == NULL or _slot(r, p_error) == NULL or _slot(r, p_mark) == NULL \
-                    or _slot(r, p_topic) == NULL or _slot(r, p_off) == NULL:
+            f = slot_get(r, p_value)
+            if f == NULL or slot_get(r, p_error) == NULL or slot_get(r, p_mark) == NULL \
+                    or slot_get(r, p_topic) == NULL or slot_get(r, p_off) == NULL:
                 return None
             v = <object> f
-            if v is None or <object> _slot(r, p_error) is not None \
-                    or <object> _slot(r, p_mark) is not None or not PyDict_CheckExact(v):
+            if v is None or <object> slot_get(r, p_error) is not None \
+                    or <object> slot_get(r, p_mark) is not None or not PyDict_CheckExact(v):
                 return None
-            t = <object> _slot(r, p_topic)
+            t = <object> slot_get(r, p_topic)
             if t is not topic and t != topic:
                 return None
             values[i] = v
-            offs[i] = <object> _slot(r, p_off)
+            offs[i] = <object> slot_get(r, p_off)
         else:
             v = r.value
             if v is None or r.error is not None or r.watermark is not None \
