@@ -169,6 +169,7 @@ cdef inline void _slot_put(object ev, int i, object value):
 # engine (ints are immutable); a key starts as one its slot can never hold.
 cdef enum:
     INT_CACHE = 16384
+    _PC = 4096  # CythonEngine._pc's places (partition int objects)
 cdef i64 _IC_KEY[INT_CACHE]
 cdef list _IC_OBJ = [None] * INT_CACHE
 for _i in range(INT_CACHE):
@@ -688,12 +689,17 @@ cdef class CythonEngine:
         self._hits = NULL
         self._mapp = NULL
         self._kpart = NULL
+        self._pc = [None] * _PC
+        self._pc_id = <i64*> calloc(_PC, sizeof(i64))
+        if self._pc_id == NULL:
+            raise MemoryError()
 
     def __dealloc__(self):
         free(self._masks)
         free(self._hits)
         free(self._mapp)
         free(self._kpart)
+        free(self._pc_id)
 
     cdef _point_maps(self):
         """_maps as raw pointers for _extract (the arrays stay alive in
@@ -1493,8 +1499,15 @@ cdef class CythonEngine:
         """_partition as an int object, boxed once while it holds (the
         active-node specs, parts and stale entries of an event looked it up
         boxed each)."""
+        cdef Py_ssize_t at
         if self._partition_obj is None or self._pobj_of != self._partition:
-            self._partition_obj = self._partition
+            at = self._partition & (_PC - 1)
+            o = self._pc[at]
+            if o is None or self._pc_id[at] != self._partition:
+                o = self._partition
+                self._pc[at] = o
+                self._pc_id[at] = self._partition
+            self._partition_obj = o
             self._pobj_of = self._partition
         return self._partition_obj
 
