@@ -455,13 +455,42 @@ cdef object pyvalue(u8 k, Cell v, pool):
     return None
 
 
+# The int keys key_of made, direct-mapped by their low bits: a key is one
+# object while its place holds it, so the dicts of parts and active nodes
+# keyed by it (LR: a car's id, in half the plans) hit on identity instead of
+# comparing two ints per lookup, and no int is made per event and plan. A
+# place starts with a key it can never hold (shared by every engine: ints
+# are immutable).
+cdef enum:
+    KEY_CACHE = 131072
+cdef i64 _KC_KEY[KEY_CACHE]
+cdef list _KC_OBJ = [None] * KEY_CACHE
+
+
+cdef int _no_keys() except -1:
+    cdef Py_ssize_t i
+    for i in range(KEY_CACHE):
+        _KC_KEY[i] = i + 1
+    return 0
+
+
+_no_keys()
+
+
 cdef object key_of(u8 k, Cell v):
     """A value as a dict key with the equality of an equivalence test:
     numbers equal by value (5 == 5.0 == True, exactly), strings only equal
     strings (their code, wrapped so it never equals a number), missing and
     NaN have no key (None)."""
+    cdef Py_ssize_t at
     if k == K_INT or k == K_BOOL:
-        return v.i
+        at = v.i & (KEY_CACHE - 1)
+        if _KC_KEY[at] == v.i:
+            return _KC_OBJ[at]
+        o = v.i
+        _KC_OBJ[at] = o
+        _KC_KEY[at] = v.i
+        return o
     if k == K_FLOAT:
         return None if v.f != v.f else v.f
     if k == K_STR:
