@@ -706,7 +706,7 @@ class StageGraph:
         results become records. Same rows, order and seqs as _route_plain."""
         clock = self._clock
         muted, consumed, emit = self._muted, self._consumed, self._emit
-        fed: list[tuple[str, np.ndarray, np.ndarray, np.ndarray, MatchColumns]] = []
+        fed: list[tuple[str, np.ndarray | slice, np.ndarray, np.ndarray, MatchColumns]] = []
         emitted: list[tuple[int, Output]] = []
         for mc in matches:
             n = len(mc)
@@ -720,29 +720,42 @@ class StageGraph:
                                     zip(home.tolist(), ts.tolist(), strict=True)),
                                    dtype=bool, count=n)
             if mc.event_type in consumed:
-                rows = np.flatnonzero(keep) if keep is not None else np.arange(n)
+                # every row: a slice, so the columns below are views, not copies
+                rows = np.flatnonzero(keep) if keep is not None else slice(None)
                 fed.append((mc.event_type, rows, ts, home, mc))
             if emit is None or mc.plan_id in emit:
                 emitted += self._records_of(mc, ts, home, keep)
         if fed:
-            # seq: the row's place among every fed row, in the engine's order
-            orders = np.concatenate([mc.order[rows] for _t, rows, _ts, _h, mc in fed])
-            seq = np.empty(len(orders), dtype=np.int64)
-            seq[np.argsort(orders, kind="stable")] = np.arange(len(orders), dtype=np.int64)
-            by_type: dict[str, list[TypeColumns]] = defaultdict(list)
-            off = 0
-            for t, rows, ts, home, mc in fed:
-                k = len(rows)
-                by_type[t].append(self._fed_columns(t, mc, rows, ts[rows], seq[off:off + k],
-                                                    home[rows]))
-                off += k
-            for t, parts in by_type.items():
-                c = TypeColumns.concat(parts)
-                if len(parts) > 1:
-                    c = c.take(np.argsort(c.seq, kind="stable"))
-                available.setdefault(t, []).append(c)
+            self._feed(fed, available)
         emitted.sort(key=lambda e: e[0])
         return [o for _order, o in emitted]
+
+
+    def _feed(self, fed: list[tuple[str, np.ndarray | slice, np.ndarray, np.ndarray,
+                                    MatchColumns]],
+              available: dict[str, list[TypeColumns]]) -> None:
+        """The rows of match columns later stages read, as their input
+        columns in `available`: by type, in the engine's order."""
+        # seq: the row's place among every fed row, in the engine's order
+        ords = [mc.order[rows] for _t, rows, _ts, _h, mc in fed]
+        orders = ords[0] if len(ords) == 1 else np.concatenate(ords)
+        if _ascending(orders):  # one plan's results, as the engine made them
+            seq = np.arange(len(orders), dtype=np.int64)
+        else:
+            seq = np.empty(len(orders), dtype=np.int64)
+            seq[np.argsort(orders, kind="stable")] = np.arange(len(orders), dtype=np.int64)
+        by_type: dict[str, list[TypeColumns]] = defaultdict(list)
+        off = 0
+        for (t, rows, ts, home, mc), o in zip(fed, ords, strict=True):
+            k = len(o)
+            by_type[t].append(self._fed_columns(t, mc, rows, k, ts[rows], seq[off:off + k],
+                                                home[rows]))
+            off += k
+        for t, parts in by_type.items():
+            c = TypeColumns.concat(parts)
+            if len(parts) > 1 and not _ascending(c.seq):
+                c = c.take(np.argsort(c.seq, kind="stable"))
+            available.setdefault(t, []).append(c)
 
     def _homes(self, mc: MatchColumns) -> np.ndarray:
         """_home of every row, asked once per distinct (partition, key
@@ -780,12 +793,11 @@ class StageGraph:
             out.append((order, StageOutput(stage, rec, start, end)))
         return out
 
-    def _fed_columns(self, t: str, mc: MatchColumns, rows: np.ndarray, ts: np.ndarray,
-                     seq: np.ndarray, home: np.ndarray) -> TypeColumns:
-        """Rows of a match column as the input columns of type t, as
-        TypeColumns.from_values makes them from the records."""
+    def _fed_columns(self, t: str, mc: MatchColumns, rows: np.ndarray | slice, n: int,
+                     ts: np.ndarray, seq: np.ndarray, home: np.ndarray) -> TypeColumns:
+        """Rows `rows` (n of them) of a match column as the input columns of
+        type t, as TypeColumns.from_values makes them from the records."""
         schema = self._schemas.get(t, {})
-        n = len(rows)
         lists: dict[str, list[Any]] = {}
         cols: dict[str, np.ndarray] = {}
         for attr, kind in schema.items():
@@ -1136,6 +1148,10 @@ def release_levels(ids: Sequence[str], consumes: Mapping[str, frozenset[str]],
         if pid in level:
             out[level[pid]].append(pid)
     return out
+
+
+def _ascending(a: np.ndarray) -> bool:
+    return len(a) < 2 or bool((a[1:] > a[:-1]).all())
 
 
 def context_homes(partition: np.ndarray, cols: Sequence[np.ndarray],
