@@ -291,7 +291,16 @@ class _Chunk:
     events: Sequence[Mapping[str, Any]]
 
     def take(self, rows: np.ndarray) -> _Chunk:
+        """The rows `rows` (ascending)."""
         events = self.events
+        if len(rows) and int(rows[-1]) - int(rows[0]) == len(rows) - 1:
+            # one run of rows (the ready ones of a chunk in time order, or
+            # the rest): slices, not a copy of every column and list item
+            at = slice(int(rows[0]), int(rows[-1]) + 1)
+            return _Chunk(self.cols.take(at), self.topics[at], self.offsets[at],
+                          self.has_ingest[at],
+                          events.take(rows) if isinstance(events, ColumnValues | ValueParts)
+                          else events[at])
         return _Chunk(self.cols.take(rows), self.topics[rows], self.offsets[rows],
                       self.has_ingest[rows],
                       events.take(rows) if isinstance(events, ColumnValues | ValueParts) else
