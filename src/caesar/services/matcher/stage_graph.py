@@ -621,7 +621,9 @@ class StageGraph:
             for act, members in _groups(uniq.tolist(), active).items():
                 if not any(p in act for p in plan_ids):
                     continue
-                mask = np.isin(inverse, members)
+                member = np.zeros(len(uniq), dtype=bool)  # a table, not np.isin's sort
+                member[members] = True
+                mask = member[inverse.reshape(-1)]
                 if mask.any():
                     groups.setdefault(act, {})[t] = mask
         return list(groups.items())
