@@ -19,6 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from operator import itemgetter
 from typing import Any, Protocol, cast
 
 import numpy as np
@@ -710,6 +711,7 @@ class StageGraph:
         muted, consumed, emit = self._muted, self._consumed, self._emit
         fed: list[tuple[str, np.ndarray | slice, np.ndarray, np.ndarray, MatchColumns]] = []
         emitted: list[tuple[int, Output]] = []
+        sources = 0  # match columns emitted from: one is in the engine's order already
         for mc in matches:
             n = len(mc)
             if n == 0:
@@ -727,9 +729,11 @@ class StageGraph:
                 fed.append((mc.event_type, rows, ts, home, mc))
             if emit is None or mc.plan_id in emit:
                 emitted += self._records_of(mc, ts, home, keep)
+                sources += 1
         if fed:
             self._feed(fed, available)
-        emitted.sort(key=lambda e: e[0])
+        if sources > 1:
+            emitted.sort(key=itemgetter(0))
         return [o for _order, o in emitted]
 
 
