@@ -51,7 +51,7 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.dict cimport PyDict_Next
 from cpython.ref cimport PyObject, Py_INCREF
-from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_New, PyTuple_SET_ITEM
 
 from caesar.errors import PlanError
 from caesar.plans.engine import DerivedEvent
@@ -60,7 +60,7 @@ from caesar.services.store import tagged
 from caesar.services.matcher.compile import compile_plans
 
 from caesar.services.matcher.match_sink cimport MatchSink
-from caesar.services.matcher.part cimport new_part, owned
+from caesar.services.matcher.part cimport has_items, new_part, owned
 from caesar.services.matcher.stack cimport Stack, new_stack
 from caesar.services.matcher.typedefs cimport (
     K_BOOL,
@@ -1740,7 +1740,7 @@ cdef class CythonEngine:
             self._relink(p, part, self._partition, key)
         # results waiting for an end negation whose window is over can no
         # longer be killed; move them aside so their rows may be pruned
-        if part.pending:
+        if has_items(part.pending):
             keep = []
             for item in part.pending:
                 if item[0] <= self._ts:
@@ -1752,7 +1752,7 @@ cdef class CythonEngine:
             part.pending = keep or ()
         if p.within >= 0:
             bound = self._ts - p.within
-            if part.runs:  # before pruning: runs point into the stacks
+            if has_items(part.runs):  # before pruning: runs point into the stacks
                 self._expire_runs(p, part, bound)
             for s in part.stacks:
                 if s.n > s.head and s.ts[s.head] <= bound:
@@ -1782,7 +1782,7 @@ cdef class CythonEngine:
             self._any(p, part, mask, key)
         else:
             self._runs_step(p, part, mask)
-            if part.held:
+            if has_items(part.held):
                 self._release(p, part)
             # contiguity ends most runs at the next event: without a trim the
             # rows of dead runs stayed for the whole window (LR StoppedCar:
@@ -1953,7 +1953,7 @@ cdef class CythonEngine:
     cdef _construct(self, PlanRT p, Part part, i64 last_row):
         cdef Env env
         cdef int c, k
-        cdef Stack s
+        cdef PyObject* sp
         cdef i64* bufs[MAXC]
         self._plan = p
         self._part = part
@@ -1963,15 +1963,16 @@ cdef class CythonEngine:
             bufs[c] = NULL
         try:
             for c in range(p.ncomp):
-                s = part.stacks[c]
-                env.vals[c] = s.vals
-                env.kinds[c] = s.kinds
-                env.width[c] = s.width
+                sp = PyTuple_GET_ITEM(part.stacks, c)  # borrowed (_run_first_ts)
+                env.vals[c] = (<Stack> sp).vals
+                env.kinds[c] = (<Stack> sp).kinds
+                env.width[c] = (<Stack> sp).width
                 env.row[c] = -1  # not bound yet: reads as missing
                 env.klen[c] = 0
                 env.klist[c] = NULL
                 if p.kleene[c]:
-                    bufs[c] = <i64*> malloc((s.n - s.head + 2) * sizeof(i64))
+                    bufs[c] = <i64*> malloc(((<Stack> sp).n - (<Stack> sp).head + 2)
+                                            * sizeof(i64))
                     env.klist[c] = bufs[c]
             if p.keyless and p.neq > 0 and not self._eq_last(p, part, p.pos[p.npos - 1],
                                                               last_row):
@@ -1993,7 +1994,9 @@ cdef class CythonEngine:
 
     cdef int _dfs(self, PlanRT p, Part part, Env* env, int k, i64 after) except -1:
         cdef int c = p.pos[k]
-        cdef Stack s = part.stacks[c]
+        # borrowed (_run_first_ts): nothing replaces a part's stacks while
+        # its matches are made
+        cdef Stack s = <Stack> PyTuple_GET_ITEM(part.stacks, c)
         cdef i64 i, start, lo = after if after > self._lo else self._lo
         cdef bint last = k == p.npos - 1
         cdef bint eq = p.keyless and p.neq > 0
@@ -2135,7 +2138,7 @@ cdef class CythonEngine:
         cdef Py_ssize_t r = sink.row(self._emitted, self._partition, first_ts, last_ts)
         cdef Py_ssize_t at = r * sink.nf
         cdef int k, c, j, n = 0
-        cdef Stack s
+        cdef PyObject* sp
         self._emitted += 1
         for j in range(p.out_progs.shape[0]):
             sink.kinds[at] = _output(p, j, env, &sink.vals[at])
@@ -2144,13 +2147,13 @@ cdef class CythonEngine:
         sink.reserve_seqs(n)
         for k in range(p.npos):
             c = p.pos[k]
-            s = part.stacks[c]
+            sp = PyTuple_GET_ITEM(part.stacks, c)  # borrowed (_run_first_ts)
             if p.kleene[c]:
                 for j in range(env.klen[c]):
-                    sink.seqs[sink.ns] = s.seq[env.klist[c][j]]
+                    sink.seqs[sink.ns] = (<Stack> sp).seq[env.klist[c][j]]
                     sink.ns += 1
             else:
-                sink.seqs[sink.ns] = s.seq[env.row[c]]
+                sink.seqs[sink.ns] = (<Stack> sp).seq[env.row[c]]
                 sink.ns += 1
         sink.soff[r + 1] = sink.ns
         return 0
@@ -2370,8 +2373,10 @@ cdef class CythonEngine:
     # -- skip till next match / strict contiguity: runs ------------------------
 
     cdef i64 _run_first_ts(self, Part part, PlanRT p, list run):
-        cdef Stack s = part.stacks[p.pos[0]]
-        return s.ts[<i64> run[0][0] - s.base]
+        # borrowed: part.stacks holds the stack (no type test, no reference count)
+        cdef PyObject* sp = PyTuple_GET_ITEM(part.stacks, p.pos[0])
+        cdef list first = <list> run[0]
+        return (<Stack> sp).ts[<i64> first[0] - (<Stack> sp).base]
 
     cdef i64 _row_for(self, PlanRT p, Part part, int c, i64* pushed) except -2:
         """Absolute row id of the current event in component c's stack
@@ -2387,11 +2392,15 @@ cdef class CythonEngine:
     cdef int _load_run(self, PlanRT p, Part part, list run, Env* env, i64** bufs) except -1:
         cdef int k, c, j, n
         cdef Stack s
+        cdef tuple stacks = part.stacks
+        cdef PyObject* sp
         for k in range(p.ncomp):
-            s = part.stacks[k]
-            env.vals[k] = s.vals
-            env.kinds[k] = s.kinds
-            env.width[k] = s.width
+            # the stack borrowed from the tuple: no type test or reference
+            # count per component (a run step loads the run per event)
+            sp = PyTuple_GET_ITEM(stacks, k)
+            env.vals[k] = (<Stack> sp).vals
+            env.kinds[k] = (<Stack> sp).kinds
+            env.width[k] = (<Stack> sp).width
             env.row[k] = -1  # not bound (yet): reads as missing
             env.klen[k] = 0
             env.klist[k] = NULL
@@ -2644,21 +2653,21 @@ cdef class CythonEngine:
         a run strategy nothing else reads them, unless an end negation holds
         results that do), and drop the part once it holds nothing."""
         cdef int c
-        cdef Stack s
+        cdef PyObject* sp
         cdef i64 first = _NOBODY, t
         for run in part.runs:
             t = self._run_first_ts(part, p, run)
             if t < first:
                 first = t
         for c in range(p.ncomp):
-            s = part.stacks[c]
-            if s.n == s.head:
+            sp = PyTuple_GET_ITEM(part.stacks, c)  # borrowed (_run_first_ts)
+            if (<Stack> sp).n == (<Stack> sp).head:
                 continue
             if p.killneg[c]:
                 t = self._waiting_lo(p, part, c)
-                s.prune(t if t != _NOBODY else self._ts)
+                (<Stack> sp).prune(t if t != _NOBODY else self._ts)
             elif not p.negated[c] and not p.has_end_neg:
-                s.prune(first - 1 if first != _NOBODY else self._ts)
+                (<Stack> sp).prune(first - 1 if first != _NOBODY else self._ts)
         if part.empty():
             keyed = self._parts[p.slot].get(self._pobj())
             if keyed is not None and keyed.get(key) is part:

@@ -1,5 +1,9 @@
 # C-level contract of part.pyx: the run state of one (plan, partition,
 # equivalence key).
+from cpython.list cimport PyList_CheckExact
+from cpython.object cimport Py_SIZE
+from cpython.tuple cimport PyTuple_CheckExact
+
 from caesar.services.matcher.plan_runtime cimport PlanRT
 from caesar.services.matcher.stack cimport Stack
 from caesar.services.matcher.typedefs cimport i64
@@ -21,6 +25,14 @@ cdef class Part:
 
 
 cdef Part new_part(PlanRT p, object key)
+
+
+cdef inline bint has_items(object o) except -1:
+    """Does a Part's runs, pending, ready or held hold anything? They are
+    () or lists: their size, not PyObject_IsTrue's call per test."""
+    if PyTuple_CheckExact(o) or PyList_CheckExact(o):
+        return Py_SIZE(o) > 0
+    return bool(o)
 cdef Stack own_stack(Part part, int c)
 
 

@@ -4,7 +4,8 @@
 cimport cython
 
 from cpython.ref cimport Py_INCREF
-from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cpython.ref cimport PyObject
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_New, PyTuple_SET_ITEM
 
 from caesar.services.matcher.stack cimport Stack, empty_stack, new_stack
 from caesar.services.matcher.typedefs cimport i64
@@ -44,11 +45,14 @@ cdef class Part:
         _fill(self, p, key)
 
     cdef bint empty(self):
-        cdef Stack s
-        if self.runs or self.pending or self.ready or self.held:
+        cdef Py_ssize_t c
+        cdef PyObject* sp
+        if has_items(self.runs) or has_items(self.pending) or has_items(self.ready) \
+                or has_items(self.held):
             return False
-        for s in self.stacks:
-            if s.n > s.head:
+        for c in range(len(self.stacks)):
+            sp = PyTuple_GET_ITEM(self.stacks, c)  # borrowed: no type test or count
+            if (<Stack> sp).n > (<Stack> sp).head:
                 return False
         return True
 
