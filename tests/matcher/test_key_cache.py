@@ -15,7 +15,7 @@ from caesar.services.matcher.reference import ReferenceEngine
 
 from .tapes import attr, cmp, comp, multiset, plan, tape
 
-KEY_CACHE = 131072  # vm.pyx
+KEY_CACHE = 524288  # vm.pyx
 KEYS = (5, 5 + KEY_CACHE, 5 - KEY_CACHE, 5 + 7 * KEY_CACHE, -(2**63), 2**63 - 1,
         2**63 - KEY_CACHE, 0)
 

@@ -462,7 +462,7 @@ cdef object pyvalue(u8 k, Cell v, pool):
 # place starts with a key it can never hold (shared by every engine: ints
 # are immutable).
 cdef enum:
-    KEY_CACHE = 131072
+    KEY_CACHE = 524288
 cdef i64 _KC_KEY[KEY_CACHE]
 cdef list _KC_OBJ = [None] * KEY_CACHE
 
@@ -483,6 +483,7 @@ cdef object key_of(u8 k, Cell v):
     strings (their code, wrapped so it never equals a number), missing and
     NaN have no key (None)."""
     cdef Py_ssize_t at
+    cdef object o  # an object: inferred, it was a C int boxed twice (two ints)
     if k == K_INT or k == K_BOOL:
         at = v.i & (KEY_CACHE - 1)
         if _KC_KEY[at] == v.i:
