@@ -1692,6 +1692,7 @@ cdef class CythonEngine:
         cdef int c, k, first = -1
         cdef Part part = None
         cdef Stack s
+        cdef PyObject* sp
         cdef i64 bound
         if p.dead:
             return
@@ -1754,9 +1755,11 @@ cdef class CythonEngine:
             bound = self._ts - p.within
             if has_items(part.runs):  # before pruning: runs point into the stacks
                 self._expire_runs(p, part, bound)
-            for s in part.stacks:
-                if s.n > s.head and s.ts[s.head] <= bound:
-                    s.prune(bound)
+            for c in range(p.ncomp):
+                sp = PyTuple_GET_ITEM(part.stacks, c)  # borrowed (_run_first_ts)
+                if (<Stack> sp).n > (<Stack> sp).head and \
+                        (<Stack> sp).ts[(<Stack> sp).head] <= bound:
+                    (<Stack> sp).prune(bound)
         # negated events: kept for start/middle negation probes; a middle
         # one only matters while an instance of the positive before it exists
         for c in range(p.ncomp):
@@ -1931,7 +1934,7 @@ cdef class CythonEngine:
             if k > 0:
                 # the nearest earlier mandatory component must hold an
                 # earlier event (optional ones in between may bind nothing)
-                prev = part.stacks[p.pos[p.gate[k]]]
+                prev = <Stack> PyTuple_GET_ITEM(part.stacks, p.pos[p.gate[k]])
                 if prev.n == prev.head:
                     self._an_register(p, c, (self._pobj(), key), False)  # stale entry
                     continue
@@ -2067,9 +2070,9 @@ cdef class CythonEngine:
         cdef Stack s, ns
         cdef i64 lo, hi, first_ts, last_ts, i
         cdef int cf = p.pos[0], cl = p.pos[p.npos - 1]
-        s = part.stacks[cf]
+        s = <Stack> PyTuple_GET_ITEM(part.stacks, cf)
         first_ts = s.ts[env.klist[cf][0]] if p.kleene[cf] else s.ts[env.row[cf]]
-        s = part.stacks[cl]
+        s = <Stack> PyTuple_GET_ITEM(part.stacks, cl)
         last_ts = s.ts[env.row[cl]]
         for c in range(p.ncomp):
             if not p.negated[c] or p.nextpos[c] < 0:
@@ -2084,13 +2087,13 @@ cdef class CythonEngine:
                 knext += 1  # the last positive component is never optional
             if kprev >= 0:
                 j = p.pos[kprev]
-                lo = (<Stack> part.stacks[j]).ts[env.row[j]]
+                lo = (<Stack> PyTuple_GET_ITEM(part.stacks, j)).ts[env.row[j]]
             else:
                 lo = last_ts - p.within
             j = p.pos[knext]
-            s = part.stacks[j]
+            s = <Stack> PyTuple_GET_ITEM(part.stacks, j)
             hi = s.ts[env.klist[j][0]] if p.kleene[j] else s.ts[env.row[j]]
-            ns = part.stacks[c]
+            ns = <Stack> PyTuple_GET_ITEM(part.stacks, c)
             env.vals[c] = ns.vals
             env.kinds[c] = ns.kinds
             env.width[c] = ns.width
@@ -2406,7 +2409,7 @@ cdef class CythonEngine:
             env.klist[k] = NULL
         for k in range(len(run)):
             c = p.pos[k]
-            s = part.stacks[c]
+            s = <Stack> PyTuple_GET_ITEM(part.stacks, c)
             lst = run[k]
             n = len(lst)
             env.row[c] = <i64> lst[n - 1] - s.base if n > 0 else -1
@@ -2425,7 +2428,7 @@ cdef class CythonEngine:
         event, at local_row of component c's values in env (its stack, or
         the extracted event: _advance_run), to `run`."""
         cdef int cf = p.pos[0]
-        cdef Stack sf = part.stacks[cf]
+        cdef Stack sf = <Stack> PyTuple_GET_ITEM(part.stacks, cf)
         cdef Cell* cv = env.vals[c] + local_row * env.width[c]
         cdef u8* ck = env.kinds[c] + local_row * env.width[c]
         cdef i64 fr
@@ -2499,7 +2502,7 @@ cdef class CythonEngine:
                     r = self._row_for(p, part, cj, pushed)
                     self._load_run(p, part, run, env, bufs)
                     bound = self._can_bind(p, part, run, j, env,
-                                           r - (<Stack> part.stacks[cj]).base)
+                                           r - (<Stack> PyTuple_GET_ITEM(part.stacks, cj)).base)
                 else:
                     # checked on the extracted event, pushed only if it binds:
                     # under contiguity most events end the run they meet
@@ -2530,7 +2533,8 @@ cdef class CythonEngine:
             return None
         r = self._row_for(p, part, c, pushed)
         self._load_run(p, part, run, env, bufs)
-        if self._can_extend(p, part, run, env, r - (<Stack> part.stacks[c]).base):
+        if self._can_extend(p, part, run, env,
+                            r - (<Stack> PyTuple_GET_ITEM(part.stacks, c)).base):
             return [list(x) for x in run[:m - 1]] + [run[m - 1] + [r]]
         return None
 
@@ -2563,7 +2567,7 @@ cdef class CythonEngine:
                     continue  # no completion can pass its middle negation
                 m = len(run)
                 c = p.pos[m - 1]
-                s = part.stacks[c]
+                s = <Stack> PyTuple_GET_ITEM(part.stacks, c)
                 last_ts = s.ts[<i64> run[m - 1][len(run[m - 1]) - 1] - s.base]
                 new = None
                 if self._ts > last_ts:
@@ -2685,7 +2689,8 @@ cdef class CythonEngine:
         cdef int c = p.pos[0]
         cdef i64 r = self._row_for(p, part, c, pushed)  # may move the stack: before env
         self._load_run(p, part, _NO_RUN, env, bufs)
-        if self._can_bind(p, part, _NO_RUN, 0, env, r - (<Stack> part.stacks[c]).base):
+        if self._can_bind(p, part, _NO_RUN, 0, env,
+                          r - (<Stack> PyTuple_GET_ITEM(part.stacks, c)).base):
             if dead is not None:
                 (<list> dead[0])[0] = r
                 return dead
