@@ -97,7 +97,7 @@ cdef class CythonEngine:
     cdef _run_batch(self, i64[:, ::1] vals, u8[:, ::1] kinds, int[::1] tids, i64[::1] ts, i64[::1] seq, i64[::1] part)
     cdef _for_active(self)
     cdef object _pobj(self)
-    cdef int _offer_an(self, int tid, Py_ssize_t e, i64[:, ::1] vals, u8[:, ::1] kinds) except -1
+    cdef int _offer_an(self, int tid) except -1
     cdef int _offer(self, _Group g, int tid) except -1
     cdef int _extract(self, PlanRT p, int c, int tid) except -1
     cdef object _eqkey(self, PlanRT p, int c)

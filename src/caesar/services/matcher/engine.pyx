@@ -51,6 +51,7 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.dict cimport PyDict_Next
 from cpython.ref cimport PyObject, Py_INCREF
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_New, PyTuple_SET_ITEM
 
 from caesar.errors import PlanError
@@ -1438,7 +1439,8 @@ cdef class CythonEngine:
         cdef _Group g
         cdef PlanRT p
         cdef long m
-        cdef list groups, index
+        cdef list index
+        cdef PyObject* gp
         for e in range(ne):
             tid = tids[e]
             self._ts = ts[e]
@@ -1449,9 +1451,10 @@ cdef class CythonEngine:
             self._row_v = <Cell*> &vals[e, 0]
             self._row_k = &kinds[e, 0]
             self._nhit = 0
-            groups = self._type_groups[tid]
-            for g in groups:
-                self._offer(g, tid)
+            # borrowed from the lists (no type test or count per event)
+            gp = PyList_GET_ITEM(self._type_groups, tid)
+            for h in range(PyList_GET_SIZE(<object> gp)):
+                self._offer(<_Group> PyList_GET_ITEM(<object> gp, h), tid)
             index = self._type_index[tid]
             if index:
                 for col, table in index:
@@ -1461,8 +1464,8 @@ cdef class CythonEngine:
                     if hit is not None:
                         for g in hit:
                             self._offer(g, tid)
-            if self._an_specs[tid]:
-                self._offer_an(tid, e, vals, kinds)
+            if PyList_GET_SIZE(<object> PyList_GET_ITEM(self._an_specs, tid)):
+                self._offer_an(tid)
             for p in self._strict:
                 if (not self._use_act or self._act[p.slot]) and self._masks[p.slot] == 0:
                     self._hits[self._nhit] = p.slot
@@ -1477,7 +1480,7 @@ cdef class CythonEngine:
                 slot = self._hits[h]
                 m = self._masks[slot] & ((1 << MAXC) - 1)
                 self._masks[slot] = 0
-                self._on_plan(<PlanRT> self._plans[slot], m, tid)
+                self._on_plan(<PlanRT> PyList_GET_ITEM(self._plans, slot), m, tid)
 
     cdef _for_active(self):
         """This call's filter groups and active-node specs: those serving an
@@ -1511,8 +1514,9 @@ cdef class CythonEngine:
             self._pobj_of = self._partition
         return self._partition_obj
 
-    cdef int _offer_an(self, int tid, Py_ssize_t e, i64[:, ::1] vals,
-                       u8[:, ::1] kinds) except -1:
+    cdef int _offer_an(self, int tid) except -1:
+        # the event's cells through _row_v/_row_k: memoryviews passed by value
+        # cost a copy and two reference counts per call
         cdef int j, n, c, slot
         cdef tuple cols
         cdef long m
@@ -1531,14 +1535,14 @@ cdef class CythonEngine:
                 key = 0
             elif n == 1:
                 c = cols[0]
-                key = key_of(kinds[e, c], self._row_v[c])
+                key = key_of(self._row_k[c], self._row_v[c])
                 if key is None:
                     continue
             else:
                 parts = []
                 for j in range(n):
                     c = cols[j]
-                    v = key_of(kinds[e, c], self._row_v[c])
+                    v = key_of(self._row_k[c], self._row_v[c])
                     if v is None:
                         break
                     parts.append(v)
