@@ -16,7 +16,6 @@ multiple of the slide (and w = 1 when it is at most one slide: a row may
 then lie in no window); other shapes stay with numpy.
 """
 
-from cpython.long cimport PyLong_FromLongLong
 from cpython.ref cimport PyObject
 from cpython.set cimport PySet_Add
 from libc.stdlib cimport free, malloc
@@ -25,6 +24,8 @@ from libc.string cimport memset
 import numpy as np
 
 from caesar.services.matcher.key_table cimport KeyTable, i64
+from caesar.services.matcher.typedefs cimport K_INT, Cell
+from caesar.services.matcher.vm cimport key_of
 
 ctypedef unsigned char u8
 
@@ -115,6 +116,7 @@ cdef class PaneTable(KeyTable):
         cdef bint has_big, want_distinct
         cdef PyObject** sets = NULL
         cdef PyObject* found
+        cdef Cell cell
         if len(values) != na or len(distinct_aggs) != na or itotal.shape[1] != cap or \
                 ilow.shape[1] != cap or ihigh.shape[1] != cap:
             raise ValueError("accumulators do not fit the aggregates")
@@ -176,6 +178,10 @@ cdef class PaneTable(KeyTable):
                                 if found == NULL:
                                     raise KeyError(f"no distinct values kept for slot {s}")
                                 sets[s] = <PyObject*> (<list> found)[ai]
-                            PySet_Add(<object> sets[s], PyLong_FromLongLong(v))
+                            # the engine's int of v (vm.key_of's table): no
+                            # int made per row, and a value the set holds
+                            # found by identity (LR: a car's id per report)
+                            cell.i = v
+                            PySet_Add(<object> sets[s], key_of(K_INT, cell))
         finally:
             free(sets)
