@@ -48,6 +48,7 @@ cdef class CythonEngine:
     cdef list _an_specs       # (this call's: _for_active)
     cdef list _specs_all      # every plan's
     cdef dict _an_tables      # (slot, comp) -> [table dicts to register in]
+    cdef i64 _an_version      # bumped when a partition enters or leaves an AN table
     cdef dict _waiting        # slot -> {part: None}: parts holding pending/ready results
     cdef dict _sweeps         # slot -> _Sweep in progress
     cdef public Py_ssize_t sweep_min  # least parts per slice (_SWEEP_MIN)

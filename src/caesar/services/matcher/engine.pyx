@@ -239,6 +239,31 @@ cdef class _Group:
         self.members = []
 
 
+cdef class _AnSpec:
+    """The active-node table of one (type, equivalence attributes): events
+    of the type are offered to the plans registered in it for their key
+    ({partition: {key: {slot: component mask}}}, _an_register)."""
+
+    cdef tuple cols     # the type's columns of the key attributes
+    cdef int n          # how many (0: no key)
+    cdef dict table
+    cdef list slots     # the plans registered
+    # the table's dict of the partition last looked up (None: it had none),
+    # valid while the engine's _an_version is `version`: consecutive events
+    # mostly share a partition (a transaction's), and a big int's hash and
+    # lookup per spec and event cost more than the rest of the offer
+    cdef i64 at
+    cdef object keyed
+    cdef i64 version
+
+    def __init__(self, tuple cols, int n):
+        self.cols = cols
+        self.n = n
+        self.table = {}
+        self.slots = []
+        self.version = -1
+
+
 cdef object _LO = -(2**63), _HI = 2**64 - 1  # tagged: msgpack's integers
 
 
@@ -993,12 +1018,11 @@ cdef class CythonEngine:
                         skey = (t, p.cp.equivalence)
                         spec = specs.get(skey)
                         if spec is None:
-                            # (type cols of the key, key length, table, plan slots)
-                            spec = (tuple([cols.index(a) for a in p.cp.equivalence] or [0]),
-                                    len(p.cp.equivalence), {}, [])
+                            spec = _AnSpec(tuple([cols.index(a) for a in p.cp.equivalence]
+                                                 or [0]), len(p.cp.equivalence))
                             specs[skey] = spec
-                        spec[3].append(p.slot)
-                        tables.append(spec[2])
+                        (<_AnSpec> spec).slots.append(p.slot)
+                        tables.append((<_AnSpec> spec).table)
                     self._an_tables[(p.slot, c)] = tables
                 for t in eager:
                     gkey = (t, comp.filter_key)
@@ -1495,7 +1519,7 @@ cdef class CythonEngine:
         act = self._act
         self._type_groups = [[g for g in gs if any(act[s] for s in (<_Group> g).slots)]
                              for gs in self._groups_all]
-        self._an_specs = [[sp for sp in ss if any(act[s] for s in sp[3])]
+        self._an_specs = [[sp for sp in ss if any(act[s] for s in (<_AnSpec> sp).slots)]
                           for ss in self._specs_all]
 
     cdef object _pobj(self):
@@ -1523,14 +1547,22 @@ cdef class CythonEngine:
         cdef PlanRT p
         cdef Env env
         cdef bint passed
+        cdef _AnSpec spec
+        cdef object keyed
         for spec in self._an_specs[tid]:
             # by partition first: a partition without live instances of the
             # spec's plans costs one int lookup, no key built, no tuple hashed
-            keyed = (<dict> spec[2]).get(self._pobj())
+            if spec.version == self._an_version and spec.at == self._partition:
+                keyed = spec.keyed
+            else:
+                keyed = spec.table.get(self._pobj())
+                spec.keyed = keyed
+                spec.at = self._partition
+                spec.version = self._an_version
             if keyed is None:
                 continue
-            cols = spec[0]
-            n = spec[1]
+            cols = spec.cols
+            n = spec.n
             if n == 0:
                 key = 0
             elif n == 1:
@@ -1913,6 +1945,7 @@ cdef class CythonEngine:
                 if slots is None:
                     if keyed is None:
                         keyed = table[partition] = {}
+                        self._an_version += 1  # _AnSpec's kept lookups
                     keyed[key] = {p.slot: 1 << c}
                 else:
                     slots[p.slot] = slots.get(p.slot, 0) | (1 << c)
@@ -1926,6 +1959,7 @@ cdef class CythonEngine:
                         del keyed[key]
                         if not keyed:
                             del table[partition]
+                            self._an_version += 1
 
     cdef _any(self, PlanRT p, Part part, long mask, object key):
         cdef int k, c
