@@ -170,17 +170,31 @@ cdef class KeyTable:
         if self.w != 1:
             raise ValueError("lookup gives one value per key: this table keeps "
                              f"{self.w}")
+        cdef Py_ssize_t last = -1  # the record of the row before, when it was found
+        cdef bint same
+        cdef i64 v
         values = np.empty(n, dtype=np.int64)
         out = values
         missing = None
         for i in range(n):
+            # a row with the key of the row before (rows come grouped by
+            # partition) takes its record without a hash and a probe
+            same = last >= 0
             for k in range(kw):
-                buf[k] = keys[k, i]
+                v = keys[k, i]
+                if v != buf[k]:
+                    same = False
+                buf[k] = v
+            if same:
+                out[i] = self.recs[last * (kw + 1) + kw]
+                continue
             r = self._find(buf)
             if r >= 0:
                 out[i] = self.recs[r * (kw + 1) + kw]
+                last = r
             else:
                 missing = self._missed(missing, buf, i)
+                last = -1
         if missing:
             for r, rows in self._add_missed(missing, make):
                 for i in rows:

@@ -75,6 +75,9 @@ cdef class PaneTable(KeyTable):
             raise ValueError("pane keys do not fit the table")
         if slide <= 0:
             raise ValueError("the slide must be positive")
+        cdef Py_ssize_t last = -1  # the record of the row before, when it was found
+        cdef bint same
+        cdef i64 v
         entries = np.empty(n, dtype=np.int64)
         out = entries
         missing = None
@@ -82,16 +85,28 @@ cdef class PaneTable(KeyTable):
             start = _floor_start(ts[i], slide)
             if start + size <= ts[i]:
                 out[i] = -1
+                last = -1
                 continue
+            # a row with the pane of the row before takes its record without
+            # a hash and a probe (key_table.lookup)
+            same = last >= 0 and buf[kw - 1] == start
             for k in range(kw - 1):
-                buf[k] = keys[k, i]
+                v = keys[k, i]
+                if v != buf[k]:
+                    same = False
+                buf[k] = v
             buf[kw - 1] = start
+            if same:
+                out[i] = last
+                continue
             r = self._find(buf)
             if r < 0:
                 missing = self._missed(missing, buf, i)
                 out[i] = -1
+                last = -1
             else:
                 out[i] = r
+                last = r
         if missing:
             for r, rows in self._add_missed(missing, allocate):
                 for i in rows:
