@@ -20,7 +20,6 @@ SRC = Path(caesar.__file__).parent
 # range objects built on purpose, where speed does not matter:
 # (module, source line, how many) -> why
 ALLOWED = {
-    ("engine.pyx", "for _i in range(INT_CACHE):", 1): "module setup",
     ("engine.pyx", "if mp != list(range(len(mp))):", 1): "once per plan and event type",
     ("core.pyx", "for i in range(self.nsit):", 1): "TPStream's state(), for a snapshot",
 }

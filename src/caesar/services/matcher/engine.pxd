@@ -78,9 +78,9 @@ cdef class CythonEngine:
     cdef i64 _kc_val
     cdef object _kc_obj
     cdef i64 _pobj_of
-    # the int objects _pobj boxed, by partition id modulo _PC: a partition
-    # is boxed once while its place holds it, so the dicts keyed by it hit
-    # on identity (an int compare per lookup otherwise)
+    # the int objects _pobj boxed (vm.int_in's table of _PC places): a
+    # partition is boxed once while its place holds it, so the dicts keyed
+    # by it hit on identity (an int compare per lookup otherwise)
     cdef list _pc
     cdef i64* _pc_id
     cdef Cell* _row_v

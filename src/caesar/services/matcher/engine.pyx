@@ -78,6 +78,8 @@ from caesar.services.matcher.vm cimport (
     eq_vals,
     eval_prog,
     holds,
+    int_in,
+    int_table_init,
     key_of,
     load_cell,
     negchecks,
@@ -163,28 +165,20 @@ cdef inline void _slot_put(object ev, int i, object value):
     (<PyObject**> ((<char*> <void*> ev) + _OFF[i]))[0] = <PyObject*> <void*> value
 
 
-# The Python ints of recent seq numbers and timestamps, direct-mapped by
-# their low bits: with dense matches every event of a window takes part in
-# many matches, and each match's tuple otherwise allocated a new int for it.
-# A slot holds an int equal to its key, so the cache is shared by every
-# engine (ints are immutable); a key starts as one its slot can never hold.
+# The Python ints of recent seq numbers and timestamps (vm.int_in): with
+# dense matches every event of a window takes part in many matches, and each
+# match's tuple otherwise allocated a new int for it. Shared by every engine
+# (ints are immutable).
 cdef enum:
     INT_CACHE = 16384
     _PC = 4096  # CythonEngine._pc's places (partition int objects)
 cdef i64 _IC_KEY[INT_CACHE]
 cdef list _IC_OBJ = [None] * INT_CACHE
-for _i in range(INT_CACHE):
-    _IC_KEY[_i] = _i + 1
+int_table_init(_IC_KEY, INT_CACHE)
 
 
 cdef inline object _int_of(i64 v):
-    cdef Py_ssize_t i = v & (INT_CACHE - 1)
-    if _IC_KEY[i] == v:
-        return _IC_OBJ[i]
-    o = v
-    _IC_OBJ[i] = o
-    _IC_KEY[i] = v
-    return o
+    return int_in(_IC_KEY, _IC_OBJ, INT_CACHE - 1, v)
 
 
 cdef inline void _tuple_put(tuple t, Py_ssize_t i, object x):
@@ -716,9 +710,10 @@ cdef class CythonEngine:
         self._mapp = NULL
         self._kpart = NULL
         self._pc = [None] * _PC
-        self._pc_id = <i64*> calloc(_PC, sizeof(i64))
+        self._pc_id = <i64*> malloc(_PC * sizeof(i64))
         if self._pc_id == NULL:
             raise MemoryError()
+        int_table_init(self._pc_id, _PC)
 
     def __dealloc__(self):
         free(self._masks)
@@ -1525,16 +1520,10 @@ cdef class CythonEngine:
     cdef object _pobj(self):
         """_partition as an int object, boxed once while it holds (the
         active-node specs, parts and stale entries of an event looked it up
-        boxed each)."""
-        cdef Py_ssize_t at
+        boxed each); through the engine's table of them (int_in), so the
+        dicts keyed by a partition hit on identity."""
         if self._partition_obj is None or self._pobj_of != self._partition:
-            at = self._partition & (_PC - 1)
-            o = self._pc[at]
-            if o is None or self._pc_id[at] != self._partition:
-                o = self._partition
-                self._pc[at] = o
-                self._pc_id[at] = self._partition
-            self._partition_obj = o
+            self._partition_obj = int_in(self._pc_id, self._pc, _PC - 1, self._partition)
             self._pobj_of = self._partition
         return self._partition_obj
 

@@ -8,6 +8,7 @@
 # comparison between an integer and a DOUBLE is exact (as in Python, never by
 # rounding the integer to a double); integer results outside the 64-bit range
 # are missing and counted in PlanRT.overflows.
+from cpython.list cimport PyList_GET_ITEM
 from libc.math cimport isnan, trunc
 
 from caesar.services.matcher.plan_runtime cimport PlanRT
@@ -31,6 +32,28 @@ cdef bint negchecks(PlanRT p, int c, Env* env) except -1
 cdef object pyvalue(u8 k, Cell v, pool)
 cdef u8 call_udf(PlanRT p, int f, int n, Cell* args, u8* kinds) except 255
 cdef object key_of(u8 k, Cell v)
+
+
+cdef inline object int_in(i64* keys, list objs, Py_ssize_t mask, i64 v):
+    """v as a Python int through a direct-mapped table of mask + 1 places
+    (keys, objs) by v's low bits: the one int a place holds while it holds
+    v, so the dicts and sets keyed by it hit on identity and no int is made
+    per use. A place starts with a key it cannot hold (int_table_init)."""
+    cdef Py_ssize_t at = v & mask
+    cdef object o  # an object: a C int inferred here was boxed twice (two ints)
+    if keys[at] == v:
+        return <object> PyList_GET_ITEM(objs, at)
+    o = v
+    objs[at] = o
+    keys[at] = v
+    return o
+
+
+cdef inline void int_table_init(i64* keys, Py_ssize_t n) noexcept:
+    """Place i holds key i + 1, which its low bits never give (int_in)."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        keys[i] = i + 1
 
 
 cdef inline u8 load_cell(Env* env, int c, int col, Cell* out) noexcept:

@@ -455,26 +455,16 @@ cdef object pyvalue(u8 k, Cell v, pool):
     return None
 
 
-# The int keys key_of made, direct-mapped by their low bits: a key is one
-# object while its place holds it, so the dicts of parts and active nodes
-# keyed by it (LR: a car's id, in half the plans) hit on identity instead of
-# comparing two ints per lookup, and no int is made per event and plan. A
-# place starts with a key it can never hold (shared by every engine: ints
-# are immutable).
+# The int keys key_of made (int_in): a key is one object while its place
+# holds it, so the dicts of parts and active nodes keyed by it (LR: a car's
+# id, in half the plans) hit on identity instead of comparing two ints per
+# lookup, and no int is made per event and plan. Shared by every engine
+# (ints are immutable); LR's car ids span more than 131072.
 cdef enum:
     KEY_CACHE = 524288
 cdef i64 _KC_KEY[KEY_CACHE]
 cdef list _KC_OBJ = [None] * KEY_CACHE
-
-
-cdef int _no_keys() except -1:
-    cdef Py_ssize_t i
-    for i in range(KEY_CACHE):
-        _KC_KEY[i] = i + 1
-    return 0
-
-
-_no_keys()
+int_table_init(_KC_KEY, KEY_CACHE)
 
 
 cdef object key_of(u8 k, Cell v):
@@ -482,16 +472,8 @@ cdef object key_of(u8 k, Cell v):
     numbers equal by value (5 == 5.0 == True, exactly), strings only equal
     strings (their code, wrapped so it never equals a number), missing and
     NaN have no key (None)."""
-    cdef Py_ssize_t at
-    cdef object o  # an object: inferred, it was a C int boxed twice (two ints)
     if k == K_INT or k == K_BOOL:
-        at = v.i & (KEY_CACHE - 1)
-        if _KC_KEY[at] == v.i:
-            return _KC_OBJ[at]
-        o = v.i
-        _KC_OBJ[at] = o
-        _KC_KEY[at] = v.i
-        return o
+        return int_in(_KC_KEY, _KC_OBJ, KEY_CACHE - 1, v.i)
     if k == K_FLOAT:
         return None if v.f != v.f else v.f
     if k == K_STR:
