@@ -745,7 +745,7 @@ class StageGraph:
         # seq: the row's place among every fed row, in the engine's order
         ords = [mc.order[rows] for _t, rows, _ts, _h, mc in fed]
         orders = ords[0] if len(ords) == 1 else np.concatenate(ords)
-        if _ascending(orders):  # one plan's results, as the engine made them
+        if is_sorted(orders):  # one plan's results, as the engine made them (distinct)
             seq = np.arange(len(orders), dtype=np.int64)
         else:
             seq = np.empty(len(orders), dtype=np.int64)
@@ -759,7 +759,7 @@ class StageGraph:
             off += k
         for t, parts in by_type.items():
             c = TypeColumns.concat(parts)
-            if len(parts) > 1 and not _ascending(c.seq):
+            if len(parts) > 1 and not is_sorted(c.seq):
                 c = c.take(np.argsort(c.seq, kind="stable"))
             available.setdefault(t, []).append(c)
 
@@ -1154,10 +1154,6 @@ def release_levels(ids: Sequence[str], consumes: Mapping[str, frozenset[str]],
         if pid in level:
             out[level[pid]].append(pid)
     return out
-
-
-def _ascending(a: np.ndarray) -> bool:
-    return len(a) < 2 or bool((a[1:] > a[:-1]).all())
 
 
 def context_homes(partition: np.ndarray, cols: Sequence[np.ndarray],
