@@ -523,22 +523,6 @@ def test_observe_many_is_observe_of_each(batches: list[list[float]]) -> None:
     assert many.total_ms == pytest.approx(one.total_ms, rel=1e-9, abs=1e-6)
 
 
-@settings(max_examples=100, deadline=None)
-@given(st.text(max_size=3), st.text(max_size=3), st.integers(), st.text(max_size=3),
-       st.integers(), st.integers(), st.dictionaries(st.text(max_size=2), st.integers()),
-       st.one_of(st.none(), st.text(max_size=3)), st.integers(0, 2**40))
-def test_alert_made_is_the_dataclass(plan: str, etype: str, part: int, key: str, start: int,
-                                     end: int, fields: dict[str, int], topic: str | None,
-                                     ingest: int) -> None:
-    """Alert.made passes every field in order: every field compared (the
-    latency's ingest_ms too, which == leaves out)."""
-    made = Alert.made(plan, etype, part, key, start, end, fields, topic, ingest)
-    built = Alert(plan, etype, part, key, start, end, fields, topic, ingest)
-    assert _state(made) == _state(built)
-    assert (made.plan_id, made.topic, made.ingest_ms) == (plan, topic, ingest)
-    assert made == built and made.identity() == built.identity()
-
-
 def _state(alert: Alert) -> dict[str, Any]:
     """Every field of an alert (a slots class: no vars())."""
     return {f.name: getattr(alert, f.name) for f in dataclasses.fields(alert)}

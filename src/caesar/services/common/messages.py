@@ -409,14 +409,6 @@ class Alert:
     # Kafka timestamp (ms) of the input that triggered it (0 = unknown), for latency.
     ingest_ms: int = field(default=0, compare=False)
 
-    @classmethod
-    def made(cls, plan_id: str, event_type: str, partition: int, key: str, start_ts: int,
-             end_ts: int, fields: Mapping[str, Any], topic: str | None, ingest_ms: int
-             ) -> Alert:
-        """The alert of these values, every field given."""
-        return cls(plan_id, event_type, partition, key, start_ts, end_ts, fields, topic,
-                   ingest_ms)
-
     def identity(self) -> tuple:
         """What makes two alerts the same (used to compare runs, spot duplicates)."""
         return (self.plan_id, self.event_type, self.key, self.start_ts, self.end_ts,

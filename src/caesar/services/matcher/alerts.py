@@ -75,8 +75,8 @@ class AlertMaker:
             if graph._muted and stage.plan.plan_id in graph.muted_at(part, rec["_ts"]):
                 continue
             fields = {k: v for k, v in rec.items() if is_public(k)}
-            alerts.append(Alert.made(self.about(stage)[0], etype, part, rec["_key"], o.start_ts,
-                                     o.end_ts, fields, topic, ingest.get(part, 0)))
+            alerts.append(Alert(self.about(stage)[0], etype, part, rec["_key"], o.start_ts,
+                                o.end_ts, fields, topic, ingest.get(part, 0)))
         return alerts
 
     def of_columns(self, stage: Stage, mc: MatchColumns, rows: np.ndarray | slice,
