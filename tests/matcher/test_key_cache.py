@@ -1,8 +1,8 @@
-"""Equivalence keys are int objects kept by their low bits (vm.key_of's
-direct-mapped cache): keys that share a place evict each other, so a Part's
-dict may hold an object the cache no longer gives. The matches must not
-notice: keyed plans over keys that collide in the cache (equal low bits),
-negative keys and the 64-bit ends, against the reference engine."""
+"""Equivalence keys as int objects (vm.key_of) and the engine's one-key
+cache of the last key it made (_eqkey): keyed plans over keys with equal low
+bits (session 41's direct-mapped table of key ints made them evict each
+other; a table of any size must not change a match), negative keys and the
+64-bit ends, against the reference engine."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from caesar.services.matcher.reference import ReferenceEngine
 
 from .tapes import attr, cmp, comp, multiset, plan, tape
 
-KEY_CACHE = 524288  # vm.pyx
+KEY_CACHE = 524288  # the places of session 41's table: keys 5 + k * KEY_CACHE shared one
 KEYS = (5, 5 + KEY_CACHE, 5 - KEY_CACHE, 5 + 7 * KEY_CACHE, -(2**63), 2**63 - 1,
         2**63 - KEY_CACHE, 0)
 

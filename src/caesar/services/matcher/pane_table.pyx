@@ -24,8 +24,6 @@ from libc.string cimport memset
 import numpy as np
 
 from caesar.services.matcher.key_table cimport KeyTable, i64
-from caesar.services.matcher.typedefs cimport K_INT, Cell
-from caesar.services.matcher.vm cimport key_of
 
 ctypedef unsigned char u8
 
@@ -131,7 +129,6 @@ cdef class PaneTable(KeyTable):
         cdef bint has_big, want_distinct
         cdef PyObject** sets = NULL
         cdef PyObject* found
-        cdef Cell cell
         if len(values) != na or len(distinct_aggs) != na or itotal.shape[1] != cap or \
                 ilow.shape[1] != cap or ihigh.shape[1] != cap:
             raise ValueError("accumulators do not fit the aggregates")
@@ -193,10 +190,6 @@ cdef class PaneTable(KeyTable):
                                 if found == NULL:
                                     raise KeyError(f"no distinct values kept for slot {s}")
                                 sets[s] = <PyObject*> (<list> found)[ai]
-                            # the engine's int of v (vm.key_of's table): no
-                            # int made per row, and a value the set holds
-                            # found by identity (LR: a car's id per report)
-                            cell.i = v
-                            PySet_Add(<object> sets[s], key_of(K_INT, cell))
+                            PySet_Add(<object> sets[s], <object> v)
         finally:
             free(sets)

@@ -455,25 +455,16 @@ cdef object pyvalue(u8 k, Cell v, pool):
     return None
 
 
-# The int keys key_of made (int_in): a key is one object while its place
-# holds it, so the dicts of parts and active nodes keyed by it (LR: a car's
-# id, in half the plans) hit on identity instead of comparing two ints per
-# lookup, and no int is made per event and plan. Shared by every engine
-# (ints are immutable); LR's car ids span more than 131072.
-cdef enum:
-    KEY_CACHE = 524288
-cdef i64 _KC_KEY[KEY_CACHE]
-cdef list _KC_OBJ = [None] * KEY_CACHE
-int_table_init(_KC_KEY, KEY_CACHE)
-
-
 cdef object key_of(u8 k, Cell v):
     """A value as a dict key with the equality of an equivalence test:
     numbers equal by value (5 == 5.0 == True, exactly), strings only equal
     strings (their code, wrapped so it never equals a number), missing and
-    NaN have no key (None)."""
+    NaN have no key (None). An int key is a new int: session 41's table
+    of them (one object per key, so dicts hit on identity) took 8 MB of
+    places read at random, a cache miss or two per key, and cost more time
+    than the int compares it saved (LR, side by side: 4 % of the pipeline)."""
     if k == K_INT or k == K_BOOL:
-        return int_in(_KC_KEY, _KC_OBJ, KEY_CACHE - 1, v.i)
+        return v.i
     if k == K_FLOAT:
         return None if v.f != v.f else v.f
     if k == K_STR:
