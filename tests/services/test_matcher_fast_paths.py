@@ -366,6 +366,9 @@ def test_lex_groups_in_c_is_the_lexsort_reference(rows: list[tuple[int, ...]],
     for g, w in zip(got, want, strict=True):
         assert g.dtype == np.int64 and g.tolist() == w.tolist()
     assert grouping.is_sorted(keys[0]) == bool(np.all(keys[0][1:] >= keys[0][:-1]))
+    # lex_sorted takes np.lexsort's keys: in order exactly when lexsort is the identity
+    assert grouping.lex_sorted(keys) == bool(
+        (np.lexsort(keys) == np.arange(len(rows))).all())
 
 
 @settings(max_examples=100, deadline=None)

@@ -33,6 +33,38 @@ def is_sorted(const i64[::1] values) -> bool:
     return _sorted(&values[0], values.shape[0])
 
 
+def lex_sorted(keys) -> bool:
+    """Are the rows of `keys` (int64 arrays of one length, np.lexsort's
+    order: the last one primary) lexicographically non-decreasing, so
+    np.lexsort would give 0..n-1 (it is stable)?"""
+    cdef Py_ssize_t n, i, k = len(keys)
+    cdef int j
+    cdef const i64* cols[_MAXKEYS]
+    cdef const i64[::1] mv
+    if k == 0:
+        return True
+    if k > _MAXKEYS:
+        raise ValueError(f"lex_sorted: at most {_MAXKEYS} keys, not {k}")
+    arrays = [np.ascontiguousarray(a, dtype=np.int64) for a in keys]
+    n = len(arrays[0])
+    for j in range(k):
+        if len(arrays[j]) != n:
+            raise ValueError("lex_sorted: keys of different lengths")
+        if n:
+            mv = arrays[j]
+            cols[j] = &mv[0]
+    cdef bint ok = True
+    with nogil:
+        for i in range(1, n):
+            j = k - 1
+            while j >= 0 and cols[j][i] == cols[j][i - 1]:
+                j -= 1
+            if j >= 0 and cols[j][i] < cols[j][i - 1]:
+                ok = False
+                break
+    return ok
+
+
 cdef struct _Groups:
     Py_ssize_t n          # rows
     int k                 # key columns

@@ -656,11 +656,13 @@ class StageGraph:
             cols[t] = c
         else:
             ts = np.concatenate([cols[t].ts for t in types])
-            rank = np.concatenate([np.full(len(cols[t]), i) for i, t in enumerate(types)])
-            pos = np.concatenate([np.arange(len(cols[t])) for t in types])
-            order = np.lexsort((pos, rank, ts))
-            seq = np.empty(len(order), dtype=np.int64)
-            seq[order] = np.arange(self._seq, self._seq + len(order), dtype=np.int64)
+            seq = np.arange(self._seq, self._seq + len(ts), dtype=np.int64)
+            # type rank and row rise along the concatenation: in ts order it
+            # is the arrival order already (LR: always), no sort
+            if not is_sorted(ts):
+                rank = np.concatenate([np.full(len(cols[t]), i) for i, t in enumerate(types)])
+                pos = np.concatenate([np.arange(len(cols[t])) for t in types])
+                seq[np.lexsort((pos, rank, ts))] = seq.copy()
             off = 0
             for t in types:
                 n = len(cols[t])

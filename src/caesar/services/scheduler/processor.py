@@ -59,6 +59,7 @@ from caesar.events.batch import (
     TypeColumns,
     distinct,
 )
+from caesar.events.grouping import is_sorted, lex_sorted
 from caesar.plans.execution import EventTypeDef, ExecutionPlan
 from caesar.services.common.messages import (
     END_OF_TIME,
@@ -801,23 +802,34 @@ class SchedulerProcessor:
         topic_rank = np.empty(len(self._topics), dtype=np.int64)
         topic_rank[sorted(range(len(self._topics)), key=self._topics.__getitem__)] = \
             np.arange(len(self._topics))
-        order = np.lexsort((
-            np.concatenate([c.cols.seq for c in chunks]),
-            np.concatenate([c.offsets for c in chunks]),
-            topic_rank[np.concatenate([c.topics for c in chunks])],
-            key_rank[np.searchsorted(uniq, pids)],
-            np.concatenate([c.cols.ts for c in chunks])))
-        total = len(order)
+        ties = (np.concatenate([c.cols.seq for c in chunks]),
+                np.concatenate([c.offsets for c in chunks]),
+                topic_rank[np.concatenate([c.topics for c in chunks])])
+        main = (key_rank[np.searchsorted(uniq, pids)], np.concatenate([c.cols.ts for c in chunks]))
+        total = len(pids)
         seq = np.empty(total, dtype=np.int64)
-        seq[order] = np.arange(self.next_seq, self.next_seq + total, dtype=np.int64)
+        # ties in (ts, key) already in (topic, offset, seq) order (one topic,
+        # records in offset order: LR) leave them to the stable sort: two
+        # keys sorted, not five; rows in order already, none
+        keys = main if lex_sorted(ties) else ties + main
+        order = None if lex_sorted(keys) else np.lexsort(keys)
+        if order is None:
+            seq[:] = np.arange(self.next_seq, self.next_seq + total, dtype=np.int64)
+        else:
+            seq[order] = np.arange(self.next_seq, self.next_seq + total, dtype=np.int64)
         by_type = {}
         start = 0
         for name, c in zip(names, chunks, strict=True):
             mine = seq[start:start + len(c.cols)]
             start += len(c.cols)
-            rows = np.argsort(mine, kind="stable")
-            cols = c.cols.take(rows)
-            cols.seq = mine[rows]
+            if order is None or (len(chunks) > 1 and is_sorted(mine)):
+                cols = c.cols.take(slice(None))
+                cols.seq = mine
+            else:
+                # one chunk: its rows in seq order are the sort's order
+                rows = order if len(chunks) == 1 else np.argsort(mine, kind="stable")
+                cols = c.cols.take(rows)
+                cols.seq = mine[rows]
             if not c.has_ingest.any():
                 cols.ingest = None
             by_type[name] = cols
