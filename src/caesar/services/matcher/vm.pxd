@@ -37,8 +37,9 @@ cdef object key_of(u8 k, Cell v)
 cdef inline object int_in(i64* keys, list objs, Py_ssize_t mask, i64 v):
     """v as a Python int through a direct-mapped table of mask + 1 places
     (keys, objs) by v's low bits: the one int a place holds while it holds
-    v, so the dicts and sets keyed by it hit on identity and no int is made
-    per use. A place starts with a key it cannot hold (int_table_init)."""
+    v, so the dicts keyed by it hit on identity and no int is made per use
+    (the engine's partitions, seqs and timestamps: few live values, a small
+    table). A place starts with a key it cannot hold (int_table_init)."""
     cdef Py_ssize_t at = v & mask
     cdef object o  # an object: a C int inferred here was boxed twice (two ints)
     if keys[at] == v:

@@ -807,16 +807,14 @@ class SchedulerProcessor:
                 topic_rank[np.concatenate([c.topics for c in chunks])])
         main = (key_rank[np.searchsorted(uniq, pids)], np.concatenate([c.cols.ts for c in chunks]))
         total = len(pids)
-        seq = np.empty(total, dtype=np.int64)
+        seq = np.arange(self.next_seq, self.next_seq + total, dtype=np.int64)
         # ties in (ts, key) already in (topic, offset, seq) order (one topic,
         # records in offset order: LR) leave them to the stable sort: two
         # keys sorted, not five; rows in order already, none
         keys = main if lex_sorted(ties) else ties + main
         order = None if lex_sorted(keys) else np.lexsort(keys)
-        if order is None:
-            seq[:] = np.arange(self.next_seq, self.next_seq + total, dtype=np.int64)
-        else:
-            seq[order] = np.arange(self.next_seq, self.next_seq + total, dtype=np.int64)
+        if order is not None:
+            seq[order] = seq.copy()
         by_type = {}
         start = 0
         for name, c in zip(names, chunks, strict=True):
