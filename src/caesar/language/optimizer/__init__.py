@@ -11,14 +11,17 @@ from caesar.language.optimizer.context_window_pushdown import push_down_context_
 from caesar.language.optimizer.filter_merge import merge_filters
 from caesar.language.optimizer.filter_pushdown import push_down_filters
 from caesar.language.optimizer.shared_subplans import share_subplans
+from caesar.language.optimizer.view_merging import merge_views
 
 Rule = Callable[[AlgebraPlan], AlgebraPlan]
 
-# Order: filters are normalised first so identical queries look identical;
-# grouping decides which contexts may share; sharing merges identical queries
+# Order: views are merged into their readers first (their filters then go
+# through push-down and merge with the readers' own); filters are normalised
+# next so identical queries look identical; grouping decides which contexts may share; sharing merges identical queries
 # of a grouped window (widening their context windows); push-down runs last,
 # so a shared query's producers are narrowed to the widened contexts.
 RULES: tuple[tuple[str, Rule], ...] = (
+    ("view_merging", merge_views),
     ("filter_pushdown", push_down_filters),
     ("filter_merge", merge_filters),
     ("context_window_grouping", group_context_windows),
