@@ -17,10 +17,10 @@ checks_log="$(mktemp)"
   set -e
   echo "==> ruff"; ruff check .
   echo; echo "==> mypy"; mypy
-  echo; echo "==> stubtest (the Cython engine, clean_columns, alert_rows, pane_table, key_table, grouping)"
+  echo; echo "==> stubtest (the Cython engine, clean_columns, alert_rows, pane_table, key_table, distinct_set, grouping)"
   python -m mypy.stubtest caesar.services.matcher.engine caesar.services.scheduler.clean_columns \
     caesar.services.matcher.alert_rows caesar.services.matcher.pane_table \
-    caesar.services.matcher.key_table caesar.events.grouping \
+    caesar.services.matcher.key_table caesar.services.matcher.distinct_set caesar.events.grouping \
     --ignore-missing-stub
 ) >"$checks_log" 2>&1 &
 checks=$!

@@ -260,3 +260,32 @@ def test_a_sliding_window_of_int_arguments_goes_through_the_c_pass():
         (-4, 1, 10, 1), (-2, 3, 60, 3), (0, 3, 60, 3), (2, 3, 120, 3), (4, 1, 70, 1),
         (6, 1, 70, 1)]
     assert AggregateExecutor(plan(7, 2))._panes is None  # 7 is no multiple of 2: numpy
+
+
+distinct_value = st.one_of(
+    st.integers(-2**63, 2**63 - 1), st.integers(-3, 3), st.sampled_from([2**63, -2**63 - 1, 2**70]),
+    st.booleans(), st.floats(allow_nan=True), st.sampled_from([1.0, -2.0, 2.0**62, 0.5]),
+    st.text(max_size=2))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(distinct_value, max_size=200), st.lists(distinct_value, max_size=5))
+def test_distinct_set_counts_as_a_python_set(values, probes):
+    """distinct_set.DistinctSet (count(DISTINCT) windows: int64s in C, the
+    rest in a Python set) has a Python set's equality: True is 1, 2.0 is 2,
+    the int64 ends, ints beyond 64 bits, NaN and fractions stay apart."""
+    import pickle
+
+    from caesar.services.matcher.distinct_set import DistinctSet
+
+    kept = DistinctSet()
+    for v in values:
+        kept.add_value(v)
+    reference = set(values)
+    assert len(kept) == len(reference)
+    assert len(DistinctSet(values)) == len(reference)
+    for v in list(values[:5]) + probes:
+        if v == v:  # NaN is in a set only as the same object
+            assert (v in kept) == (v in reference)
+    assert len(set(kept)) == len(kept)
+    assert len(pickle.loads(pickle.dumps(kept))) == len(reference)

@@ -20,7 +20,7 @@ use float64 accumulators.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,7 +103,8 @@ class AggregateExecutor:
         self._ihigh = np.full((na, cap), INT64_MIN, dtype=np.int64)
         self._big: dict[tuple[int, int], int] = {}
         self._float_group = [False] * len(plan.group_by)
-        self._distinct: dict[int, list[set]] = {}  # slot -> one set per aggregate
+        # slot -> one set per aggregate (_distinct_set: C int64s when compiled)
+        self._distinct: dict[int, list[Any]] = {}
         self._by_end: dict[int, list[tuple]] = {}
         self._keys: dict[int, str] = {}  # partition id -> readable key
         self._string_group = [False] * len(plan.group_by)
@@ -133,7 +134,7 @@ class AggregateExecutor:
                 self._slot[key] = slot
                 self._by_end.setdefault(key[-1] + size, []).append(key)
                 if self._distinct_aggs:
-                    self._distinct[slot] = [set() for _ in self.plan.aggregates]
+                    self._distinct[slot] = [_distinct_set() for _ in self.plan.aggregates]
             out[i] = slot
         return out
 
@@ -561,7 +562,8 @@ class AggregateExecutor:
         if any(not 0 <= s < cap for s in self._slot.values()):
             raise PlanError(f"{self.plan.plan_id}: stored aggregate slot out of range")
         self._free = [int(x) for x in state["free"]]
-        self._distinct = {int(slot): [set(v) for v in sets] for slot, sets in state["distinct"]}
+        self._distinct = {int(slot): [_distinct_set(v) for v in sets]
+                          for slot, sets in state["distinct"]}
         self._by_end = {int(end): [tuple(k) for k in keys] for end, keys in state["by_end"]}
         self._keys = {int(p): k for p, k in state["keys"]}
         self._string_group = [bool(x) for x in state["string_group"]]
@@ -590,7 +592,21 @@ def _pane_table(plan: AggregatePlan, windows_per_event: int) -> Any:
     return PaneTable(len(plan.group_by) + 2, windows_per_event)
 
 
-def _sorted(values: set[Any]) -> list[Any]:
+def _distinct_set(values: Iterable[Any] = ()) -> Any:
+    """A count(DISTINCT) window's set: distinct_set.DistinctSet (its int64
+    values in C, what pane_table.accumulate adds to), else a Python set (a
+    checkout without the compiled extension: no pane table either)."""
+    return set(values) if _DISTINCT_SET is None else _DISTINCT_SET(values)
+
+
+_DISTINCT_SET: type | None
+try:
+    from caesar.services.matcher.distinct_set import DistinctSet as _DISTINCT_SET
+except ImportError:  # a checkout without the compiled extension
+    _DISTINCT_SET = None
+
+
+def _sorted(values: Iterable[Any]) -> list[Any]:
     """A set as a list in a fixed order: ints (LR's distinct car ids) in their
     own order, at C speed; any other mix by repr."""
     if all(type(v) is int for v in values):

@@ -12,5 +12,5 @@ class PaneTable(KeyTable):
                 allocate: Callable[[list[tuple[int, ...]]], list[list[int]]]) -> np.ndarray: ...
     def accumulate(self, entries: np.ndarray, values: list[tuple[np.ndarray, np.ndarray] | None],
                    count: np.ndarray, itotal: np.ndarray, ilow: np.ndarray, ihigh: np.ndarray,
-                   big: dict[tuple[int, int], int], distinct: dict[int, list[set[Any]]],
+                   big: dict[tuple[int, int], int], distinct: dict[int, list[Any]],
                    distinct_aggs: tuple[bool, ...]) -> None: ...

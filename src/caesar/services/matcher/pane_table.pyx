@@ -17,12 +17,12 @@ then lie in no window); other shapes stay with numpy.
 """
 
 from cpython.ref cimport PyObject
-from cpython.set cimport PySet_Add
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
 import numpy as np
 
+from caesar.services.matcher.distinct_set cimport DistinctSet
 from caesar.services.matcher.key_table cimport KeyTable, i64
 
 ctypedef unsigned char u8
@@ -119,7 +119,7 @@ cdef class PaneTable(KeyTable):
         missing); count, exact sum (a total that leaves int64 goes on as a
         Python int in big[(ai, slot)], as do totals already there), min
         and max; distinct_aggs[ai]: its distinct values go into
-        distinct[slot][ai] (a set)."""
+        distinct[slot][ai] (a distinct_set.DistinctSet)."""
         cdef Py_ssize_t n = entries.shape[0], i, r, cap = count.shape[1]
         cdef int w = self.w, width = self.kw + self.w, j, ai, na = count.shape[0]
         cdef i64 v, s, total
@@ -189,7 +189,10 @@ cdef class PaneTable(KeyTable):
                                 found = PyDict_GetItem(distinct, s)
                                 if found == NULL:
                                     raise KeyError(f"no distinct values kept for slot {s}")
-                                sets[s] = <PyObject*> (<list> found)[ai]
-                            PySet_Add(<object> sets[s], <object> v)
+                                one = (<list> found)[ai]
+                                if type(one) is not DistinctSet:
+                                    raise TypeError("distinct values are kept in DistinctSets")
+                                sets[s] = <PyObject*> one
+                            (<DistinctSet> sets[s]).add(v)
         finally:
             free(sets)
