@@ -17,9 +17,10 @@ Rule = Callable[[AlgebraPlan], AlgebraPlan]
 
 # Order: views are merged into their readers first (their filters then go
 # through push-down and merge with the readers' own); filters are normalised
-# next so identical queries look identical; grouping decides which contexts may share; sharing merges identical queries
-# of a grouped window (widening their context windows); push-down runs last,
-# so a shared query's producers are narrowed to the widened contexts.
+# next so identical queries look identical; grouping decides which contexts
+# may share; sharing merges identical queries of a grouped window (widening
+# their context windows); push-down runs last, so a shared query's producers
+# are narrowed to the widened contexts.
 RULES: tuple[tuple[str, Rule], ...] = (
     ("view_merging", merge_views),
     ("filter_pushdown", push_down_filters),

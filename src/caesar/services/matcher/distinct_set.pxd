@@ -1,5 +1,5 @@
 # C-level contract of distinct_set.pyx: count(DISTINCT) values of one window.
-ctypedef long long i64
+from caesar.services.matcher.key_table cimport i64
 
 
 cdef class DistinctSet:

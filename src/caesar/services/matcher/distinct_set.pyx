@@ -18,17 +18,37 @@ already; NaN, a float with a fraction, an int beyond 64 bits) goes into
 from libc.stdlib cimport free, malloc
 from libc.stdint cimport INT64_MAX, INT64_MIN
 
-ctypedef unsigned long long u64
+from caesar.services.matcher.key_table cimport mix64, u64
 
 cdef i64 EMPTY = INT64_MIN  # a free place; the value itself is `has_empty`
 
 
-cdef inline u64 _mix(u64 x) noexcept nogil:
-    # splitmix64's finalizer (as key_table.pyx): consecutive ids spread
-    x += 0x9E3779B97F4A7C15ULL
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL
-    return x ^ (x >> 31)
+cdef inline Py_ssize_t _place(const i64* table, Py_ssize_t cap, i64 v) noexcept nogil:
+    """Where v is in the table, else the free place it would take (a table
+    of cap places, a power of two, never full)."""
+    cdef Py_ssize_t mask = cap - 1
+    cdef Py_ssize_t at = <Py_ssize_t> (mix64(<u64> v) & <u64> mask)
+    while table[at] != EMPTY and table[at] != v:
+        at = (at + 1) & mask
+    return at
+
+
+cdef bint _int64_of(object value, i64* out) except -1:
+    """Is value equal (by Python's ==) to an int64? Then that int in out."""
+    cdef object iv
+    if type(value) is int:
+        iv = value
+    else:
+        try:
+            iv = int(value)
+        except (TypeError, ValueError, OverflowError):
+            return False
+        if iv != value:
+            return False
+    if not INT64_MIN <= iv <= INT64_MAX:
+        return False
+    out[0] = iv
+    return True
 
 
 cdef class DistinctSet:
@@ -49,38 +69,29 @@ cdef class DistinctSet:
 
     cdef int add(self, i64 v) except -1:
         """Add an int64 value (the C path of pane_table.accumulate)."""
-        cdef Py_ssize_t mask, at
+        cdef Py_ssize_t at
         if v == EMPTY:
             self.has_empty = True
             return 0
         if 2 * (self.n + 1) > self.cap:
             self._grow()
-        mask = self.cap - 1
-        at = <Py_ssize_t> (_mix(<u64> v) & <u64> mask)
-        while self.table[at] != EMPTY:
-            if self.table[at] == v:
-                return 0
-            at = (at + 1) & mask
-        self.table[at] = v
-        self.n += 1
+        at = _place(self.table, self.cap, v)
+        if self.table[at] == EMPTY:
+            self.table[at] = v
+            self.n += 1
         return 0
 
     cdef int _grow(self) except -1:
-        cdef Py_ssize_t cap = 8 if self.cap == 0 else 2 * self.cap, i, at, mask = cap - 1
+        cdef Py_ssize_t cap = 8 if self.cap == 0 else 2 * self.cap, i
         cdef i64* old = self.table
         cdef i64* table = <i64*> malloc(cap * sizeof(i64))
-        cdef i64 v
         if table == NULL:
             raise MemoryError()
         for i in range(cap):
             table[i] = EMPTY
         for i in range(self.cap):
-            v = old[i]
-            if v != EMPTY:
-                at = <Py_ssize_t> (_mix(<u64> v) & <u64> mask)
-                while table[at] != EMPTY:
-                    at = (at + 1) & mask
-                table[at] = v
+            if old[i] != EMPTY:
+                table[_place(table, cap, old[i])] = old[i]
         self.table = table
         self.cap = cap
         free(old)
@@ -88,20 +99,9 @@ cdef class DistinctSet:
 
     def add_value(self, value):
         """Add one value of any type, with Python's equality."""
-        cdef object iv
-        if type(value) is int:
-            iv = value
-        else:
-            try:
-                iv = int(value)
-            except (TypeError, ValueError, OverflowError):
-                self.others.add(value)
-                return
-            if iv != value:
-                self.others.add(value)
-                return
-        if INT64_MIN <= iv <= INT64_MAX:
-            self.add(<i64> iv)
+        cdef i64 v
+        if _int64_of(value, &v):
+            self.add(v)
         else:
             self.others.add(value)
 
@@ -121,26 +121,12 @@ cdef class DistinctSet:
         return iter(out)
 
     def __contains__(self, value):
-        cdef Py_ssize_t mask, at
         cdef i64 v
-        if type(value) is not int or not INT64_MIN <= value <= INT64_MAX:
-            probe = DistinctSet()
-            probe.add_value(value)
-            if probe.others:
-                return value in self.others
-            value = next(iter(probe))
-        v = value
+        if not _int64_of(value, &v):
+            return value in self.others
         if v == EMPTY:
             return bool(self.has_empty)
-        if self.n == 0:
-            return False
-        mask = self.cap - 1
-        at = <Py_ssize_t> (_mix(<u64> v) & <u64> mask)
-        while self.table[at] != EMPTY:
-            if self.table[at] == v:
-                return True
-            at = (at + 1) & mask
-        return False
+        return self.n > 0 and self.table[_place(self.table, self.cap, v)] == v
 
     def __reduce__(self):
         return (DistinctSet, (list(self),))

@@ -1840,7 +1840,7 @@ cdef class CythonEngine:
         r = sink.row(self._emitted, self._partition, self._ts, self._ts)
         at = r * sink.nf
         self._emitted += 1
-        for j in range(p.nout):
+        for j in range(len(p.outputs)):
             sink.kinds[at] = _output(p, j, &env, &sink.vals[at])
             at += 1
         sink.reserve_seqs(1)
@@ -2172,7 +2172,7 @@ cdef class CythonEngine:
         cdef int k, c, j, n = 0
         cdef PyObject* sp
         self._emitted += 1
-        for j in range(p.nout):
+        for j in range(len(p.outputs)):
             sink.kinds[at] = _output(p, j, env, &sink.vals[at])
             at += 1
         n = _match_len(p, env)

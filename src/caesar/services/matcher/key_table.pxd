@@ -4,6 +4,15 @@ ctypedef long long i64
 ctypedef unsigned long long u64
 
 
+cdef inline u64 mix64(u64 x) noexcept nogil:
+    # splitmix64's finalizer: consecutive ints (car ids, segments) spread
+    # (KeyTable's hash; distinct_set.DistinctSet's places)
+    x += 0x9E3779B97F4A7C15ULL
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL
+    return x ^ (x >> 31)
+
+
 cdef class KeyTable:
     cdef readonly int kw, w
     cdef i64* recs          # n records: kw key ints, then w value ints

@@ -17,14 +17,6 @@ from libc.string cimport memcpy, memset
 import numpy as np
 
 
-cdef inline u64 _mix(u64 x) noexcept nogil:
-    # splitmix64's finalizer: consecutive ints (car ids, segments) spread
-    x += 0x9E3779B97F4A7C15ULL
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL
-    return x ^ (x >> 31)
-
-
 cdef class KeyTable:
     """kw ints -> w ints, for the keys given so far (all forgotten by
     clear). Records are only added: a table is cleared whole when what it
@@ -58,7 +50,7 @@ cdef class KeyTable:
         cdef u64 h = 0
         cdef int k
         for k in range(self.kw):
-            h = _mix(h ^ <u64> key[k])
+            h = mix64(h ^ <u64> key[k])
         return h
 
     cdef Py_ssize_t _find(self, const i64* key) noexcept nogil:

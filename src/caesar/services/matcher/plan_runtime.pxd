@@ -58,10 +58,10 @@ cdef class PlanRT:
     cdef Cell* scratch[MAXC]
     cdef u8* scratch_k[MAXC]
     cdef public list outputs
-    cdef int[::1] out_progs  # the outputs' programs, for the per-match loops
-    # how many outputs: out_progs & co. hold one placeholder when there are
-    # none (a context transition's marker), which no loop may read
-    cdef int nout
+    # the outputs' programs, for the per-match loops (which run over
+    # `outputs`: with none, a context transition's marker, these arrays hold
+    # one placeholder, which no loop may read)
+    cdef int[::1] out_progs
     # an output that is one attribute as it is (`e.vid`): its component and
     # column, read in place of a VM call (-1: a program)
     cdef int[::1] out_comp, out_col

@@ -104,7 +104,6 @@ cdef class PlanRT:
                 j = i
         self.outputs = list(cp.outputs)
         self.out_progs = _ints([prog for _name, prog in self.outputs])
-        self.nout = len(self.outputs)
         loads = [(cp.code[cp.prog_start[prog], 1], cp.code[cp.prog_start[prog], 2])
                  if cp.prog_len[prog] == 1 and cp.code[cp.prog_start[prog], 0] == OP_LOAD
                  else (-1, -1) for _name, prog in self.outputs]
