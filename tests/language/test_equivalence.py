@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from caesar.language import compile_phases
 
+from .streams import alerts_of
+
 MODEL = """
 MODEL equiv
 TIME UNIT SECONDS
@@ -49,24 +51,6 @@ alarms = st.builds(lambda dt, seg, level: ("alarms", dt, {"seg": seg, "level": l
 events = st.lists(st.one_of(reports, reports, reports, alarms), max_size=80)
 
 
-def _run(plan, stream):
-    from caesar.services.common.messages import InputRecord
-    from caesar.services.embedded.pipeline import EmbeddedPipeline
-    from caesar.services.matcher.reference import ReferenceEngine
-
-    pipe = EmbeddedPipeline(plan, engine_factory=ReferenceEngine)
-    ts = 0
-    records = []
-    for offset, (topic, dt, value) in enumerate(stream):
-        ts += dt
-        records.append(InputRecord(topic, 0, offset, {"ts": ts, **value}))
-    pipe.feed(records)
-    pipe.finish()
-    assert not pipe.result.dead_letters
-    return sorted((a.event_type, a.key, a.start_ts, a.end_ts, tuple(sorted(a.fields.items())))
-                  for a in pipe.result.alerts)
-
-
 COMPILED = compile_phases(MODEL)
 
 
@@ -80,4 +64,5 @@ def test_the_optimizer_changes_the_plan() -> None:
 @settings(max_examples=40, deadline=None, derandomize=True)
 @given(events)
 def test_optimized_and_unoptimized_plans_agree(stream) -> None:
-    assert _run(COMPILED.execution, stream) == _run(COMPILED.unoptimized_execution(), stream)
+    assert alerts_of(COMPILED.execution, stream) == \
+        alerts_of(COMPILED.unoptimized_execution(), stream)

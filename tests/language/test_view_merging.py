@@ -17,6 +17,8 @@ from caesar.plans.execution import ExecutionPlan
 from caesar.plans.expr import render
 from caesar.plans.pattern import PatternPlan
 
+from .streams import alerts_of
+
 WITHOUT = tuple(r for r in RULES if r[0] != "view_merging")
 
 MODEL = """
@@ -100,31 +102,12 @@ alarms = st.builds(lambda dt, seg, level: ("alarms", dt, {"seg": seg, "level": l
 events = st.lists(st.one_of(reports, reports, reports, reports, alarms), max_size=70)
 
 
-def _run(plan: ExecutionPlan, stream, engine: str) -> list[tuple]:
-    from caesar.services.common.messages import InputRecord
-    from caesar.services.embedded.pipeline import EmbeddedPipeline
-    from caesar.services.matcher.reference import ReferenceEngine
-
-    pipe = EmbeddedPipeline(plan, engine_factory=ReferenceEngine) if engine == "reference" \
-        else EmbeddedPipeline(plan)
-    ts = 0
-    records = []
-    for offset, (topic, dt, value) in enumerate(stream):
-        ts += dt
-        records.append(InputRecord(topic, 0, offset, {"ts": ts, **value}))
-    pipe.feed(records)
-    pipe.finish()
-    assert not pipe.result.dead_letters
-    return sorted((a.event_type, a.key, a.start_ts, a.end_ts, tuple(sorted(a.fields.items())))
-                  for a in pipe.result.alerts)
-
-
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(events)
 def test_merged_and_unmerged_plans_agree(stream) -> None:
-    expected = _run(UNMERGED, stream, "reference")
-    assert _run(MERGED, stream, "reference") == expected
-    assert _run(MERGED, stream, "cython") == expected
+    expected = alerts_of(UNMERGED, stream, "reference")
+    assert alerts_of(MERGED, stream, "reference") == expected
+    assert alerts_of(MERGED, stream, "cython") == expected
 
 
 def test_a_long_stream_derives_through_every_reader() -> None:
@@ -136,8 +119,8 @@ def test_a_long_stream_derives_through_every_reader() -> None:
                                                "lane": rng.choice([0, 0, 0, 1, 2])})
               for _ in range(400)]
     stream[100:100] = [("alarms", 1, {"seg": 0, "level": 3}), ("alarms", 0, {"seg": 1, "level": 3})]
-    got = _run(MERGED, stream, "cython")
-    assert got == _run(UNMERGED, stream, "reference")
+    got = alerts_of(MERGED, stream, "cython")
+    assert got == alerts_of(UNMERGED, stream, "reference")
     derived = {a[0] for a in got}
     assert {"Pass", "Lone", "Next", "Burst", "Run", "Seen", "Pair"} <= derived
 
