@@ -104,6 +104,9 @@ class CompiledPlan:
     dead: bool = False  # a WHERE conjunct is constantly false: nothing ever starts
     functions: list[Function] = field(default_factory=list)  # OP_UDF's table
     share_prefix: int = 0  # leading components another plan may share (share_prefix())
+    # an equal run (equal_run()): the shared layout's columns that must be
+    # equal from one event to the next; () for every other plan
+    equal_run: tuple[int, ...] = ()
 
 
 class _Builder:
@@ -229,6 +232,44 @@ def share_prefix(plan: PatternPlan) -> int:
     return d
 
 
+# Off only in tests, which compare equal-run plans on the general path.
+EQUAL_RUNS = True
+
+
+def equal_run(plan: PatternPlan) -> tuple[str, ...] | None:
+    """The attributes X when the plan only asks for n consecutive events of
+    one type with equal X: `SEQ(T a, T b, ...) WHERE [key] AND b.x = a.x AND
+    c.x = b.x ...` under partition contiguity (LR's StoppedCar: four reports
+    at one lane and position), nothing else (no negation, Kleene, filter,
+    skip or timeout). Its runs are then the suffixes of the key's latest
+    stretch of equal events, and a match is the last n of them: the engine
+    keeps that stretch in one stack (engine._equal_run_step) instead of a
+    run list per event. None for any other plan."""
+    comps = plan.components
+    if not EQUAL_RUNS or plan.strategy != "partition_contiguity" or plan.skip != "no_skip" \
+            or plan.timeout is not None or plan.alternatives or len(comps) < 2:
+        return None
+    if any(c.negated or c.kleene or c.iteration_filter is not None or c.types != comps[0].types
+           for c in comps):
+        return None
+    rank = {c.var: i for i, c in enumerate(comps)}
+    pairs: dict[int, set[str]] = {}
+    for conj in plan.where:
+        if not (isinstance(conj, Binary) and conj.op == "=" and isinstance(conj.left, Attr)
+                and isinstance(conj.right, Attr) and conj.left.name == conj.right.name
+                and conj.left.var in rank and conj.right.var in rank):
+            return None
+        i, j = sorted((rank[conj.left.var], rank[conj.right.var]))
+        if j != i + 1:
+            return None
+        pairs.setdefault(i, set()).add(conj.left.name)
+    same = pairs.get(0)
+    if not same or len(same) > 8 or sorted(pairs) != list(range(len(comps) - 1)) \
+            or any(x != same for x in pairs.values()):
+        return None
+    return tuple(sorted(same))
+
+
 def _comp_layout(plan: PatternPlan, ci: int, read: dict[str, set[str]]) -> tuple[str, ...]:
     """The columns a component's stored rows keep: what the plan reads of its
     variable and the `[attr]` key, nothing else (StoppedCar's first three
@@ -322,7 +363,14 @@ def _compile(plan: PatternPlan, all_vars: frozenset[str], alt: int) -> CompiledP
     if len(plan.components) > MAX_COMPONENTS:
         raise PlanError(f"plan {plan.plan_id}: more than {MAX_COMPONENTS} components")
     read = _read_attrs(plan)
-    comps = [CompInfo(c.var, c.types, c.negated, c.kleene, _comp_layout(plan, ci, read),
+    layouts = [_comp_layout(plan, ci, read) for ci in range(len(plan.components))]
+    run_attrs = equal_run(plan)
+    if run_attrs is not None:
+        # one stack holds the stretch for every component: one layout
+        union = set().union(*layouts)
+        layouts = [tuple(a for a in _layout(plan, plan.components[0].types) if a in union)
+                   ] * len(layouts)
+    comps = [CompInfo(c.var, c.types, c.negated, c.kleene, layouts[ci],
                       full_layout=_layout(plan, c.types),
                       min_count=c.min_count if c.kleene else 1,
                       max_count=(c.max_count or 0) if c.kleene else 1, greedy=c.greedy)
@@ -385,6 +433,7 @@ def _compile(plan: PatternPlan, all_vars: frozenset[str], alt: int) -> CompiledP
         timeout_outputs=timeout_outputs,
         dead=dead,
         functions=b.functions,
+        equal_run=() if run_attrs is None else tuple(layouts[0].index(a) for a in run_attrs),
     )
     for ci, comp in enumerate(comps):
         comp.kills_waiting = _kills_waiting(cp, ci, absent)

@@ -2,6 +2,7 @@
 # methods of its event loop.
 from caesar.services.matcher.part cimport Part
 from caesar.services.matcher.plan_runtime cimport PlanRT
+from caesar.services.matcher.stack cimport Stack
 from caesar.services.matcher.typedefs cimport Cell, Env, i64, u8
 
 
@@ -103,6 +104,8 @@ cdef class CythonEngine:
     cdef int _extract(self, PlanRT p, int c, int tid) except -1
     cdef object _eqkey(self, PlanRT p, int c)
     cdef Part _find_part(self, PlanRT p, object key)
+    cdef int _equal_run_step(self, PlanRT p, Part part, bint took) except -1
+    cdef Stack _equal_run_stack(self, PlanRT p, Part part)
     cdef Part _get_part(self, PlanRT p, object key)
     cdef _on_plan(self, PlanRT p, long mask, int tname)
     cdef int _solo(self, PlanRT p, int tname) except -1

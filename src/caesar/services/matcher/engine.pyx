@@ -82,6 +82,7 @@ from caesar.services.matcher.vm cimport (
     int_table_init,
     key_of,
     load_cell,
+    same_value,
     negchecks,
     pyvalue,
 )
@@ -1727,11 +1728,17 @@ cdef class CythonEngine:
             if mask & 1:
                 self._solo(p, tname)
             return
-        for c in range(p.ncomp):
-            if mask & (1 << c):
-                self._extract(p, c, tname)
-                if first < 0:
-                    first = c
+        if p.nrun:
+            # an equal run: every component has the one layout
+            if mask & 1:
+                self._extract(p, 0, tname)
+                first = 0
+        else:
+            for c in range(p.ncomp):
+                if mask & (1 << c):
+                    self._extract(p, c, tname)
+                    if first < 0:
+                        first = c
         if p.keyless:
             key = 0
         elif first < 0:
@@ -1764,6 +1771,9 @@ cdef class CythonEngine:
         if part is None:
             part = self._get_part(p, key)
         part.touched = self._ts
+        if p.nrun:
+            self._equal_run_step(p, part, first >= 0)
+            return
         if p.leader is not None:
             self._relink(p, part, self._partition, key)
         # results waiting for an end negation whose window is over can no
@@ -1819,6 +1829,80 @@ cdef class CythonEngine:
             # a moving car's last three reports in two stacks)
             if p.nkill or (p.strategy >= 2 and p.skip == 0):
                 self._trim(p, part, key)
+
+    cdef int _equal_run_step(self, PlanRT p, Part part, bint took) except -1:
+        """An equal run's step (compile.equal_run): its part keeps the key's
+        latest stretch of events with equal run columns, at most ncomp - 1 of
+        them within the window, in one stack serving every component. The
+        event (`took`: it reached the plan; else, under partition
+        contiguity, it only ends the stretch) continues the stretch when it
+        is later than its last event and equal to it, else starts a new
+        one; ncomp events in the stretch are a match, the last ncomp. The
+        general path's runs are exactly the stretch's suffixes: it kept a
+        run list per event and the rows per component (LR StoppedCar: a
+        quarter of the deriver's time)."""
+        cdef Stack s = self._equal_run_stack(p, part)
+        cdef int j, c, n = p.ncomp
+        cdef i64 last
+        cdef Cell* cur = p.scratch[0]
+        cdef u8* ck = p.scratch_k[0]
+        cdef Cell* pv
+        cdef u8* pk
+        cdef Env env
+        if s.n > s.head:
+            last = s.n - 1
+            if not took or self._ts <= s.ts[last]:
+                s.prune(s.ts[last])  # (a run takes a later event only)
+            else:
+                pv = s.vals + last * s.width
+                pk = s.kinds + last * s.width
+                for j in range(p.nrun):
+                    c = p.runcol[j]
+                    if not same_value(pk[c], pv[c], ck[c], cur[c]):
+                        s.prune(s.ts[last])
+                        break
+                else:
+                    if p.within >= 0:
+                        s.prune(self._ts - p.within)
+        if not took:
+            return 0
+        s.push(self._ts, self._seq, cur, ck)
+        if s.n - s.head < n:
+            return 0
+        for c in range(n):
+            env.vals[c] = s.vals
+            env.kinds[c] = s.kinds
+            env.width[c] = s.width
+            env.row[c] = s.n - n + c
+            env.klen[c] = 1
+            env.klist[c] = NULL
+        self._finish(p, part, &env)
+        s.prune(s.ts[s.n - n])  # the next match ends with a later event
+        return 0
+
+    cdef Stack _equal_run_stack(self, PlanRT p, Part part):
+        """The one stack of an equal run's part, as every component's: made
+        on the part's first event; a restored part's are copies of it (the
+        first kept), or, written by the general path, per component with
+        the runs (the longest run is the stretch)."""
+        cdef Stack s = <Stack> PyTuple_GET_ITEM(part.stacks, 0), src
+        cdef int k
+        cdef i64 r
+        if PyTuple_GET_ITEM(part.stacks, 1) == <PyObject*> s and not s.shared:
+            return s
+        if has_items(part.runs):
+            longest = max(part.runs, key=len)
+            s = new_stack(p.width[0])
+            for k in range(len(longest)):
+                src = <Stack> part.stacks[p.pos[k]]
+                r = <i64> longest[k][len(longest[k]) - 1] - src.base
+                s.push(src.ts[r], src.seq[r], src.vals + r * src.width,
+                       src.kinds + r * src.width)
+            part.runs = ()
+        elif s.shared:
+            s = new_stack(p.width[0])
+        part.stacks = (s,) * p.ncomp
+        return s
 
     cdef int _solo(self, PlanRT p, int tname) except -1:
         """What _any, _construct, _dfs and _finish do for a solo plan

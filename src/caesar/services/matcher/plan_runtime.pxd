@@ -17,6 +17,10 @@ cdef class PlanRT:
     # one positive component, no key, window-free state: a match per passing
     # event, made without a Part (set by the engine: not with prefix sharing)
     cdef public int solo
+    # an equal run (compile.equal_run): how many columns must be equal from
+    # one event of a key to the next (0: not one), and which
+    cdef public int nrun
+    cdef int runcol[8]
     # run strategies: an event that reaches none of `startmask`'s components
     # can change nothing for a key without a Part (set by the engine)
     cdef public int needs_part

@@ -45,6 +45,9 @@ cdef class PlanRT:
         self.has_optional = 0
         self.dead = 1 if cp.dead else 0
         self.solo = 0
+        self.nrun = len(cp.equal_run)
+        for i, c in enumerate(cp.equal_run):
+            self.runcol[i] = c
         self.needs_part = 0
         self.startmask = 0
         self.last_stack = None
