@@ -160,3 +160,44 @@ def test_sliding_matches_and_breaks():
     got = _drive(CythonEngine([p]), [p], rows, [7], [None], StringPool())
     assert sorted((d.fields["first"], d.fields["last"]) for d in got) == [
         (1.0, 4.0), (2.0, 5.0), (6.0, 9.0), (9.0, 12.0), (10.0, 13.0)]
+
+
+@SETTINGS
+@given(data=st.data())
+def test_states_of_the_general_path_continue_as_equal_runs(data):
+    """A state the general path wrote (an earlier version; its layouts are
+    the equal run's when the outputs read only the run's attributes and the
+    key) restored into an engine with equal runs: its longest run becomes
+    the stretch, and the matches go on as if nothing had moved."""
+    n = data.draw(st.integers(2, 4))
+    names = [f"v{i}" for i in range(n)]
+    p = plan("q", [comp(v, "A") for v in names],
+             where=[eq(names[i + 1], names[i]) for i in range(n - 1)], equivalence=("y",),
+             within=data.draw(st.sampled_from([None, 4])), strategy="partition_contiguity",
+             fields={"first": Attr(names[0], "x"), "last": Attr(names[-1], "y")})
+    rows = data.draw(stretchy_tapes())
+    cut = data.draw(st.integers(0, len(rows)))
+    compile_mod.EQUAL_RUNS = False
+    try:
+        general = CythonEngine([p])
+        whole = _drive(CythonEngine([p]), [p], rows, [], [None], StringPool())
+        pool = StringPool()
+        before = _drive_open(general, rows[:cut], pool, 0)
+        states = {part: general.snapshot(part) for part in (0, 1)}
+    finally:
+        compile_mod.EQUAL_RUNS = True
+    fast = CythonEngine([p])
+    assert compile_plans(p)[0].equal_run
+    for part, state in states.items():
+        fast.restore(part, state)
+    after = _drive_open(fast, rows[cut:], pool, cut) + fast.advance(10**9)
+    assert multiset(before + after) == multiset(whole)
+
+
+def _drive_open(engine, rows, pool, first_seq):
+    from .tapes import tape
+
+    if not rows:
+        return []
+    out = engine.process(tape(rows, pool, partition_key="part", first_seq=first_seq))
+    return out + engine.advance(max(r[1] for r in rows))

@@ -1882,25 +1882,18 @@ cdef class CythonEngine:
 
     cdef Stack _equal_run_stack(self, PlanRT p, Part part):
         """The one stack of an equal run's part, as every component's: made
-        on the part's first event; a restored part's are copies of it (the
-        first kept), or, written by the general path, per component with
-        the runs (the longest run is the stretch)."""
-        cdef Stack s = <Stack> PyTuple_GET_ITEM(part.stacks, 0), src
-        cdef int k
-        cdef i64 r
+        on the part's first event. A restored part has a stack per
+        component: copies of it, or, written by the general path (an earlier
+        version), per component with the runs; there too the first
+        component's rows are the stretch (every event started a run there,
+        and the trim kept them from the longest run's first event on), and
+        the runs, its suffixes, are implied."""
+        cdef Stack s = <Stack> PyTuple_GET_ITEM(part.stacks, 0)
         if PyTuple_GET_ITEM(part.stacks, 1) == <PyObject*> s and not s.shared:
             return s
-        if has_items(part.runs):
-            longest = max(part.runs, key=len)
+        if s.shared:
             s = new_stack(p.width[0])
-            for k in range(len(longest)):
-                src = <Stack> part.stacks[p.pos[k]]
-                r = <i64> longest[k][len(longest[k]) - 1] - src.base
-                s.push(src.ts[r], src.seq[r], src.vals + r * src.width,
-                       src.kinds + r * src.width)
-            part.runs = ()
-        elif s.shared:
-            s = new_stack(p.width[0])
+        part.runs = ()
         part.stacks = (s,) * p.ncomp
         return s
 
