@@ -194,6 +194,25 @@ def test_states_of_the_general_path_continue_as_equal_runs(data):
     assert multiset(before + after) == multiset(whole)
 
 
+def test_a_general_path_state_with_a_tie_continues_from_its_longest_run():
+    # two events at one time: the second ends the first's run, but the
+    # general path's trim keeps both rows (it prunes by time); the restored
+    # stretch is the longest run, one event, not the stack
+    p = _plan([eq("v1", "v0"), eq("v2", "v1")], fields={"last": Attr("v2", "x")})
+    rows = [("A", t, {"x": 1, "y": 0}) for t in (0, 0, 1, 2)]
+    compile_mod.EQUAL_RUNS = False
+    try:
+        general = CythonEngine([p])
+        before = _drive_open(general, rows[:2], StringPool(), 0)
+        state = general.snapshot(0)
+    finally:
+        compile_mod.EQUAL_RUNS = True
+    fast = CythonEngine([p])
+    fast.restore(0, state)
+    got = before + _drive_open(fast, rows[2:], StringPool(), 2) + fast.advance(10**9)
+    assert [d.event_seqs for d in got] == [(1, 2, 3)]
+
+
 def _drive_open(engine, rows, pool, first_seq):
     from .tapes import tape
 

@@ -1884,16 +1884,25 @@ cdef class CythonEngine:
         """The one stack of an equal run's part, as every component's: made
         on the part's first event. A restored part has a stack per
         component: copies of it, or, written by the general path (an earlier
-        version), per component with the runs; there too the first
-        component's rows are the stretch (every event started a run there,
-        and the trim kept them from the longest run's first event on), and
-        the runs, its suffixes, are implied."""
-        cdef Stack s = <Stack> PyTuple_GET_ITEM(part.stacks, 0)
+        version), per component with the runs, whose longest one is the
+        stretch (the first component's stack may hold more: the trim keeps
+        rows by time, so an event tied with the stretch's first stays)."""
+        cdef Stack s = <Stack> PyTuple_GET_ITEM(part.stacks, 0), src
+        cdef int k
+        cdef i64 r
         if PyTuple_GET_ITEM(part.stacks, 1) == <PyObject*> s and not s.shared:
             return s
-        if s.shared:
+        if has_items(part.runs):
+            longest = max(part.runs, key=len)
             s = new_stack(p.width[0])
-        part.runs = ()
+            for k in range(len(longest)):
+                src = <Stack> part.stacks[p.pos[k]]
+                r = <i64> longest[k][len(longest[k]) - 1] - src.base
+                s.push(src.ts[r], src.seq[r], src.vals + r * src.width,
+                       src.kinds + r * src.width)
+            part.runs = ()
+        elif s.shared:
+            s = new_stack(p.width[0])
         part.stacks = (s,) * p.ncomp
         return s
 
