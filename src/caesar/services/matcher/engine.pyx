@@ -704,6 +704,19 @@ cdef int _fill_rows(i64[:, ::1] vals, u8[:, ::1] kinds, int[::1] tids, i64[::1] 
     return 0
 
 
+cdef inline bint _equal_to_row(PlanRT p, Stack s, i64 row, const Cell* v, const u8* k) noexcept:
+    """Does the event (v, k) hold the values of the stack's row in every
+    column of an equal run (PlanRT.runcol), as its `=` conditions test?"""
+    cdef int j, c
+    cdef const Cell* rv = s.vals + row * s.width
+    cdef const u8* rk = s.kinds + row * s.width
+    for j in range(p.nrun):
+        c = p.runcol[j]
+        if not same_value(rk[c], rv[c], k[c], v[c]):
+            return False
+    return True
+
+
 cdef class CythonEngine:
     def __cinit__(self, *args, **kwargs):
         self._masks = NULL
@@ -1842,28 +1855,19 @@ cdef class CythonEngine:
         run list per event and the rows per component (LR StoppedCar: a
         quarter of the deriver's time)."""
         cdef Stack s = self._equal_run_stack(p, part)
-        cdef int j, c, n = p.ncomp
+        cdef int c, n = p.ncomp
         cdef i64 last
         cdef Cell* cur = p.scratch[0]
         cdef u8* ck = p.scratch_k[0]
-        cdef Cell* pv
-        cdef u8* pk
         cdef Env env
         if s.n > s.head:
             last = s.n - 1
-            if not took or self._ts <= s.ts[last]:
-                s.prune(s.ts[last])  # (a run takes a later event only)
+            # (a run takes a later event only)
+            if took and self._ts > s.ts[last] and _equal_to_row(p, s, last, cur, ck):
+                if p.within >= 0:
+                    s.prune(self._ts - p.within)
             else:
-                pv = s.vals + last * s.width
-                pk = s.kinds + last * s.width
-                for j in range(p.nrun):
-                    c = p.runcol[j]
-                    if not same_value(pk[c], pv[c], ck[c], cur[c]):
-                        s.prune(s.ts[last])
-                        break
-                else:
-                    if p.within >= 0:
-                        s.prune(self._ts - p.within)
+                s.prune(s.ts[last])
         if not took:
             return 0
         s.push(self._ts, self._seq, cur, ck)
