@@ -21,6 +21,7 @@ from caesar.services.matcher.engine import CythonEngine
 
 from .tapes import comp, multiset, plan
 from .test_equivalence import _drive, assert_cython_equals_reference
+from .test_equivalence import scenario as equivalence_scenario
 
 SETTINGS = settings(max_examples=80, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -67,16 +68,10 @@ def stretchy_tapes(draw, max_events: int = 30):
     return rows
 
 
-@st.composite
-def scenario(draw):
-    plans = [dataclasses.replace(draw(equal_runs()), plan_id=f"q{i}")
-             for i in range(draw(st.integers(1, 2)))]
-    rows = draw(stretchy_tapes())
-    cuts = sorted(draw(st.lists(st.integers(0, len(rows)), max_size=3)))
-    ids = [p.plan_id for p in plans]
-    actives = draw(st.lists(st.one_of(st.none(), st.sets(st.sampled_from(ids))),
-                            min_size=1, max_size=3))
-    return plans, rows, cuts, actives
+def scenario():
+    """test_equivalence's scenario of equal runs over stretchy tapes."""
+    return equivalence_scenario(None, plans_of=lambda _strategy: equal_runs(),
+                                rows=stretchy_tapes(), max_cuts=3)
 
 
 @SETTINGS

@@ -58,13 +58,13 @@ def _drive(engine, plans, rows, cuts, actives, pool, snapshot_at=None):
 
 
 @st.composite
-def scenario(draw, strategy, plans_of=patterns, rows=None):
+def scenario(draw, strategy, plans_of=patterns, rows=None, max_cuts=2):
     """1-2 plans drawn by `plans_of(strategy)`, a tape (`rows`, default
-    tapes()), batch cuts and per-batch active plan sets."""
+    tapes()), up to `max_cuts` batch cuts and per-batch active plan sets."""
     plans = [dataclasses.replace(draw(plans_of(strategy)), plan_id=f"q{i}")
              for i in range(draw(st.integers(1, 2)))]
     rows = draw(tapes() if rows is None else rows)
-    cuts = sorted(draw(st.lists(st.integers(0, len(rows)), max_size=2)))
+    cuts = sorted(draw(st.lists(st.integers(0, len(rows)), max_size=max_cuts)))
     ids = [p.plan_id for p in plans]
     actives = draw(st.lists(st.one_of(st.none(), st.sets(st.sampled_from(ids))),
                             min_size=1, max_size=3))
