@@ -55,7 +55,7 @@ def test_a_prefix_other_plans_may_share_keeps_every_attribute():
 def full_layouts() -> Iterator[None]:
     """Plans compiled as before per-component layouts (every attribute)."""
     narrow = compile_module._comp_layout
-    compile_module._comp_layout = lambda p, ci, read: compile_module._layout(
+    compile_module._comp_layout = lambda p, ci, read, shared: compile_module._layout(
         p, p.components[ci].types)
     try:
         yield
@@ -112,3 +112,30 @@ def test_a_state_of_another_width_is_refused():
 
     with pytest.raises(ValueError, match="rows of 2 attributes"):
         CythonEngine([p]).restore(0, {pid: tagged.encode(a) for pid, a in spoiled.items()})
+
+
+def _stack_widths(engine: CythonEngine, pid: str) -> list[int]:
+    """Each component's stored row width in the plan's first part."""
+    ((_alt, parts),) = engine._snapshot_raw(0)[pid]
+    return [stack[0] for stack in parts[0][1]]
+
+
+def test_a_prefix_no_plan_shares_keeps_only_what_its_plan_reads():
+    """The engine decides prefix sharing on plans compiled shareable, then
+    compiles those that share with none without: LR's LeftSegment stored
+    every attribute of each report for the other plans that never came."""
+    left = plan("left", [comp("p", "A"), comp("r", "A")], equivalence=["y"],
+                where=[cmp("!=", attr("r", "x"), attr("p", "x"))], fields={"x": attr("r", "x")})
+    assert [c.layout for c in compile_plan(left).comps][0] == ("f", "s", "x", "y")
+    rows = [("A", t, {"x": t, "y": 0, "s": "p", "f": 0.5}) for t in range(2)]
+    alone = CythonEngine([left])
+    alone.process(tape(rows, StringPool()), None)
+    assert _stack_widths(alone, "left")[0] == 2  # (x, y)
+    # a second plan sharing the prefix (its next component routed by a
+    # constant): the shared component keeps every attribute
+    other = plan("other", [comp("p", "A"), comp("t", "A")], equivalence=["y"],
+                 where=[cmp("=", attr("t", "s"), "q")], fields={"x": attr("p", "f")})
+    both = CythonEngine([left, other])
+    assert both.shared_prefixes() == {"other": ("left", 1)}
+    both.process(tape(rows, StringPool()), None)
+    assert _stack_widths(both, "left")[0] == 4

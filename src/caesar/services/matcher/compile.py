@@ -270,15 +270,17 @@ def equal_run(plan: PatternPlan) -> tuple[str, ...] | None:
     return tuple(sorted(same))
 
 
-def _comp_layout(plan: PatternPlan, ci: int, read: dict[str, set[str]]) -> tuple[str, ...]:
+def _comp_layout(plan: PatternPlan, ci: int, read: dict[str, set[str]],
+                 shared: int) -> tuple[str, ...]:
     """The columns a component's stored rows keep: what the plan reads of its
     variable and the `[attr]` key, nothing else (StoppedCar's first three
     reports are only counted: they kept all seven attributes, a third of
     the matcher's state). A Kleene component keeps them all (its iteration
-    filter may read earlier iterations), and so do shareable ones."""
+    filter may read earlier iterations), and so do the `shared` leading
+    ones, which another plan may share."""
     comp = plan.components[ci]
     full = _layout(plan, comp.types)
-    if comp.kleene or ci < share_prefix(plan):
+    if comp.kleene or ci < shared:
         return full
     keep = read.get(comp.var, set()) | set(plan.equivalence)
     return tuple(a for a in full if a in keep)
@@ -327,19 +329,22 @@ def _place_conjunct(conj: Expr, b: _Builder, comps: list[CompInfo], comp_index: 
         checks_at[max((pos_rank[ci] for ci in poss), default=0)].append(prog)
 
 
-def compile_plans(plan: PatternPlan) -> list[CompiledPlan]:
-    """One CompiledPlan per alternative of `plan` (AND/OR), all under its id."""
+def compile_plans(plan: PatternPlan, shareable: bool = True) -> list[CompiledPlan]:
+    """One CompiledPlan per alternative of `plan` (AND/OR), all under its id.
+    `shareable`: its leading components keep every attribute, so that
+    another plan may share them (share_prefix); the engine compiles a plan
+    that shares with none without (CythonEngine.__init__)."""
     validate_plan(plan)
     subs = plan.expanded()
-    return [_compile(sub, plan.variables(), alt) for alt, sub in enumerate(subs)]
+    return [_compile(sub, plan.variables(), alt, shareable) for alt, sub in enumerate(subs)]
 
 
-def compile_plan(plan: PatternPlan) -> CompiledPlan:
+def compile_plan(plan: PatternPlan, shareable: bool = True) -> CompiledPlan:
     """A plan without alternatives."""
     validate_plan(plan)
     if plan.alternatives:
         raise PlanError(f"plan {plan.plan_id}: has alternatives, use compile_plans")
-    return _compile(plan, plan.variables(), 0)
+    return _compile(plan, plan.variables(), 0, shareable)
 
 
 def _link_components(plan: PatternPlan, comps: list[CompInfo], pos: list[int],
@@ -359,11 +364,13 @@ def _link_components(plan: PatternPlan, comps: list[CompInfo], pos: list[int],
             comp.iter_filter = b.program(iteration_filter)
 
 
-def _compile(plan: PatternPlan, all_vars: frozenset[str], alt: int) -> CompiledPlan:
+def _compile(plan: PatternPlan, all_vars: frozenset[str], alt: int,
+             shareable: bool = True) -> CompiledPlan:
     if len(plan.components) > MAX_COMPONENTS:
         raise PlanError(f"plan {plan.plan_id}: more than {MAX_COMPONENTS} components")
     read = _read_attrs(plan)
-    layouts = [_comp_layout(plan, ci, read) for ci in range(len(plan.components))]
+    shared = share_prefix(plan) if shareable else 0
+    layouts = [_comp_layout(plan, ci, read, shared) for ci in range(len(plan.components))]
     run_attrs = equal_run(plan)
     if run_attrs is not None:
         # one stack holds the stretch for every component: one layout
@@ -424,7 +431,7 @@ def _compile(plan: PatternPlan, all_vars: frozenset[str], alt: int) -> CompiledP
         equivalence=tuple(plan.equivalence),
         has_end_negation=has_end,
         alt=alt,
-        share_prefix=share_prefix(plan),
+        share_prefix=shared,
         keyless=(plan.strategy == "strict_contiguity" or plan.skip != "no_skip"
                  or (not plan.equivalence_negated and bool(plan.equivalence)
                      and bool(plan.negated))),

@@ -717,6 +717,47 @@ cdef inline bint _equal_to_row(PlanRT p, Stack s, i64 row, const Cell* v, const 
     return True
 
 
+def _sharing(cps):
+    """Common prefixes (Cayuga thesis ch. 4, shared automaton prefixes), as
+    {follower's index in `cps`: (leader's index, shared components)}: a
+    plan whose leading positive components (types, pushed filters, layout)
+    equal those of an earlier plan with the same window, equivalence and
+    skip-till-any-match strategy becomes its follower: it never stores or
+    scans those components itself but reads the leader's stacks of the same
+    PAIS key, and it is dispatched from its first own component on. The
+    stacks of a prefix depend only on the events fed and the prefix itself,
+    so sharing them gives the same matches. Plans with an end negation are
+    left alone (their pending results pin rows the partner could prune). A
+    follower's first own positive component is dispatched eagerly, so
+    sharing is only worth it when the constant index can route that one
+    (`attr = const`); otherwise the plan keeps its own state and the
+    active-node index. Decided on plans compiled shareable (their leading
+    components keep every attribute, compile.share_prefix)."""
+    cdef int d, dmax
+    leaders = {}
+    pairs = {}
+    for i, cp in enumerate(cps):
+        if cp.strategy != 0 or cp.has_end_negation or cp.keyless:
+            continue
+        dmax = cp.share_prefix
+        if dmax == 0:
+            continue
+        sig = [(cp.within, cp.equivalence)]
+        for d in range(dmax):
+            sig.append((cp.comps[d].types, cp.comps[d].filter_key))
+        q = None
+        for d in range(dmax, 0, -1):
+            q = leaders.get(tuple(sig[:d + 1]))
+            if q is not None:
+                break
+        if q is not None and cp.comps[cp.pos[d]].const_eq is not None:
+            pairs[i] = (q, d)
+        elif q is None:
+            for d in range(1, dmax + 1):
+                leaders[tuple(sig[:d + 1])] = i
+    return pairs
+
+
 cdef class CythonEngine:
     def __cinit__(self, *args, **kwargs):
         self._masks = NULL
@@ -758,15 +799,32 @@ cdef class CythonEngine:
         self._plans = []
         self._followers = []
         self._by_id = {}
+        compiled = []
         for plan in plans:
             if plan.plan_id in self._by_id:
                 raise PlanError(f"matcher: plan id {plan.plan_id} is given twice")
-            # a plan with AND/OR alternatives runs one PlanRT per alternative
             self._by_id[plan.plan_id] = []
-            for cp in compile_plans(plan):
+            compiled.append((plan, compile_plans(plan)))
+        pairs = _sharing([cp for _, cps in compiled for cp in cps]) if share_prefixes else {}
+        used = set(pairs) | {leader for leader, _ in pairs.values()}
+        for plan, cps in compiled:
+            # a plan sharing with none stores only the attributes it reads of
+            # its leading components (compile._comp_layout), not all of them
+            # (LR LeftSegment: 2 of a report's 10)
+            first = len(self._plans)
+            if not any([first + k in used for k, _ in enumerate(cps)]) \
+                    and any([cp.share_prefix for cp in cps]):
+                cps = compile_plans(plan, shareable=False)
+            # a plan with AND/OR alternatives runs one PlanRT per alternative
+            for cp in cps:
                 p = PlanRT(cp, len(self._plans))
                 self._plans.append(p)
                 self._by_id[plan.plan_id].append(p)
+        for slot, (leader, d) in pairs.items():
+            p = self._plans[slot]
+            p.leader = self._plans[leader]
+            p.share = d
+            self._followers.append(p)
         self._parts = {p.slot: {} for p in self._plans}
         self._kdict = [None] * len(self._plans)
         self._kpart = <i64*> malloc((len(self._plans) + 1) * sizeof(i64))
@@ -833,8 +891,6 @@ cdef class CythonEngine:
                 self._sink_of[k] = MatchSink(p.plan_id, str(p.output_type),
                                                  tuple([name for name, _prog in p.outputs]))
             self._sinks.append(self._sink_of[k])
-        if share_prefixes:
-            self._plan_sharing()
         self._mark_fast_paths()
 
     def _mark_fast_paths(self):
@@ -880,45 +936,6 @@ cdef class CythonEngine:
                                  and not p.has_optional and not p.has_timeout and not p.skip
                                  and not p.dead and p.leader is None
                                  and (p.nkill or p.strategy >= 2)) else 0
-
-    def _plan_sharing(self):
-        """Common prefixes (Cayuga thesis ch. 4, shared automaton prefixes):
-        a plan whose leading positive components (types, pushed filters,
-        layout) equal those of an earlier plan with the same window,
-        equivalence and skip-till-any-match strategy becomes its follower:
-        it never stores or scans those components itself but reads the
-        leader's stacks of the same PAIS key, and it is dispatched from its
-        first own component on. The stacks of a prefix depend only on the
-        events fed and the prefix itself, so sharing them gives the same
-        matches. Plans with an end negation are left alone (their pending
-        results pin rows the partner could prune). A follower's first own
-        positive component is dispatched eagerly, so sharing is only worth
-        it when the constant index can route that one (`attr = const`);
-        otherwise the plan keeps its own state and the active-node index."""
-        cdef PlanRT p, q
-        cdef int d, dmax
-        leaders = {}
-        for p in self._plans:
-            if p.strategy != 0 or p.has_end_neg or p.keyless:
-                continue
-            dmax = p.cp.share_prefix  # (compile.py: those keep their full layouts)
-            if dmax == 0:
-                continue
-            sig = [(p.within, p.cp.equivalence)]
-            for d in range(dmax):
-                sig.append((p.cp.comps[d].types, p.cp.comps[d].filter_key))
-            q = None
-            for d in range(dmax, 0, -1):
-                q = leaders.get(tuple(sig[:d + 1]))
-                if q is not None:
-                    break
-            if q is not None and p.cp.comps[p.pos[d]].const_eq is not None:
-                p.leader = q
-                p.share = d
-                self._followers.append(p)
-            elif q is None:
-                for d in range(1, dmax + 1):
-                    leaders[tuple(sig[:d + 1])] = p
 
     def shared_prefixes(self):
         """{follower plan id: (leader plan id, shared components)}."""
