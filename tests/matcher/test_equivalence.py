@@ -43,7 +43,7 @@ def _drive(engine, plans, rows, cuts, actives, pool, snapshot_at=None):
                 fresh.sweep_min = engine.sweep_min
             for part in (0, 1):
                 state = engine.snapshot(part)
-                fresh.restore(part, state)
+                fresh.restore(part, state, pool)
                 if isinstance(engine, CythonEngine):
                     # format 4 restores every part as it was, and so does format 3
                     # (tagged lists, what earlier versions wrote)

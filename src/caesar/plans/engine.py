@@ -25,7 +25,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from caesar.events.batch import EventBatch
+from caesar.events.batch import EventBatch, StringPool
 from caesar.plans.functions import FunctionFailure
 from caesar.plans.pattern import PatternPlan
 
@@ -80,6 +80,10 @@ class PatternEngine(Protocol):
         """{plan id: plain data} of the plans holding state for this partition."""
         ...
 
-    def restore(self, partition: int, state: dict[str, Any]) -> None:
-        """Replace this partition's state; plans absent from `state` start empty."""
+    def restore(self, partition: int, state: dict[str, Any],
+                strings: StringPool | None = None) -> None:
+        """Replace this partition's state; plans absent from `state` start
+        empty. `strings`: the pool of the batches that made the state (an
+        engine keeping string values as their codes reads them, and its
+        string constants, by it until the next batch)."""
         ...

@@ -5,7 +5,7 @@ from typing import Any
 
 from typing_extensions import disjoint_base
 
-from caesar.events.batch import EventBatch
+from caesar.events.batch import EventBatch, StringPool
 from caesar.plans.engine import DerivedEvent
 from caesar.plans.functions import FunctionFailure
 from caesar.plans.matches import MatchBatch
@@ -33,7 +33,8 @@ class CythonEngine:
         """advance, with the matches as a MatchBatch (see process_columns)."""
     def discard(self, plan_ids: Collection[str], partition: int) -> None: ...
     def snapshot(self, partition: int) -> dict[str, Any]: ...
-    def restore(self, partition: int, state: dict[str, Any]) -> None: ...
+    def restore(self, partition: int, state: dict[str, Any],
+                strings: StringPool | None = None) -> None: ...
     def overflows(self) -> dict[str, int]:
         """{plan id: integer results outside 64 bits so far}."""
     def function_failures(self) -> list[tuple[str, FunctionFailure]]:

@@ -1088,9 +1088,9 @@ cdef class CythonEngine:
 
     # -- protocol ---------------------------------------------------------
 
-    def process(self, batch, active=None):
-        cdef PlanRT p
-        pool = batch.strings
+    def _use_pool(self, pool):
+        """The StringPool whose codes string values are (every batch's,
+        `restore`'s): constants interned in it, the dispatch built on it."""
         if pool is not self._pool:
             # stored rows hold interned codes of the previous pool
             if self._pool is not None and self.state_size() > 0:
@@ -1098,6 +1098,10 @@ cdef class CythonEngine:
                                 "partial matches are held; use one pool per pipeline")
             self._pool = pool
             self._build_dispatch(pool)
+
+    def process(self, batch, active=None):
+        cdef PlanRT p
+        self._use_pool(batch.strings)
         self._out = []
         if self._columnar:
             self._clear_sinks()
@@ -1415,10 +1419,16 @@ cdef class CythonEngine:
         return {pid: [_raw_alt(p, keyed) for p, keyed in alts]
                 for pid, alts in self._keyed_parts(partition).items()}
 
-    def restore(self, partition, state):
-        """The inverse of snapshot(); plans not in `state` start empty."""
+    def restore(self, partition, state, strings=None):
+        """The inverse of snapshot(); plans not in `state` start empty.
+        `strings`: the pool the state's string values are codes of (the
+        batches'), so that an advance before the next batch compares string
+        constants with them (and outputs them) as the engine that wrote it
+        did; without it, as soon as a batch brings its pool."""
         cdef PlanRT p
         cdef Part part
+        if strings is not None:
+            self._use_pool(strings)
         self._unshare()  # restored stacks are per plan
         self.discard([p.plan_id for p in self._plans], partition)
         data = {(pid, alt): parts for pid, alts in state.items()

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from caesar.events.batch import EventBatch
+from caesar.events.batch import EventBatch, StringPool
 from caesar.plans.engine import DerivedEvent, PatternEngine
 from caesar.plans.functions import FunctionFailure
 from caesar.plans.pattern import PatternPlan
@@ -68,14 +68,15 @@ class EngineSet:
         out.update(self.temporal.snapshot(partition)["plans"])
         return out
 
-    def restore(self, partition: int, state: Mapping[str, Any]) -> None:
+    def restore(self, partition: int, state: Mapping[str, Any],
+                strings: StringPool | None = None) -> None:
         from caesar.services.matcher.tpstream.engine import STATE_VERSION
 
         patterns = {p: s for p, s in state.items() if p not in self._temporal_ids}
         if self.patterns is not None and patterns:
-            self.patterns.restore(partition, patterns)
+            self.patterns.restore(partition, patterns, strings)
         self.temporal.restore(partition, {"version": STATE_VERSION, "plans": {
-            p: s for p, s in state.items() if p in self._temporal_ids}})
+            p: s for p, s in state.items() if p in self._temporal_ids}}, strings)
 
 
 def engine_state_formats_read(engine: Any) -> frozenset[str]:

@@ -36,7 +36,7 @@ from itertools import combinations
 from typing import Any
 
 from caesar.errors import PlanError
-from caesar.events.batch import EventBatch
+from caesar.events.batch import EventBatch, StringPool
 from caesar.plans.engine import DerivedEvent
 from caesar.plans.expr import Agg, Attr, Binary, Call, Const, Expr, Unary, variables
 from caesar.plans.functions import FunctionFailure
@@ -477,7 +477,9 @@ class ReferenceEngine:
         return {pid: tagged.encode([[alt, data] for alt, data in alts.items()])
                 for pid, alts in by_pid.items()}
 
-    def restore(self, partition: int, state: dict[str, Any]) -> None:
+    def restore(self, partition: int, state: dict[str, Any],
+                strings: StringPool | None = None) -> None:
+        # (`strings` unused: this engine keeps string values decoded)
         stores: dict[str, dict[Any, Any]] = {
             "hist": self._hist, "runs": self._runs, "pending": self._pending,
             "held": self._held}

@@ -980,7 +980,7 @@ class StageGraph:
                     engine_state[int(p)][pid] = data
         if self.engine is not None:
             for p, plans in engine_state.items():
-                self.engine.restore(p, plans)
+                self.engine.restore(p, plans, self.strings)
         ids = {**by_identity, **renamed}
         self._last_active.update({int(p): frozenset(ids[x] for x in a if x in ids)
                                   for p, a in state["last_active"]})

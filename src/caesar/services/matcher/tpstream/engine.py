@@ -254,7 +254,10 @@ class TemporalEngine:
                 plans[pid] = state
         return {"version": STATE_VERSION, "plans": plans}
 
-    def restore(self, partition: int, state: dict[str, Any]) -> None:
+    def restore(self, partition: int, state: dict[str, Any],
+                strings: StringPool | None = None) -> None:
+        # (`strings` unused: conditions on strings are decided per batch, the
+        # state holds situations and numbers only)
         if state.get("version") != STATE_VERSION:
             raise PlanError(f"temporal engine state version {state.get('version')} is not "
                             f"{STATE_VERSION}")
