@@ -764,6 +764,8 @@ cdef class CythonEngine:
         self._hits = NULL
         self._mapp = NULL
         self._kpart = NULL
+        self._pcs = NULL
+        self._pco = NULL
         self._pc = [None] * _PC
         self._pc_id = <i64*> malloc(_PC * sizeof(i64))
         if self._pc_id == NULL:
@@ -775,6 +777,8 @@ cdef class CythonEngine:
         free(self._hits)
         free(self._mapp)
         free(self._kpart)
+        free(self._pcs)
+        free(self._pco)
         free(self._pc_id)
 
     cdef _point_maps(self):
@@ -871,6 +875,26 @@ cdef class CythonEngine:
                             seen.add(t)
                             self._pcont[self._tid[t]].append((p, c))
         self._has_pcont = any(self._pcont)
+        # the same as slots in C arrays for the event loop: per type id t,
+        # _pcs[_pco[t]:_pco[t + 1]], the strict plans' after them
+        # (_pco[_ntypes]:_pco[_ntypes + 1]); iterating the lists of tuples
+        # counted references per event and entry
+        cdef Py_ssize_t npc = sum([len(x) for x in self._pcont]) + len(self._strict), at = 0
+        cdef int ti
+        self._pcs = <int*> malloc((npc + 1) * sizeof(int))
+        self._pco = <int*> malloc((self._ntypes + 2) * sizeof(int))
+        if self._pcs == NULL or self._pco == NULL:
+            raise MemoryError()
+        for ti in range(self._ntypes):
+            self._pco[ti] = at
+            for q, _c in self._pcont[ti]:
+                self._pcs[at] = (<PlanRT> q).slot
+                at += 1
+        self._pco[self._ntypes] = at
+        for q in self._strict:
+            self._pcs[at] = (<PlanRT> q).slot
+            at += 1
+        self._pco[self._ntypes + 1] = at
         self._type_groups = [[] for _ in range(self._ntypes)]
         self._type_index = [[] for _ in range(self._ntypes)]
         self._an_specs = [[] for _ in range(self._ntypes)]
@@ -1501,7 +1525,6 @@ cdef class CythonEngine:
         cdef _Group g
         cdef PlanRT p
         cdef long m
-        cdef list index
         cdef PyObject* gp
         for e in range(ne):
             tid = tids[e]
@@ -1517,9 +1540,9 @@ cdef class CythonEngine:
             gp = PyList_GET_ITEM(self._type_groups, tid)
             for h in range(PyList_GET_SIZE(<object> gp)):
                 self._offer(<_Group> PyList_GET_ITEM(<object> gp, h), tid)
-            index = self._type_index[tid]
-            if index:
-                for col, table in index:
+            gp = PyList_GET_ITEM(self._type_index, tid)
+            if PyList_GET_SIZE(<object> gp):
+                for col, table in <list> gp:
                     if kinds[e, col] == K_MISSING:
                         continue
                     hit = table.get(key_of(kinds[e, col], self._row_v[col]))
@@ -1528,16 +1551,20 @@ cdef class CythonEngine:
                             self._offer(g, tid)
             if PyList_GET_SIZE(<object> PyList_GET_ITEM(self._an_specs, tid)):
                 self._offer_an(tid)
-            for p in self._strict:
-                if (not self._use_act or self._act[p.slot]) and self._masks[p.slot] == 0:
-                    self._hits[self._nhit] = p.slot
+            # strict contiguity (every event), then partition contiguity
+            # (every event of its types): present, reaching no component
+            for h in range(self._pco[self._ntypes], self._pco[self._ntypes + 1]):
+                slot = self._pcs[h]
+                if (not self._use_act or self._act[slot]) and self._masks[slot] == 0:
+                    self._hits[self._nhit] = slot
                     self._nhit += 1
-                    self._masks[p.slot] = 1 << MAXC  # present, reaches no component
-            for p, c in (self._pcont[tid] if self._has_pcont else ()):
-                if (not self._use_act or self._act[p.slot]) and self._masks[p.slot] == 0:
-                    self._hits[self._nhit] = p.slot
+                    self._masks[slot] = 1 << MAXC
+            for h in range(self._pco[tid], self._pco[tid + 1]):
+                slot = self._pcs[h]
+                if (not self._use_act or self._act[slot]) and self._masks[slot] == 0:
+                    self._hits[self._nhit] = slot
                     self._nhit += 1
-                    self._masks[p.slot] = 1 << MAXC
+                    self._masks[slot] = 1 << MAXC
             for h in range(self._nhit):
                 slot = self._hits[h]
                 m = self._masks[slot] & ((1 << MAXC) - 1)
