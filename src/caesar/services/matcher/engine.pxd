@@ -42,7 +42,6 @@ cdef class CythonEngine:
     cdef int _ntypes
     cdef list _strict         # plans with strict contiguity (see every event)
     cdef list _pcont          # by type id: [(plan, comp)], partition contiguity (see the type)
-    cdef bint _has_pcont
     cdef int* _pcs            # _pcont's and _strict's slots (__init__)
     cdef int* _pco
     # Active-node index (Cayuga AN): for skip-till-any-match, component k>0

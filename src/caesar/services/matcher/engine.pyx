@@ -874,7 +874,6 @@ cdef class CythonEngine:
                         if t not in seen:
                             seen.add(t)
                             self._pcont[self._tid[t]].append((p, c))
-        self._has_pcont = any(self._pcont)
         # the same as slots in C arrays for the event loop: per type id t,
         # _pcs[_pco[t]:_pco[t + 1]], the strict plans' after them
         # (_pco[_ntypes]:_pco[_ntypes + 1]); iterating the lists of tuples
