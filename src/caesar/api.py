@@ -195,11 +195,15 @@ class Session:
 
     # ---- plumbing
     def _collect(self, step: Callable[[], object]) -> Output:
+        """What one step produced, handed over and no longer held by the
+        pipeline: a session streaming for days keeps none of its outputs."""
         result = self._pipeline.result
-        marks = len(result.alerts), len(result.context_changes), len(result.dead_letters)
         step()
-        out = Output(result.alerts[marks[0]:], result.context_changes[marks[1]:],
-                     result.dead_letters[marks[2]:])
+        out = Output(list(result.alerts), list(result.context_changes),
+                     list(result.dead_letters))
+        result.alerts.clear()
+        result.context_changes.clear()
+        result.dead_letters.clear()
         for alert in out.alerts:
             for callback in self._callbacks:
                 callback(alert)

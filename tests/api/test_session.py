@@ -69,3 +69,16 @@ def test_a_finished_session_says_so() -> None:
     session.finish()
     with pytest.raises(caesar.CaesarError, match="finished"):
         session.push([])
+
+
+@settings(max_examples=30, deadline=None)
+@given(events, st.integers(1, 7))
+def test_a_session_holds_none_of_what_it_handed_over(evs: list[dict], n: int) -> None:
+    """Every call's outputs are the caller's: the pipeline keeps none (a
+    session streaming for days would otherwise hold every alert it made),
+    and its count of alerts still covers them all."""
+    session = MODEL.session(batch_size=n)
+    got = list(session.run(evs))
+    result = session._pipeline.result
+    assert (result.alerts, result.context_changes, result.dead_letters) == ([], [], [])
+    assert result.alerts_out == len(got) == len(list(MODEL.session().run(evs)))

@@ -56,22 +56,51 @@ def test_a_level_with_a_wrong_output_does_not_hold(tmp_path):
 
 
 def test_embedded_ratio_and_exactness_come_from_this_runs_rows(tmp_path):
+    """The ratio is the window's (pipeline and plain loop each timed on the
+    window after the history); the whole input's is shown beside it."""
     rows: list[dict[str, object]] = []
+    head = {"label": "r", "window": "6000-7800", "history_s": 600}
     for rate, plain, diff in ((30_000, 380_000, 0), (28_000, 360_000, 0)):
-        rows.append({"label": "r", "config": "model_per_segment", "reports_per_cpu_s": rate,
-                     "all_reports_per_cpu_s": rate, "differences_tolls": diff,
+        rows.append({**head, "config": "model_per_segment", "reports_per_cpu_s": rate,
+                     "all_reports_per_cpu_s": rate + 10_000, "differences_tolls": diff,
                      "differences_alerts": 0})
-        rows.append({"label": "r", "config": "plain loop", "reports_per_cpu_s": "",
-                     "all_reports_per_cpu_s": plain, "differences_tolls": "",
+        rows.append({**head, "config": "plain loop", "reports_per_cpu_s": plain,
+                     "all_reports_per_cpu_s": plain + 20_000, "differences_tolls": "",
                      "differences_alerts": ""})
-    rows.append({"label": "old", "config": "model_per_segment", "reports_per_cpu_s": 1,
+    rows.append({"label": "old", "window": "6600-6660", "history_s": 60,
+                 "config": "model_per_segment", "reports_per_cpu_s": 1,
                  "all_reports_per_cpu_s": 1, "differences_tolls": 5, "differences_alerts": 0})
     _write(tmp_path / "throughput_vs_plain.csv", rows)
     emb = report.summarize("r", False, {}, tmp_path)["embedded"]
     # the medians of the two rounds, as throughput.py prints them
     assert emb["reports_per_cpu_s"] == 29_000 and emb["plain_loop_reports_per_cpu_s"] == 370_000
     assert emb["ratio_to_plain"] == round(29_000 / 370_000, 3)
+    assert emb["ratio_to_plain_whole_input"] == round(39_000 / 390_000, 3)
     assert emb["exact"]
+    assert "in the window 6000-7800 after 600 s of history" in report.markdown(
+        report.summarize("r", False, {}, tmp_path))
+
+
+def test_the_plain_loop_times_its_window_after_its_history():
+    """plain_loop's window rate covers the window's reports only, and its
+    outputs are the whole input's, as expected_outputs gives them."""
+    from caesar.examples.linear_road.oracle import expected_outputs
+    from caesar.examples.linear_road.records import PositionReport
+
+    prs = [PositionReport(t, vid, 50, 0, 1, 0, 10 + t // 30, (10 + t // 30) * 5280)
+           for t in range(0, 240, 30) for vid in range(5)]
+
+    class Few:
+        def position_reports(self) -> list[PositionReport]:
+            return prs
+
+    row = throughput.plain_loop(Few(), 120)  # type: ignore[arg-type]
+    assert row["reports"] == sum(1 for r in prs if r.time >= 120) == 20
+    assert row["all_reports"] == 40
+    assert row["cpu_s"] <= row["all_cpu_s"]
+    want = expected_outputs(prs)
+    assert (row["tolls"], row["alerts"]) == (len(want.tolls), len(want.alerts))
+    assert row["tolls"] > 0
 
 
 def test_each_part_accepts_the_command_it_is_given(tmp_path):

@@ -132,3 +132,21 @@ def test_bad_records_are_dead_lettered_alike_in_every_mode_and_batch_size(tmp_pa
             assert [o for _, o in d] == [o for _, o in dead], (bus, batch)
             assert [r for r, _ in d] == ["late", "undecodable", "undecodable", "undecodable",
                                          "undecodable", "late"]
+
+
+def test_run_counts_every_alert_it_printed_batch_by_batch(tmp_path, monkeypatch):
+    """With batches of one event the alerts are printed, then dropped, per
+    batch (a long file holds none of them); the summary still counts all."""
+    monkeypatch.setattr(run_cmd, "load_plan", lambda model, *_: two_context_plan())
+    events = [pos(1, 1, 7, 90.0), pos(2, 2, 7, 30.0), pos(3, 4, 7, 10.0), pos(4, 5, 7, 70.0)]
+    data = tmp_path / "events.jsonl"
+    data.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    model = tmp_path / "m.caesar"
+    model.write_text("-- plan supplied by the test")
+    _register_all()
+    result = CliRunner().invoke(app, ["run", str(model), "--input", str(data), "--json",
+                                      "--engine", "reference", "--batch-size", "1"])
+    assert result.exit_code == 0, result.output
+    alerts = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    assert len(alerts) == 4
+    assert "4 events, 4 alerts" in result.stderr

@@ -136,10 +136,12 @@ def register(app: typer.Typer) -> None:
             count += 1
             if len(batch) >= batch_size:
                 printer(pipe.feed(batch))
+                pipe.result.alerts.clear()  # printed: a long file holds none of them
                 batch = []
         if batch:
             printer(pipe.feed(batch))
         printer(pipe.finish())
+        pipe.result.alerts.clear()
         _report(pipe, count, time.perf_counter() - started, tables)
 
 
@@ -223,7 +225,7 @@ def _report(pipe: EmbeddedPipeline, count: int, elapsed: float, tables: bool) ->
         reasons = Counter(d.reason for d in res.dead_letters)
         err.print(f"... {len(res.dead_letters) - MAX_DEAD_SHOWN} more dead letters "
                   f"(all: {dict(reasons)})")
-    err.print(f"{count} events, {len(res.alerts)} alerts, {len(res.context_changes)} "
+    err.print(f"{count} events, {res.alerts_out} alerts, {len(res.context_changes)} "
               f"context changes, {len(res.dead_letters)} dead letters in {elapsed:.2f}s")
     if tables and pipe.acep is not None:
         from caesar.cli.tables_view import columns_of, print_tables, rows_in_key_order

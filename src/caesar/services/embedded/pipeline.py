@@ -38,10 +38,15 @@ from caesar.services.scheduler.processor import (
 
 @dataclass
 class PipelineResult:
+    """What the pipeline produced. The lists grow with every batch: a caller
+    that takes the outputs as they come (`feed`'s return, Session, `caesar
+    run`) clears them, so a long run holds none of it; `alerts_out` counts
+    every alert all the same."""
     alerts: list[Alert] = field(default_factory=list)
     dead_letters: list[DeadLetter] = field(default_factory=list)
     context_changes: list[ContextChange] = field(default_factory=list)
     events_in: int = 0
+    alerts_out: int = 0
 
 
 class EmbeddedPipeline:
@@ -77,6 +82,7 @@ class EmbeddedPipeline:
         if self.acep is not None:
             more, dead = self.acep.flush()
             self.result.alerts += more
+            self.result.alerts_out += len(more)
             self.result.dead_letters += dead
             alerts += more
         return alerts
@@ -110,6 +116,7 @@ class EmbeddedPipeline:
             alerts, dead = self.acep.process(alerts)
             self.result.dead_letters += dead
         self.result.alerts += alerts
+        self.result.alerts_out += len(alerts)
         return alerts
 
     def run_values(self, values: Iterable[Mapping[str, Any] | None], topic: str = "input",
