@@ -168,3 +168,21 @@ def test_render_writes_the_last_runs_report_again_from_its_rows(tmp_path):
     got = (tmp_path / "report.md").read_text()
     assert "# Linear Road report: report then" in got and "**L-rating 4**" in got
     assert "| 8 |" not in got
+
+
+def test_state_age_takes_the_medians_per_history_and_draws_them(tmp_path):
+    from bench.linear_road import state_age
+
+    rows = [{"history_s": h, "pipeline": p, "plain": 400_000, "ratio": p / 400_000}
+            for h, p in ((60, 240_000), (2100, 140_000), (60, 220_000), (2100, 150_000))]
+    med = state_age.medians(rows)
+    assert list(med) == [60, 2100]
+    assert med[60]["pipeline"] == 230_000 and med[2100]["ratio"] == 145_000 / 400_000
+    state_age.plot(rows, tmp_path / "s.png", "t")
+    assert (tmp_path / "s.png").stat().st_size > 0
+    try:
+        state_age.main(["--histories", "0", "--out", str(tmp_path)])
+    except SystemExit as e:
+        assert "positive" in str(e)
+    else:
+        raise AssertionError("a history of 0 s was accepted")
