@@ -197,13 +197,9 @@ class Session:
     def _collect(self, step: Callable[[], object]) -> Output:
         """What one step produced, handed over and no longer held by the
         pipeline: a session streaming for days keeps none of its outputs."""
-        result = self._pipeline.result
         step()
-        out = Output(list(result.alerts), list(result.context_changes),
-                     list(result.dead_letters))
-        result.alerts.clear()
-        result.context_changes.clear()
-        result.dead_letters.clear()
+        taken = self._pipeline.result.take()
+        out = Output(taken.alerts, taken.context_changes, taken.dead_letters)
         for alert in out.alerts:
             for callback in self._callbacks:
                 callback(alert)

@@ -168,16 +168,13 @@ class PartitionReplayer:
 
     @staticmethod
     def _drain(pipe: Any) -> Iterator[pa.RecordBatch]:
-        result = pipe.result
+        result = pipe.result.take()
         out: list[tuple[Any, ...]] = [("alert", a.event_type, a.plan_id, a.key, a.start_ts, a.end_ts,
                 json.dumps(dict(a.fields)), None, None) for a in result.alerts]
         out += [("context", None, None, c.key, c.ts, c.ts, None, list(c.contexts), c.vector)
                 for c in result.context_changes]
         out += [("dead", None, None, None, d.offset, d.offset, json.dumps(
             {"reason": d.reason, "detail": d.detail}), None, None) for d in result.dead_letters]
-        result.alerts.clear()
-        result.context_changes.clear()
-        result.dead_letters.clear()
         if out:
             yield _batch(out, _result_schema())
 

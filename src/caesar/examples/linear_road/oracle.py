@@ -281,13 +281,19 @@ class Oracle:
         self.queries.clear()
 
 
+def collecting(exp: Expected,
+               historical: Mapping[tuple[int, int, int], int] | None = None) -> Oracle:
+    """An Oracle appending every output to `exp`'s lists (feed it, then finish)."""
+    return Oracle(historical, Outputs(exp.tolls.append, exp.alerts.append, exp.charges.append,
+                                      exp.balances.append, exp.expenditures.append,
+                                      exp.accidents.append))
+
+
 def expected_outputs(records: Iterable[LrRecord],
                      historical: Mapping[tuple[int, int, int], int] | None = None) -> Expected:
     """Every output SPEC.md defines for `records` (in time order)."""
     exp = Expected()
-    oracle = Oracle(historical, Outputs(exp.tolls.append, exp.alerts.append, exp.charges.append,
-                                        exp.balances.append, exp.expenditures.append,
-                                        exp.accidents.append))
+    oracle = collecting(exp, historical)
     for record in records:
         oracle.feed(record)
     oracle.finish()

@@ -48,6 +48,13 @@ class PipelineResult:
     events_in: int = 0
     alerts_out: int = 0
 
+    def take(self) -> PipelineResult:
+        """The outputs held now, handed over: these lists are empty after
+        (the counts stay)."""
+        taken = PipelineResult(self.alerts, self.dead_letters, self.context_changes)
+        self.alerts, self.dead_letters, self.context_changes = [], [], []
+        return taken
+
 
 class EmbeddedPipeline:
     def __init__(self, plan: ExecutionPlan, *, allowance: int = 0,
