@@ -93,7 +93,14 @@ cdef class CythonEngine:
     cdef list _followers      # plans sharing a prefix with a leader plan
     cdef i64 _last_local
     cdef int _last_comp
+    # group prefetching (_prefetch): per type id t, the (slot, type column
+    # of the key) of the plans keyed by one attribute that take t, as
+    # _pft[2 * _pfo[t]:2 * _pfo[t + 1]]
+    cdef int* _pfo
+    cdef int* _pft
     cdef _point_maps(self)
+    cdef int _prefetch(self, i64[:, ::1] vals, u8[:, ::1] kinds, int[::1] tids, i64[::1] part,
+                       Py_ssize_t e0, Py_ssize_t e1) except -1
 
     cdef Part _leader_part(self, PlanRT p, object partition, object key)
     cdef _relink(self, PlanRT p, Part part, object partition, object key)

@@ -50,6 +50,7 @@ from libc.string cimport memcpy, memset
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.dict cimport PyDict_Next
+from cpython.object cimport Py_SIZE
 from cpython.ref cimport PyObject, Py_INCREF
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_New, PyTuple_SET_ITEM
@@ -113,6 +114,18 @@ cdef extern from "Python.h":
     int PyObject_GenericSetAttr(object o, object name, object value) except -1
     void PyObject_GC_UnTrack(object o)
     object PyType_GenericNew(PyTypeObject* t, object args, object kwds)
+    PyObject* PyDict_GetItem(object d, object key)  # borrowed, errors suppressed
+
+cdef extern from *:
+    """
+    #define CAESAR_PREFETCH(p) __builtin_prefetch((const void*) (p))
+    """
+    void CAESAR_PREFETCH(const void* p) nogil
+
+# _prefetch's chunk: events whose parts are fetched together before they
+# are processed (their lines must still be cached when the events come)
+DEF _PF_CHUNK = 32
+DEF _PF_PARTS = 256   # parts per chunk at most (the rest are not prefetched)
 
 cdef object _DERIVED_NEW = object.__new__
 cdef tuple _DERIVED_ARGS = (DerivedEvent,)
@@ -766,6 +779,8 @@ cdef class CythonEngine:
         self._kpart = NULL
         self._pcs = NULL
         self._pco = NULL
+        self._pfo = NULL
+        self._pft = NULL
         self._pc = [None] * _PC
         self._pc_id = <i64*> malloc(_PC * sizeof(i64))
         if self._pc_id == NULL:
@@ -779,6 +794,8 @@ cdef class CythonEngine:
         free(self._kpart)
         free(self._pcs)
         free(self._pco)
+        free(self._pfo)
+        free(self._pft)
         free(self._pc_id)
 
     cdef _point_maps(self):
@@ -915,6 +932,53 @@ cdef class CythonEngine:
                                                  tuple([name for name, _prog in p.outputs]))
             self._sinks.append(self._sink_of[k])
         self._mark_fast_paths()
+        self._prefetch_targets()
+
+    def _prefetch_targets(self):
+        """_pfo/_pft (_prefetch's table): every plan keyed by one attribute
+        (a Part per key), per type one of its components takes, with the
+        type column its key is read from."""
+        cdef PlanRT p
+        cdef int c, j, src, ti, at = 0
+        cdef const int* mp
+        per = [[] for _ in range(self._ntypes)]
+        for p in self._plans:
+            if p.keyless or p.neq != 1 or p.solo:
+                continue
+            for c in range(p.ncomp):
+                j = p.eqcol[c][0]
+                if j < 0:
+                    continue
+                for t in p.cp.comps[c].types:
+                    ti = self._tid[t]
+                    mp = self._mapp[(p.slot * MAXC + c) * self._ntypes + ti]
+                    src = j if mp == NULL else mp[j]
+                    if src >= 0 and all(slot != p.slot for slot, _ in per[ti]):
+                        per[ti].append((p.slot, src))
+        n = sum([len(x) for x in per])
+        free(self._pfo)
+        free(self._pft)
+        self._pfo = <int*> malloc((self._ntypes + 1) * sizeof(int))
+        self._pft = <int*> malloc((2 * n + 1) * sizeof(int))
+        if self._pfo == NULL or self._pft == NULL:
+            raise MemoryError()
+        for ti in range(self._ntypes):
+            self._pfo[ti] = at
+            for slot, src in per[ti]:
+                self._pft[2 * at] = slot
+                self._pft[2 * at + 1] = src
+                at += 1
+        self._pfo[self._ntypes] = at
+
+    def _prefetch_table(self):
+        """{event type: [(plan id, key attribute)]}: what _prefetch looks up."""
+        cdef int h
+        out = {}
+        for t, ti in self._tid.items():
+            for h in range(self._pfo[ti], self._pfo[ti + 1]):
+                p = <PlanRT> self._plans[self._pft[2 * h]]
+                out.setdefault(t, []).append((p.plan_id, self._type_cols[t][self._pft[2 * h + 1]]))
+        return out
 
     def _mark_fast_paths(self):
         """Plans of one positive component without key, negation, Kleene,
@@ -1525,7 +1589,11 @@ cdef class CythonEngine:
         cdef PlanRT p
         cdef long m
         cdef PyObject* gp
+        cdef Py_ssize_t pf_next = 0
         for e in range(ne):
+            if e == pf_next:
+                pf_next = min(e + _PF_CHUNK, ne)
+                self._prefetch(vals, kinds, tids, part, e, pf_next)
             tid = tids[e]
             self._ts = ts[e]
             self._seq = seq[e]
@@ -1569,6 +1637,74 @@ cdef class CythonEngine:
                 m = self._masks[slot] & ((1 << MAXC) - 1)
                 self._masks[slot] = 0
                 self._on_plan(<PlanRT> PyList_GET_ITEM(self._plans, slot), m, tid)
+
+    cdef int _prefetch(self, i64[:, ::1] vals, u8[:, ::1] kinds, int[::1] tids, i64[::1] part,
+                       Py_ssize_t e0, Py_ssize_t e1) except -1:
+        """Group prefetching: the Parts the events [e0, e1) will look up
+        (plans keyed by one attribute), and their stacks' rows, brought into
+        the cache before those events are processed. A per-car Part is a
+        dict entry, its key, the Part, its stacks tuple, a Stack and its
+        rows, each a cache miss at random once a long-running state has
+        turned over; looked up one event at a time they wait one after
+        another, here each stage's misses for a whole chunk overlap.
+        Only a hint: nothing is kept, the events look their parts up as
+        before. The pointers are borrowed from the dicts, and nothing runs
+        in between that could drop a part (key_of makes ints, no collection)."""
+        cdef PyObject* found[_PF_PARTS]
+        cdef PyObject* stk[4 * _PF_PARTS]
+        cdef PyObject* sp
+        cdef PyObject* t
+        cdef Py_ssize_t e, n = 0, i, c, m = 0
+        cdef int h, slot, col, tid, last_slot = -1
+        cdef i64 last_part = 0, kv = 0
+        cdef u8 kk = 0
+        cdef Stack s
+        keyed = key = None
+        if self._pfo == NULL:
+            return 0
+        for e in range(e0, e1):
+            tid = tids[e]
+            for h in range(self._pfo[tid], self._pfo[tid + 1]):
+                slot = self._pft[2 * h]
+                col = self._pft[2 * h + 1]
+                if self._use_act and not self._act[slot]:
+                    continue
+                if kinds[e, col] == K_MISSING or n == _PF_PARTS:
+                    continue
+                if slot != last_slot or part[e] != last_part:  # mostly one partition
+                    keyed = (<dict> self._parts[slot]).get(part[e])
+                    last_slot = slot
+                    last_part = part[e]
+                if keyed is None:
+                    continue
+                # the plans of an event mostly key by one attribute: one int
+                if key is None or kinds[e, col] != kk or vals[e, col] != kv:
+                    kk = kinds[e, col]
+                    kv = vals[e, col]
+                    key = key_of(kk, (<Cell*> &vals[e, 0])[col])
+                sp = PyDict_GetItem(keyed, key)
+                if sp != NULL:
+                    CAESAR_PREFETCH(sp)
+                    found[n] = sp
+                    n += 1
+        for i in range(n):  # the stacks tuples
+            t = <PyObject*> (<Part> found[i]).stacks
+            CAESAR_PREFETCH(<char*> t + 24)
+            found[i] = t
+        for i in range(n):  # the Stacks (the first 4 of each part)
+            t = found[i]
+            for c in range(min(Py_SIZE(<object> t), 4)):
+                sp = PyTuple_GET_ITEM(<object> t, c)
+                CAESAR_PREFETCH(sp)
+                CAESAR_PREFETCH(<char*> sp + 64)
+                stk[m] = sp
+                m += 1
+        for i in range(m):  # their first live rows
+            s = <Stack> stk[i]
+            if s.n > s.head:
+                CAESAR_PREFETCH(s.ts + s.head)
+                CAESAR_PREFETCH(s.vals + s.head * s.width)
+        return 0
 
     cdef _for_active(self):
         """This call's filter groups and active-node specs: those serving an
