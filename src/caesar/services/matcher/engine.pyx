@@ -115,6 +115,8 @@ cdef extern from "Python.h":
     void PyObject_GC_UnTrack(object o)
     object PyType_GenericNew(PyTypeObject* t, object args, object kwds)
     PyObject* PyDict_GetItem(object d, object key)  # borrowed, errors suppressed
+    ctypedef struct PyTupleObject:
+        PyObject* ob_item[1]
 
 cdef extern from *:
     """
@@ -1660,8 +1662,8 @@ cdef class CythonEngine:
         cdef u8 kk = 0
         cdef Stack s
         keyed = key = None
-        if self._pfo == NULL:
-            return 0
+        if self._pfo == NULL or self._pfo[self._ntypes] == 0:
+            return 0  # no plan keyed by one attribute
         for e in range(e0, e1):
             tid = tids[e]
             for h in range(self._pfo[tid], self._pfo[tid + 1]):
@@ -1689,14 +1691,14 @@ cdef class CythonEngine:
                     n += 1
         for i in range(n):  # the stacks tuples
             t = <PyObject*> (<Part> found[i]).stacks
-            CAESAR_PREFETCH(<char*> t + 24)
+            CAESAR_PREFETCH(&(<PyTupleObject*> t).ob_item[0])
             found[i] = t
         for i in range(n):  # the Stacks (the first 4 of each part)
             t = found[i]
             for c in range(min(Py_SIZE(<object> t), 4)):
                 sp = PyTuple_GET_ITEM(<object> t, c)
                 CAESAR_PREFETCH(sp)
-                CAESAR_PREFETCH(<char*> sp + 64)
+                CAESAR_PREFETCH(<char*> sp + 64)  # a Stack spans two lines: its row pointers
                 stk[m] = sp
                 m += 1
         for i in range(m):  # their first live rows
