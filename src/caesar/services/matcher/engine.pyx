@@ -124,10 +124,41 @@ cdef extern from *:
     """
     void CAESAR_PREFETCH(const void* p) nogil
 
+cdef extern from "dict_probe.h":
+    ctypedef Py_ssize_t Py_hash_t
+    ctypedef struct caesar_probe:
+        pass
+    int caesar_probe_begin(caesar_probe* p, PyObject* d, Py_hash_t hash)
+    int caesar_probe_entry(caesar_probe* p)
+    PyObject* caesar_probe_value(const caesar_probe* p)
+    int CAESAR_DICT_PROBE
+
 # _prefetch's chunk: events whose parts are fetched together before they
 # are processed (their lines must still be cached when the events come)
 DEF _PF_CHUNK = 32
 DEF _PF_PARTS = 256   # parts per chunk at most (the rest are not prefetched)
+DEF _PF_INT_HASHED = 1 << 60  # ints hashed as themselves (|v| < 2**61 - 1, with margin)
+
+
+def _probe_int(dict d, i64 key):
+    """What _prefetch's staged lookup of int `key` in `d` finds: its value,
+    or None (not at the first probe, or dict_probe.h not built for this
+    Python); for tests of dict_probe.h against the dict itself."""
+    cdef caesar_probe pr
+    if not (-_PF_INT_HASHED < key < _PF_INT_HASHED):
+        return None
+    if not caesar_probe_begin(&pr, <PyObject*> d, -2 if key == -1 else key):
+        return None
+    if not caesar_probe_entry(&pr):
+        return None
+    sp = caesar_probe_value(&pr)
+    return None if sp == NULL else <object> sp
+
+
+def _probe_built():
+    """Whether dict_probe.h follows this Python's dict layout (3.11)."""
+    return bool(CAESAR_DICT_PROBE)
+
 
 cdef object _DERIVED_NEW = object.__new__
 cdef tuple _DERIVED_ARGS = (DerivedEvent,)
@@ -1645,21 +1676,24 @@ cdef class CythonEngine:
         """Group prefetching: the Parts the events [e0, e1) will look up
         (plans keyed by one attribute), and their stacks' rows, brought into
         the cache before those events are processed. A per-car Part is a
-        dict entry, its key, the Part, its stacks tuple, a Stack and its
-        rows, each a cache miss at random once a long-running state has
-        turned over; looked up one event at a time they wait one after
-        another, here each stage's misses for a whole chunk overlap.
+        dict's index slot, its entry, its stored key, the Part, its stacks
+        tuple, a Stack and its rows, each a cache miss at random once a
+        long-running state has turned over; looked up one event at a time
+        they wait one after another, here each stage's misses for a whole
+        chunk overlap. An int key's lookup is itself split into stages
+        (dict_probe.h); other keys are looked up whole.
         Only a hint: nothing is kept, the events look their parts up as
         before. The pointers are borrowed from the dicts, and nothing runs
-        in between that could drop a part (key_of makes ints, no collection)."""
+        in between that could change one (key_of makes ints, no collection)."""
         cdef PyObject* found[_PF_PARTS]
         cdef PyObject* stk[4 * _PF_PARTS]
+        cdef caesar_probe probe[_PF_PARTS]
         cdef PyObject* sp
         cdef PyObject* t
-        cdef Py_ssize_t e, n = 0, i, c, m = 0
+        cdef Py_ssize_t e, n = 0, i, c, m = 0, npr = 0, nq = 0
         cdef int h, slot, col, tid, last_slot = -1
-        cdef i64 last_part = 0, kv = 0
-        cdef u8 kk = 0
+        cdef i64 last_part = 0, kv = 0, v
+        cdef u8 kk = 0, k
         cdef Stack s
         keyed = key = None
         if self._pfo == NULL or self._pfo[self._ntypes] == 0:
@@ -1671,7 +1705,8 @@ cdef class CythonEngine:
                 col = self._pft[2 * h + 1]
                 if self._use_act and not self._act[slot]:
                     continue
-                if kinds[e, col] == K_MISSING or n == _PF_PARTS:
+                k = kinds[e, col]
+                if k == K_MISSING or n + npr == _PF_PARTS:
                     continue
                 if slot != last_slot or part[e] != last_part:  # mostly one partition
                     keyed = (<dict> self._parts[slot]).get(part[e])
@@ -1679,22 +1714,42 @@ cdef class CythonEngine:
                     last_part = part[e]
                 if keyed is None:
                     continue
-                # the plans of an event mostly key by one attribute: one int
-                if key is None or kinds[e, col] != kk or vals[e, col] != kv:
-                    kk = kinds[e, col]
-                    kv = vals[e, col]
+                v = vals[e, col]
+                # an int's hash is the int (but -1's) below 2**61 - 1
+                if ((k == K_INT or k == K_BOOL) and -_PF_INT_HASHED < v < _PF_INT_HASHED
+                        and caesar_probe_begin(&probe[npr], <PyObject*> keyed,
+                                               -2 if v == -1 else v)):
+                    npr += 1
+                    continue
+                if key is None or k != kk or v != kv:
+                    kk = k
+                    kv = v
                     key = key_of(kk, (<Cell*> &vals[e, 0])[col])
                 sp = PyDict_GetItem(keyed, key)
                 if sp != NULL:
                     CAESAR_PREFETCH(sp)
                     found[n] = sp
                     n += 1
+        for i in range(npr):  # the entries their index slots name
+            if caesar_probe_entry(&probe[i]):
+                probe[nq] = probe[i]
+                nq += 1
+        for i in range(nq):  # the entries' keys and values
+            sp = caesar_probe_value(&probe[i])
+            if sp != NULL:
+                found[n] = sp
+                n += 1
         for i in range(n):  # the stacks tuples
+            if type(<object> found[i]) is not Part:
+                found[i] = NULL  # not one of the plan's parts: nothing to follow
+                continue
             t = <PyObject*> (<Part> found[i]).stacks
             CAESAR_PREFETCH(&(<PyTupleObject*> t).ob_item[0])
             found[i] = t
         for i in range(n):  # the Stacks (the first 4 of each part)
             t = found[i]
+            if t == NULL:
+                continue
             for c in range(min(Py_SIZE(<object> t), 4)):
                 sp = PyTuple_GET_ITEM(<object> t, c)
                 CAESAR_PREFETCH(sp)
