@@ -10,6 +10,9 @@ or nothing, never another's."""
 
 from __future__ import annotations
 
+import random
+import sys
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -46,16 +49,14 @@ def test_the_plans_keyed_by_one_attribute_are_prefetched_for_their_types() -> No
     }  # "two" keys by two attributes, "free" by none: not prefetched
 
 
-# int keys at the edges of the staged lookup: -1 (hashed as -2), ints from
-# 2**60 on (looked up whole); string and float keys are looked up whole
+# int keys at the edges of the staged lookup: -1 (its hash is -2's) and ints
+# from 2**60 on are looked up whole, as string and float keys are
 ODD_INTS = st.sampled_from([-1, -2, 2**62, -(2**62), 2**60, 2**60 - 1])
 STRS = st.sampled_from(["a", "b"]) | st.none()
 FLOATS = st.sampled_from([0.0, 1.5, 2.0, float("nan")]) | st.none()
 
 
 def test_the_staged_lookup_follows_this_pythons_dicts() -> None:
-    import sys
-
     assert _probe_built() == (sys.version_info[:2] == (3, 11))
     if not _probe_built():
         return
@@ -65,6 +66,19 @@ def test_the_staged_lookup_follows_this_pythons_dicts() -> None:
         d = {k: object() for k in range(-1, n)}
         assert all(_probe_int(d, k) is d[k] for k in range(n)), n
         assert _probe_int(d, n + 7) is None
+    # random keys, a third deleted (dummies in the index): the lookup
+    # follows the probe sequence, so nearly all are found within its steps
+    rng = random.Random(7)
+    d = {rng.randrange(-(10**9), 10**9): object() for _ in range(30_000)}
+    for k in list(d)[:10_000]:
+        del d[k]
+    found = sum(_probe_int(d, k) is d[k] for k in d)
+    assert found >= 0.95 * len(d), found / len(d)
+    # keys of the same hash: never another's value
+    assert _probe_int({2**62: "2**62"}, 2) is None  # hash(2**62) == 2
+    assert _probe_int({-2: "-2"}, -1) is None  # hash(-1) == hash(-2)
+    assert _probe_int({-2: "-2"}, -2) == "-2"
+    assert _probe_int({3.0: "3.0"}, 3) is None  # equal, not an int: a hint missed
 
 
 @settings(max_examples=80, deadline=None)

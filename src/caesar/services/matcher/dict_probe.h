@@ -2,19 +2,23 @@
  * (engine.pyx, CythonEngine._prefetch).
  *
  * PyDict_GetItem on a big int-keyed dict is a chain of dependent misses:
- * the index slot, the entry, the stored key (compared by value: the event's
- * key is a new int), the value. Looked up one after another for a chunk of
- * events they wait one after another; split into stages, each stage's
- * misses for the whole chunk overlap (group prefetching, Chen et al.,
- * "Improving Hash Join Performance through Prefetching", ICDE 2004).
+ * an index slot, the entry it names (on a collision, another slot and
+ * entry), the stored key (compared by value: the event's key is a new
+ * int), the value. Looked up one after another for a chunk of events they
+ * wait one after another; split into steps, each step's misses for the
+ * whole chunk overlap (group prefetching, Chen et al., "Improving Hash
+ * Join Performance through Prefetching", ICDE 2004).
  *
- * Only the first probe of the index is followed: a key found further on
- * (a collision) is simply not prefetched. The result is a hint: the engine
- * still looks every key up with the dict's own code.
+ * A step follows CPython's probe sequence one read further; the caller
+ * gives up after a few (a key found later is simply not prefetched). Only
+ * int keys are looked up (a stored key equal to one but not an int, such
+ * as 3.0, is not found). The result is a hint: the engine still looks
+ * every key up with the dict's own code.
  *
- * The layout of a dict's keys is CPython's internal one (Include/internal/
- * pycore_dict.h), copied for 3.11 only: on another version
- * CAESAR_DICT_PROBE is 0 and the engine looks the keys up whole. */
+ * The layout of a dict's keys and its probe sequence are CPython's
+ * internal ones (Include/internal/pycore_dict.h, Objects/dictobject.c),
+ * copied for 3.11 only: on another version CAESAR_DICT_PROBE is 0 and
+ * the engine looks the keys up whole. */
 #ifndef CAESAR_DICT_PROBE_H
 #define CAESAR_DICT_PROBE_H
 
@@ -44,72 +48,115 @@ typedef struct {  /* struct _dictkeysobject */
 #else
 #define CAESAR_DICT_PROBE 0
 typedef struct { Py_hash_t me_hash; PyObject *me_key; PyObject *me_value; } caesar_dict_entry;
-typedef struct { char dk_indices[1]; } caesar_dict_keys;
+typedef struct { uint8_t dk_log2_size, dk_log2_index_bytes; char dk_indices[1]; } caesar_dict_keys;
 #endif
 
 typedef struct {
     const caesar_dict_keys *keys;
-    const char *slot;               /* the index slot of the first probe */
-    const caesar_dict_entry *entry; /* the entry it names */
+    const caesar_dict_entry *entry; /* the entry the slot named; NULL: at a slot */
+    size_t i;                       /* the slot probed */
+    size_t perturb;
     Py_hash_t hash;
+    long long want;                 /* the key */
+    int at_key;                     /* the entry's hash matched: its key next */
 } caesar_probe;
 
-/* Stage 1: the first index slot of `hash` in dict `d` prefetched. 0 when
- * the dict is not a combined table of general keys (nothing to follow). */
-static inline int caesar_probe_begin(caesar_probe *p, PyObject *d, Py_hash_t hash) {
+static inline const char *caesar_probe_slot(const caesar_probe *p) {
+    const caesar_dict_keys *k = p->keys;
+    return k->dk_indices + (p->i << (k->dk_log2_index_bytes - k->dk_log2_size));
+}
+
+/* The next slot of the probe sequence (dictobject.c's PERTURB_SHIFT 5). */
+static inline void caesar_probe_next(caesar_probe *p) {
+    p->perturb >>= 5;
+    p->i = (p->i * 5 + p->perturb + 1) & (((size_t) 1 << p->keys->dk_log2_size) - 1);
+    p->entry = NULL;
+    p->at_key = 0;
+    __builtin_prefetch(caesar_probe_slot(p));
+}
+
+/* The probe of int `key` in dict `d` started: its first index slot
+ * prefetched. 0 when the dict is not a combined table of general keys
+ * (nothing to follow) or the key's hash is not the key itself (|key| from
+ * 2**61 - 1 on, and -1, whose hash is -2's). */
+static inline int caesar_probe_begin(caesar_probe *p, PyObject *d, long long key) {
 #if CAESAR_DICT_PROBE
     PyDictObject *mp = (PyDictObject *) d;
     const caesar_dict_keys *k = (const caesar_dict_keys *) mp->ma_keys;
-    size_t i;
+    const Py_hash_t hash = (Py_hash_t) key;
+    if (key == -1 || key >= ((long long) 1 << 60) || key <= -((long long) 1 << 60))
+        return 0;
     if (mp->ma_values != NULL || k->dk_kind != 0)
         return 0;
-    i = (size_t) hash & (((size_t) 1 << k->dk_log2_size) - 1);
     p->keys = k;
-    p->slot = k->dk_indices + (i << (k->dk_log2_index_bytes - k->dk_log2_size));
     p->entry = NULL;
+    p->at_key = 0;
+    p->want = key;
     p->hash = hash;
-    __builtin_prefetch(p->slot);
+    p->perturb = (size_t) hash;
+    p->i = (size_t) hash & (((size_t) 1 << k->dk_log2_size) - 1);
+    __builtin_prefetch(caesar_probe_slot(p));
     return 1;
 #else
-    (void) p; (void) d; (void) hash;
+    (void) p; (void) d; (void) key;
     return 0;
 #endif
 }
 
-/* Stage 2: the entry the slot names prefetched. 0 when the slot is empty
- * or a deleted entry's (the key is absent, or further on). */
-static inline int caesar_probe_entry(caesar_probe *p) {
+/* One step, reading what the last one prefetched. At a slot: the entry
+ * it names prefetched, or (a deleted entry's slot) the next slot. At an
+ * entry whose hash is the key's: its key and value prefetched, else the
+ * next slot. At that key: the value in *value (borrowed) if the key is
+ * the int looked up, else the next slot.
+ * Returns 1 found, 0 absent (an empty slot), 2 not yet (step again). */
+static inline int caesar_probe_step(caesar_probe *p, PyObject **value) {
 #if CAESAR_DICT_PROBE
     const caesar_dict_keys *k = p->keys;
+    const caesar_dict_entry *e = p->entry;
+    const char *slot;
     Py_ssize_t ix;
-    switch (k->dk_log2_index_bytes - k->dk_log2_size) {
-        case 0: ix = *(const int8_t *) p->slot; break;
-        case 1: ix = *(const int16_t *) p->slot; break;
-        case 2: ix = *(const int32_t *) p->slot; break;
-        default: ix = (Py_ssize_t) *(const int64_t *) p->slot; break;
+    int overflow;
+    if (p->at_key) {
+        if (PyLong_CheckExact(e->me_key)
+                && PyLong_AsLongLongAndOverflow(e->me_key, &overflow) == p->want
+                && !overflow) {
+            *value = e->me_value;
+            return 1;
+        }
+        caesar_probe_next(p);
+        return 2;
     }
-    if (ix < 0)
+    if (e != NULL) {
+        if (e->me_hash == p->hash && e->me_value != NULL) {
+            __builtin_prefetch(e->me_key);
+            __builtin_prefetch(e->me_value);
+            p->at_key = 1;
+            return 2;
+        }
+        caesar_probe_next(p);
+        return 2;
+    }
+    slot = caesar_probe_slot(p);
+    switch (k->dk_log2_index_bytes - k->dk_log2_size) {
+        case 0: ix = *(const int8_t *) slot; break;
+        case 1: ix = *(const int16_t *) slot; break;
+        case 2: ix = *(const int32_t *) slot; break;
+        default: ix = (Py_ssize_t) *(const int64_t *) slot; break;
+    }
+    if (ix == -1)  /* DKIX_EMPTY */
         return 0;
+    if (ix < 0) {  /* DKIX_DUMMY */
+        caesar_probe_next(p);
+        return 2;
+    }
     p->entry = (const caesar_dict_entry *)
         (k->dk_indices + ((size_t) 1 << k->dk_log2_index_bytes)) + ix;
     __builtin_prefetch(p->entry);
-    return 1;
+    return 2;
 #else
-    (void) p;
+    (void) p; (void) value;
     return 0;
 #endif
-}
-
-/* Stage 3: the entry's value when its hash is the key's (for the int keys
- * this is used for, a hash is the int itself), its key and value
- * prefetched; NULL otherwise. Borrowed. */
-static inline PyObject *caesar_probe_value(const caesar_probe *p) {
-    const caesar_dict_entry *e = p->entry;
-    if (e == NULL || e->me_hash != p->hash || e->me_value == NULL)
-        return NULL;
-    __builtin_prefetch(e->me_key);
-    __builtin_prefetch(e->me_value);
-    return e->me_value;
 }
 
 #endif

@@ -125,19 +125,19 @@ cdef extern from *:
     void CAESAR_PREFETCH(const void* p) nogil
 
 cdef extern from "dict_probe.h":
-    ctypedef Py_ssize_t Py_hash_t
     ctypedef struct caesar_probe:
         pass
-    int caesar_probe_begin(caesar_probe* p, PyObject* d, Py_hash_t hash)
-    int caesar_probe_entry(caesar_probe* p)
-    PyObject* caesar_probe_value(const caesar_probe* p)
+    int caesar_probe_begin(caesar_probe* p, PyObject* d, long long key)
+    int caesar_probe_step(caesar_probe* p, PyObject** value)
     int CAESAR_DICT_PROBE
 
 # _prefetch's chunk: events whose parts are fetched together before they
 # are processed (their lines must still be cached when the events come)
 DEF _PF_CHUNK = 32
 DEF _PF_PARTS = 256   # parts per chunk at most (the rest are not prefetched)
-DEF _PF_INT_HASHED = 1 << 60  # ints hashed as themselves (|v| < 2**61 - 1, with margin)
+# steps of a staged lookup at most (slot, entry, stored key, next slot ...):
+# a key further on the probe sequence is not prefetched
+DEF _PF_STEPS = 8
 
 
 def _probe_int(dict d, i64 key):
@@ -145,14 +145,17 @@ def _probe_int(dict d, i64 key):
     or None (not at the first probe, or dict_probe.h not built for this
     Python); for tests of dict_probe.h against the dict itself."""
     cdef caesar_probe pr
-    if not (-_PF_INT_HASHED < key < _PF_INT_HASHED):
+    cdef PyObject* sp = NULL
+    cdef int i, r
+    if not caesar_probe_begin(&pr, <PyObject*> d, key):
         return None
-    if not caesar_probe_begin(&pr, <PyObject*> d, -2 if key == -1 else key):
-        return None
-    if not caesar_probe_entry(&pr):
-        return None
-    sp = caesar_probe_value(&pr)
-    return None if sp == NULL else <object> sp
+    for i in range(_PF_STEPS):
+        r = caesar_probe_step(&pr, &sp)
+        if r == 1:
+            return <object> sp
+        if r == 0:
+            return None
+    return None
 
 
 def _probe_built():
@@ -1691,7 +1694,7 @@ cdef class CythonEngine:
         cdef PyObject* sp
         cdef PyObject* t
         cdef Py_ssize_t e, n = 0, i, c, m = 0, npr = 0, nq = 0
-        cdef int h, slot, col, tid, last_slot = -1
+        cdef int h, r, slot, col, tid, last_slot = -1
         cdef i64 last_part = 0, kv = 0, v
         cdef u8 kk = 0, k
         cdef Stack s
@@ -1715,10 +1718,8 @@ cdef class CythonEngine:
                 if keyed is None:
                     continue
                 v = vals[e, col]
-                # an int's hash is the int (but -1's) below 2**61 - 1
-                if ((k == K_INT or k == K_BOOL) and -_PF_INT_HASHED < v < _PF_INT_HASHED
-                        and caesar_probe_begin(&probe[npr], <PyObject*> keyed,
-                                               -2 if v == -1 else v)):
+                if ((k == K_INT or k == K_BOOL)
+                        and caesar_probe_begin(&probe[npr], <PyObject*> keyed, v)):
                     npr += 1
                     continue
                 if key is None or k != kk or v != kv:
@@ -1730,15 +1731,19 @@ cdef class CythonEngine:
                     CAESAR_PREFETCH(sp)
                     found[n] = sp
                     n += 1
-        for i in range(npr):  # the entries their index slots name
-            if caesar_probe_entry(&probe[i]):
-                probe[nq] = probe[i]
-                nq += 1
-        for i in range(nq):  # the entries' keys and values
-            sp = caesar_probe_value(&probe[i])
-            if sp != NULL:
-                found[n] = sp
-                n += 1
+        for c in range(_PF_STEPS):  # the int keys' lookups, a step each round
+            nq = 0
+            for i in range(npr):
+                r = caesar_probe_step(&probe[i], &sp)
+                if r == 1:
+                    found[n] = sp
+                    n += 1
+                elif r == 2:
+                    probe[nq] = probe[i]
+                    nq += 1
+            npr = nq
+            if npr == 0:
+                break
         for i in range(n):  # the stacks tuples
             if type(<object> found[i]) is not Part:
                 found[i] = NULL  # not one of the plan's parts: nothing to follow
