@@ -5,12 +5,15 @@ alone (session 46: the pipeline's per-car state costs more as it ages).
     python -m bench.linear_road.state_age [--data L1.dat] [--window 7500 7620]
         [--histories 60 600 1200 2100] [--rounds 1]
 
-Per round and history H, one after the other in one process: the pipeline
-(`model_per_segment.caesar`) over the H seconds before the window, then the
-window, then the plain loop over the same input (throughput.py's `run` and
-`plain_loop`). The input rate of the window is the same in every row, so a
-rate that falls with H is the state's age, not the load. Rows go to
-results/state_age.csv, the medians to results/state_age.png.
+Per round and history H, one after the other, each in a process of its
+own: the pipeline (`model_per_segment.caesar`) over the H seconds before
+the window, then the window, then the plain loop over the same input
+(throughput.py's `run` and `plain_loop`). The input rate of the window is
+the same in every row, so a rate that falls with H is the state's age, not
+the load. Until session 48 all ran in one process (`--in-process`), so a
+pipeline ran on the heap the earlier ones' state left, which added to the
+age it measures. Rows go to results/state_age.csv, the medians to
+results/state_age.png.
 """
 
 from __future__ import annotations
@@ -29,17 +32,20 @@ MODEL = "model_per_segment"
 
 
 def measure(data: str | None, start: int, end: int, histories: list[int], rounds: int,
-            log: Any = print) -> list[dict[str, Any]]:
-    from caesar.examples import model_path
-
-    model = str(model_path("linear_road").with_name(f"{MODEL}.caesar"))
+            log: Any = print, in_process: bool = False) -> list[dict[str, Any]]:
     every = load(data)
     rows = []
     for r in range(rounds):
         for h in histories:
-            reports = every.window(start - h, end)
-            pipe = T.run(reports, start, h, lambda *_: None, model)
-            plain = T.plain_loop(reports, start)
+            if in_process:
+                reports = every.window(start - h, end)
+                pipe = T.one(reports, start, h, MODEL, lambda *_: None)
+                plain = T.one(reports, start, h, T.PLAIN)
+            else:
+                child = [*(["--data", data] if data else []), "--window", str(start), str(end),
+                         "--history", str(h)]
+                pipe = T._in_child(child, MODEL, echo=False)
+                plain = T._in_child(child, T.PLAIN, echo=False)
             row = {"round": r + 1, "history_s": h, "reports": pipe["reports"],
                    "pipeline": pipe["reports_per_cpu_s"], "plain": plain["reports_per_cpu_s"],
                    "exact": pipe["differences_tolls"] == 0 and pipe["differences_alerts"] == 0}
@@ -95,6 +101,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--histories", type=int, nargs="+", default=[60, 600, 1200, 2100])
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--label", default="")
+    ap.add_argument("--in-process", action="store_true",
+                    help="every run in this process (as before session 48)")
     ap.add_argument("--out", type=Path, default=T.RESULTS)
     return ap
 
@@ -104,9 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     start, end = args.window
     if any(h <= 0 for h in args.histories):
         raise SystemExit("--histories: each must be positive (seconds before the window)")
-    rows = measure(args.data, start, end, args.histories, args.rounds)
+    rows = measure(args.data, start, end, args.histories, args.rounds,
+                   in_process=args.in_process)
     head = {"label": args.label, "commit": T.commit(), "when": time.strftime("%Y-%m-%d %H:%M"),
-            "window": f"{start}-{end}"}
+            "window": f"{start}-{end}", "fresh_process": not args.in_process}
     args.out.mkdir(parents=True, exist_ok=True)
     for r in rows:
         T.append_row(args.out / "state_age.csv", {**head, **r})

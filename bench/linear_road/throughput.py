@@ -39,8 +39,10 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import subprocess
+import sys
 import time
 from bisect import bisect_left
 from collections import Counter
@@ -255,26 +257,52 @@ def plain_loop(reports: Reports, start: int | None = None) -> dict[str, Any]:
 PLAIN = "plain loop"
 
 
-def interleaved(reports: Reports, start: int, history: int, models: list[str], rounds: int,
-                log: Any = print) -> list[dict[str, Any]]:
-    """`rounds` x (each model through the pipeline, then the plain loop)."""
+def one(reports: Reports, start: int, history: int, name: str, log: Any = print) -> dict[str, Any]:
+    """One configuration's run: a model through the pipeline, or the plain loop."""
     from caesar.examples import model_path
 
+    if name == PLAIN:
+        return plain_loop(reports, start)
     base = model_path("linear_road")
+    return run(reports, start, history, log, str(base.with_name(f"{name}.caesar")))
+
+
+def interleaved(reports: Reports, start: int, history: int, models: list[str], rounds: int,
+                log: Any = print, child_args: list[str] | None = None) -> list[dict[str, Any]]:
+    """`rounds` x (each model through the pipeline, then the plain loop).
+    With `child_args` (this module's arguments that load the same reports)
+    each run is a process of its own: a pipeline run after another in one
+    process works on the heap the earlier one's state of ~7 GB left (a
+    new car's state lands in its scattered holes), which no deployment
+    has; it ran 1.15x slower than a first run (session 48)."""
     rows = []
     for r in range(rounds):
         for name in [*models, PLAIN]:
             log(f"round {r + 1}/{rounds}: {name}")
-            if name == PLAIN:
-                row = plain_loop(reports, start)
+            if child_args is None:
+                row = one(reports, start, history, name, log)
             else:
-                row = run(reports, start, history, log, str(base.with_name(f"{name}.caesar")))
+                row = _in_child(child_args, name)
             row = {"round": r + 1, "config": name, **row}
             row["all_reports_per_cpu_s"] = round(row["all_reports"] / row["all_cpu_s"])
             log(f"  {row['all_reports_per_cpu_s']:,} reports per CPU-second "
                 f"({row['all_reports']:,} reports, {row['all_cpu_s']} CPU s)")
             rows.append(row)
     return rows
+
+
+def _in_child(child_args: list[str], name: str, echo: bool = True) -> dict[str, Any]:
+    """one() in a fresh process (its log on this one's output if `echo`,
+    its row as the last line of its stdout, JSON: plain data, nothing
+    unpickled)."""
+    cmd = [sys.executable, "-m", "bench.linear_road.throughput", *child_args, "--one", name]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False)
+    lines = proc.stdout.splitlines()
+    for line in lines[:-1] if echo else []:
+        print(line, flush=True)
+    if proc.returncode != 0 or not lines:
+        raise SystemExit(f"run of {name!r} failed (exit {proc.returncode}): {' '.join(cmd)}")
+    return dict(json.loads(lines[-1]))
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -373,6 +401,10 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--models", nargs="+", default=["model_per_segment", "model"],
                     help="Linear Road example models (file names without .caesar)")
     ap.add_argument("--label", default="", help="what this run measures (goes in the CSV)")
+    ap.add_argument("--in-process", action="store_true",
+                    help="every round in this process (before session 48: later pipeline "
+                         "rounds run on the heap an earlier one left)")
+    ap.add_argument("--one", metavar="CONFIG", help=argparse.SUPPRESS)  # a child's run
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--no-save", action="store_true")
     return ap
@@ -384,9 +416,17 @@ def main(argv: list[str] | None = None) -> None:
     reports = load(args.data).window(start - args.history, end).xways(args.xways)
     head = {"label": args.label, "commit": commit(), "when": time.strftime("%Y-%m-%d %H:%M"),
             "window": f"{start}-{end}", "history_s": args.history, "xways": args.xways}
+    if args.one:
+        row = one(reports, start, args.history, args.one, log=lambda *m: print(*m, flush=True))
+        print(json.dumps(row), flush=True)
+        return
     if args.rounds > 0:
-        rows = [{**head, **r} for r in interleaved(reports, start, args.history, args.models,
-                                                  args.rounds)]
+        child = None if args.in_process else [
+            *(["--data", args.data] if args.data else []), "--window", str(start), str(end),
+            "--history", str(args.history), "--xways", str(args.xways)]
+        rows = [{**head, "fresh_process": not args.in_process, **r}
+                for r in interleaved(reports, start, args.history, args.models, args.rounds,
+                                     child_args=child)]
         _report_vs_plain(rows, args, reports.rate())
         return
     row = {**head, **run(reports, start, args.history)}
