@@ -10,9 +10,11 @@ of them beside another, the machine has 2 cores):
 
 1. `throughput`: the embedded pipeline and the plain loop, interleaved, on
    the 30 peak minutes after 600 s of history (the window Kafka + Ray runs;
-   3 rounds, ~6 min), each rated on the window alone: the pipeline's per-car
+   3 rounds, ~7 min), each rated on the window alone: the pipeline's per-car
    state ages over a long run and costs more (session 46), so a short
-   history would flatter it (until session 45: 6600-6660 after 60 s);
+   history would flatter it (until session 45: 6600-6660 after 60 s); every
+   run in a process of its own (session 48: in one, a pipeline after the
+   first ran on the heap the earlier one's state left);
 2. `kafka_ray`: the L-rating on the 30 peak minutes (6000-7800, after 600 s
    of history and a 60 s warm-up at pace), the issue's target level 4 then 5
    until one does not hold (~45 min per level; `--xways 1 2 3 4` tries each

@@ -142,8 +142,9 @@ DEF _PF_STEPS = 8
 
 def _probe_int(dict d, i64 key):
     """What _prefetch's staged lookup of int `key` in `d` finds: its value,
-    or None (not at the first probe, or dict_probe.h not built for this
-    Python); for tests of dict_probe.h against the dict itself."""
+    or None (absent, further on the probe sequence than _PF_STEPS steps,
+    stored as another type, or dict_probe.h not built for this Python);
+    for tests of dict_probe.h against the dict itself."""
     cdef caesar_probe pr
     cdef PyObject* sp = NULL
     cdef int i, r
