@@ -42,8 +42,7 @@ def measure(data: str | None, start: int, end: int, histories: list[int], rounds
                 pipe = T.one(reports, start, h, MODEL, lambda *_: None)
                 plain = T.one(reports, start, h, T.PLAIN)
             else:
-                child = [*(["--data", data] if data else []), "--window", str(start), str(end),
-                         "--history", str(h)]
+                child = T.child_args(data, start, end, h)
                 pipe = T._in_child(child, MODEL, echo=False)
                 plain = T._in_child(child, T.PLAIN, echo=False)
             row = {"round": r + 1, "history_s": h, "reports": pipe["reports"],

@@ -291,6 +291,12 @@ def interleaved(reports: Reports, start: int, history: int, models: list[str], r
     return rows
 
 
+def child_args(data: str | None, start: int, end: int, history: int, xways: int = 1) -> list[str]:
+    """This module's arguments that load these reports in a child (_in_child)."""
+    return [*(["--data", data] if data else []), "--window", str(start), str(end),
+            "--history", str(history), "--xways", str(xways)]
+
+
 def _in_child(child_args: list[str], name: str, echo: bool = True) -> dict[str, Any]:
     """one() in a fresh process (its log on this one's output if `echo`,
     its row as the last line of its stdout, JSON: plain data, nothing
@@ -421,9 +427,8 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(row), flush=True)
         return
     if args.rounds > 0:
-        child = None if args.in_process else [
-            *(["--data", args.data] if args.data else []), "--window", str(start), str(end),
-            "--history", str(args.history), "--xways", str(args.xways)]
+        child = None if args.in_process else child_args(args.data, start, end, args.history,
+                                                        args.xways)
         rows = [{**head, "fresh_process": not args.in_process, **r}
                 for r in interleaved(reports, start, args.history, args.models, args.rounds,
                                      child_args=child)]

@@ -56,8 +56,7 @@ typedef struct {
     const caesar_dict_entry *entry; /* the entry the slot named; NULL: at a slot */
     size_t i;                       /* the slot probed */
     size_t perturb;
-    Py_hash_t hash;
-    long long want;                 /* the key */
+    long long want;                 /* the key, also its hash (caesar_probe_begin) */
     int at_key;                     /* the entry's hash matched: its key next */
 } caesar_probe;
 
@@ -77,13 +76,12 @@ static inline void caesar_probe_next(caesar_probe *p) {
 
 /* The probe of int `key` in dict `d` started: its first index slot
  * prefetched. 0 when the dict is not a combined table of general keys
- * (nothing to follow) or the key's hash is not the key itself (|key| from
- * 2**61 - 1 on, and -1, whose hash is -2's). */
+ * (nothing to follow) or the key's hash may not be the key itself (it is
+ * below 2**61 - 1, taken from 2**60 on with a margin; -1's is -2). */
 static inline int caesar_probe_begin(caesar_probe *p, PyObject *d, long long key) {
 #if CAESAR_DICT_PROBE
     PyDictObject *mp = (PyDictObject *) d;
     const caesar_dict_keys *k = (const caesar_dict_keys *) mp->ma_keys;
-    const Py_hash_t hash = (Py_hash_t) key;
     if (key == -1 || key >= ((long long) 1 << 60) || key <= -((long long) 1 << 60))
         return 0;
     if (mp->ma_values != NULL || k->dk_kind != 0)
@@ -92,9 +90,8 @@ static inline int caesar_probe_begin(caesar_probe *p, PyObject *d, long long key
     p->entry = NULL;
     p->at_key = 0;
     p->want = key;
-    p->hash = hash;
-    p->perturb = (size_t) hash;
-    p->i = (size_t) hash & (((size_t) 1 << k->dk_log2_size) - 1);
+    p->perturb = (size_t) key;
+    p->i = (size_t) key & (((size_t) 1 << k->dk_log2_size) - 1);
     __builtin_prefetch(caesar_probe_slot(p));
     return 1;
 #else
@@ -127,7 +124,7 @@ static inline int caesar_probe_step(caesar_probe *p, PyObject **value) {
         return 2;
     }
     if (e != NULL) {
-        if (e->me_hash == p->hash && e->me_value != NULL) {
+        if (e->me_hash == (Py_hash_t) p->want && e->me_value != NULL) {
             __builtin_prefetch(e->me_key);
             __builtin_prefetch(e->me_value);
             p->at_key = 1;
