@@ -81,3 +81,18 @@ def test_the_tail_answers_for_many_offsets_as_for_one():
     one = [tail.seen_at("t", 0, int(o)) for o in offsets]
     assert many == [-1 if v is None else v for v in one]
     assert tail.seen_at_many("other", 0, offsets).tolist() == [-1] * 20
+
+
+def test_the_defaults_are_the_settings_the_report_rates_with():
+    """A bare `python -m bench.linear_road.kafka_ray` runs as report.py does
+    (the old 10 s commit interval alone put every output past the bound)."""
+    from bench.linear_road import report
+
+    bare = kafka_ray.parser().parse_args([])
+    assert kafka_ray._actors(bare.actors) == {"actors": 1, "service_actors": {"matcher": 2}}
+    command = report.commands(report.parser().parse_args(["--data", "x"]), "label")["kafka_ray"]
+    rated = kafka_ray.parser().parse_args(command)
+    assert kafka_ray._actors(rated.actors) == kafka_ray._actors(bare.actors)
+    for name in ("commit_interval", "max_commit_share", "checkpoint_interval",
+                 "max_checkpoint_share", "history", "warmup", "window", "pace"):
+        assert getattr(rated, name) == getattr(bare, name), name
