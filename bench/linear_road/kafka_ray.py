@@ -816,9 +816,9 @@ def parser() -> argparse.ArgumentParser:
                     help="the history's last seconds, sent at --pace right before the window "
                          "(0: none; the window then starts after the fast history and a pause)")
     ap.add_argument("--pace", type=float, default=1.0)
-    # The defaults are the settings report.py rates with (they held level 4
-    # in session 21 and every level since); a 10 s commit interval, the old
-    # default, alone made every output wait past the 5 s bound.
+    # The defaults are the settings report.py rates with (those of every
+    # rating since session 21); a 10 s commit interval, the old default,
+    # alone made every output wait past the 5 s bound.
     ap.add_argument("--actors", type=_actor_count, nargs="+", default=[("", 1), ("matcher", 2)],
                     help="actors per service, then SERVICE=N for one service's "
                          "(default: 1 matcher=2)")
